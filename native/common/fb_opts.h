@@ -1,0 +1,67 @@
+/* fb_opts.h - the command-line options every fabench kernel shares.
+ *
+ * A kernel passes its class defaults (OSU's loop constants) and gets back one struct fb_opts;
+ * nothing is global. See docs/kernel-protocol.md for the option list.
+ */
+#ifndef FB_OPTS_H
+#define FB_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+enum fb_kernel_class {
+    FB_CLASS_LATENCY,    /* ping-pong */
+    FB_CLASS_BANDWIDTH,  /* windowed streaming */
+    FB_CLASS_COLLECTIVE, /* one collective call per iteration */
+};
+
+struct fb_defaults {
+    long iters_small, warmup_small; /* below large_threshold */
+    long iters_large, warmup_large; /* at or above large_threshold */
+    size_t size_min, size_max;
+    int window;
+    size_t large_threshold;
+};
+
+struct fb_opts {
+    size_t *sizes; /* message sizes in bytes, in the order given */
+    int nsizes;
+    long iterations; /* -1: class default for each size */
+    long warmup;     /* -1: class default for each size */
+    int window;
+    bool validate;
+    size_t large_threshold;
+    struct fb_defaults defaults;
+};
+
+enum fb_opts_status {
+    FB_OPTS_OK = 0,
+    FB_OPTS_HELP = 1,  /* --help printed: exit 0 */
+    FB_OPTS_ERROR = 2, /* message printed: exit 2 */
+};
+
+/* OSU's defaults for a kernel class. */
+struct fb_defaults fb_defaults_for(enum fb_kernel_class cls);
+
+/* Parse argv[1..argc) into *o. Help goes to `out`, errors to `err` (either may be NULL to stay
+ * quiet, e.g. on all ranks but one). `prog` names the kernel in messages. */
+enum fb_opts_status fb_opts_parse(struct fb_opts *o, const struct fb_defaults *d, const char *prog,
+                                  int argc, char **argv, FILE *out, FILE *err);
+
+/* Free what fb_opts_parse allocated. */
+void fb_opts_free(struct fb_opts *o);
+
+/* Timed and warm-up iterations for one message size. */
+long fb_opts_iterations(const struct fb_opts *o, size_t size);
+long fb_opts_warmup(const struct fb_opts *o, size_t size);
+
+/* One size: decimal bytes with an optional K, M or G suffix (powers of 1024, optional
+ * trailing B or iB). Returns 0 on success, -1 on a malformed or overflowing value. */
+int fb_parse_size(const char *text, size_t *out);
+
+/* A --sizes argument: "MIN:MAX" (MIN, then doubling up to MAX; MIN 0 gives 0, 1, 2, ...) or a
+ * list "a,b,c". On success *sizes is malloc'ed. Returns 0, or -1 with a reason in why[]. */
+int fb_parse_sizes(const char *text, size_t **sizes, int *nsizes, char *why, size_t whylen);
+
+#endif

@@ -1,0 +1,258 @@
+#include "fb_mpi_common.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fb_pattern.h"
+#include "fb_timer.h"
+
+#ifndef FB_MPI_FLAVOUR
+#define FB_MPI_FLAVOUR "mpi"
+#endif
+
+/* Before MPI_Init the rank is only known from the launcher's environment; used so that a bad
+ * option is reported once, not once per rank. */
+static bool launcher_says_not_rank0(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                                       "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v)
+            return strcmp(v, "0") != 0;
+    }
+    return false;
+}
+
+static void trim_right(char *s)
+{
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+        s[--n] = '\0';
+}
+
+static void emit_meta(struct fb_mpi_ctx *ctx)
+{
+    char name[MPI_MAX_PROCESSOR_NAME + 1];
+    int len = 0;
+    memset(name, 0, sizeof(name));
+    MPI_Get_processor_name(name, &len);
+
+    char *all = NULL;
+    if (ctx->rank == 0) {
+        all = calloc((size_t)ctx->nranks, sizeof(name));
+        if (!all) {
+            fprintf(stderr, "%s: out of memory\n", ctx->kernel);
+            MPI_Abort(ctx->comm, 1);
+        }
+    }
+    MPI_Gather(name, (int)sizeof(name), MPI_CHAR, all, (int)sizeof(name), MPI_CHAR, 0, ctx->comm);
+    if (ctx->rank != 0)
+        return;
+
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING + 1];
+    memset(lib, 0, sizeof(lib));
+    MPI_Get_library_version(lib, &len);
+    trim_right(lib);
+    int major = 0, minor = 0;
+    MPI_Get_version(&major, &minor);
+    char version[32];
+    snprintf(version, sizeof(version), "%d.%d", major, minor);
+
+    const char **hosts = malloc(sizeof(*hosts) * (size_t)ctx->nranks);
+    if (!hosts) {
+        fprintf(stderr, "%s: out of memory\n", ctx->kernel);
+        MPI_Abort(ctx->comm, 1);
+    }
+    for (int r = 0; r < ctx->nranks; r++)
+        hosts[r] = all + (size_t)r * sizeof(name);
+
+    struct fb_json *j = &ctx->json;
+    fb_json_begin(j, "meta");
+    fb_json_str(j, "kernel", ctx->kernel);
+    fb_json_int(j, "ranks", ctx->nranks);
+    fb_json_str(j, "library", lib);
+    fb_json_str(j, "mpi_version", version);
+    fb_json_str(j, "flavour", FB_MPI_FLAVOUR);
+    fb_json_str_array(j, "hosts", hosts, (size_t)ctx->nranks);
+    fb_json_int(j, "window", ctx->opts.window);
+    fb_json_bool(j, "validate", ctx->opts.validate);
+    fb_json_str(j, "timer", FB_TIMER_NAME);
+    fb_json_end(j, stdout);
+    free(hosts);
+    free(all);
+}
+
+int fb_mpi_start(struct fb_mpi_ctx *ctx, const char *kernel, enum fb_kernel_class cls,
+                 size_t size_min, int min_ranks, bool even_ranks, int *argc, char ***argv,
+                 int *exit_code)
+{
+    memset(ctx, 0, sizeof(*ctx));
+    ctx->kernel = kernel;
+    ctx->t_start_us = fb_now_us();
+
+    struct fb_defaults d = fb_defaults_for(cls);
+    d.size_min = size_min;
+    const char *prog = strrchr((*argv)[0], '/') ? strrchr((*argv)[0], '/') + 1 : (*argv)[0];
+    bool quiet = launcher_says_not_rank0();
+    switch (fb_opts_parse(&ctx->opts, &d, prog, *argc, *argv, quiet ? NULL : stdout,
+                          quiet ? NULL : stderr)) {
+    case FB_OPTS_OK:
+        break;
+    case FB_OPTS_HELP:
+        *exit_code = 0;
+        return -1;
+    case FB_OPTS_ERROR:
+        *exit_code = 2;
+        return -1;
+    }
+
+    MPI_Init(argc, argv);
+    ctx->comm = MPI_COMM_WORLD;
+    MPI_Comm_rank(ctx->comm, &ctx->rank);
+    MPI_Comm_size(ctx->comm, &ctx->nranks);
+    const char *corrupt = getenv("FABENCH_CORRUPT");
+    ctx->corrupt = corrupt && strcmp(corrupt, "1") == 0;
+
+    if (ctx->nranks < min_ranks) {
+        char msg[128];
+        snprintf(msg, sizeof(msg), "needs at least %d ranks, got %d", min_ranks, ctx->nranks);
+        fb_mpi_usage_exit(ctx, msg);
+    }
+    if (even_ranks && ctx->nranks % 2)
+        fb_mpi_usage_exit(ctx, "needs an even number of ranks (rank i pairs with i + n/2)");
+    for (int i = 0; i < ctx->opts.nsizes; i++)
+        if (ctx->opts.sizes[i] > (size_t)INT_MAX / (size_t)ctx->nranks)
+            fb_mpi_usage_exit(ctx, "message sizes must stay below INT_MAX / ranks bytes");
+    emit_meta(ctx);
+    return 0;
+}
+
+void fb_mpi_usage_exit(struct fb_mpi_ctx *ctx, const char *msg)
+{
+    if (ctx->rank == 0)
+        fprintf(stderr, "%s: %s\n", ctx->kernel, msg);
+    fb_opts_free(&ctx->opts);
+    fb_json_free(&ctx->json);
+    MPI_Finalize();
+    exit(2);
+}
+
+int fb_mpi_finish(struct fb_mpi_ctx *ctx)
+{
+    MPI_Barrier(ctx->comm);
+    if (ctx->rank == 0) {
+        fb_json_begin(&ctx->json, "end");
+        fb_json_str(&ctx->json, "kernel", ctx->kernel);
+        fb_json_double(&ctx->json, "elapsed_s", (fb_now_us() - ctx->t_start_us) * 1e-6, 3);
+        fb_json_end(&ctx->json, stdout);
+    }
+    fb_opts_free(&ctx->opts);
+    fb_json_free(&ctx->json);
+    MPI_Finalize();
+    return 0;
+}
+
+void fb_mpi_emit_result(struct fb_mpi_ctx *ctx, const struct fb_mpi_result *r)
+{
+    if (ctx->rank != 0)
+        return;
+    struct fb_json *j = &ctx->json;
+    size_t n = (size_t)r->iterations;
+    fb_json_begin(j, "result");
+    fb_json_str(j, "kernel", ctx->kernel);
+    fb_json_uint(j, "size", r->size);
+    fb_json_int(j, "iterations", r->iterations);
+    fb_json_int(j, "warmup", r->warmup);
+    fb_json_str(j, "datatype", r->datatype);
+    fb_json_uint(j, "count", r->count);
+    fb_json_str(j, "unit", "us");
+    if (ctx->opts.validate)
+        fb_json_bool(j, "validated", true);
+    else
+        fb_json_null(j, "validated");
+    fb_json_double(j, "bytes_per_sample", r->bytes_per_sample, 0);
+    fb_json_double(j, "messages_per_sample", r->messages_per_sample, 0);
+    fb_json_double_array(j, "times", r->times, n, 4);
+    if (r->times_min)
+        fb_json_double_array(j, "times_min", r->times_min, n, 4);
+    if (r->times_mean)
+        fb_json_double_array(j, "times_mean", r->times_mean, n, 4);
+    if (fb_json_end(j, stdout) != 0) {
+        fprintf(stderr, "%s: cannot write result record\n", ctx->kernel);
+        MPI_Abort(ctx->comm, 1);
+    }
+}
+
+static void json_number(struct fb_json *j, const char *key, double v)
+{
+    if (isfinite(v) && v == floor(v) && fabs(v) < 1e15)
+        fb_json_int(j, key, (long long)v);
+    else
+        fb_json_double(j, key, v, 9);
+}
+
+void fb_mpi_validation_failed(struct fb_mpi_ctx *ctx, size_t size, long iteration,
+                              long long offset, double expected, double got)
+{
+    struct fb_json *j = &ctx->json;
+    fb_json_begin(j, "error");
+    fb_json_str(j, "kernel", ctx->kernel);
+    fb_json_uint(j, "size", size);
+    fb_json_int(j, "iteration", iteration);
+    fb_json_int(j, "rank", ctx->rank);
+    fb_json_int(j, "offset", offset);
+    json_number(j, "expected", expected);
+    json_number(j, "got", got);
+    fb_json_end(j, stdout);
+    fprintf(stderr,
+            "%s: validation failed on rank %d: size %zu iteration %ld offset %lld: expected %g, "
+            "got %g\n",
+            ctx->kernel, ctx->rank, size, iteration, offset, expected, got);
+    fflush(stderr);
+    MPI_Abort(ctx->comm, 3);
+}
+
+void fb_mpi_check_bytes(struct fb_mpi_ctx *ctx, const void *buf, size_t len, uint64_t off0,
+                        size_t size, long iter, int sender, size_t report_base)
+{
+    uint8_t want = 0, got = 0;
+    long long bad = fb_pattern_check(buf, len, off0, size, iter, sender, &want, &got);
+    if (bad >= 0)
+        fb_mpi_validation_failed(ctx, size, iter, (long long)report_base + bad, want, got);
+}
+
+void fb_mpi_maybe_corrupt(struct fb_mpi_ctx *ctx, void *buf, size_t len, bool designated)
+{
+    if (!ctx->corrupt || ctx->corrupted || !designated || len == 0)
+        return;
+    ((unsigned char *)buf)[len / 2] ^= 0xFF;
+    ctx->corrupted = true;
+    fprintf(stderr, "%s: FABENCH_CORRUPT=1: rank %d flipped received byte %zu\n", ctx->kernel,
+            ctx->rank, len / 2);
+}
+
+void fb_mpi_reduce_max(MPI_Comm comm, const double *local, size_t n, double *out_max)
+{
+    if (n)
+        MPI_Reduce(local, out_max, (int)n, MPI_DOUBLE, MPI_MAX, 0, comm);
+}
+
+void fb_mpi_reduce_times(MPI_Comm comm, const double *local, size_t n, double *out_max,
+                         double *out_min, double *out_mean)
+{
+    int nranks = 1, rank = 0;
+    MPI_Comm_size(comm, &nranks);
+    MPI_Comm_rank(comm, &rank);
+    if (n == 0)
+        return;
+    MPI_Reduce(local, out_max, (int)n, MPI_DOUBLE, MPI_MAX, 0, comm);
+    MPI_Reduce(local, out_min, (int)n, MPI_DOUBLE, MPI_MIN, 0, comm);
+    MPI_Reduce(local, out_mean, (int)n, MPI_DOUBLE, MPI_SUM, 0, comm);
+    if (rank == 0)
+        for (size_t i = 0; i < n; i++)
+            out_mean[i] /= nranks;
+}

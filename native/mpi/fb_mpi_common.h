@@ -1,0 +1,77 @@
+/* fb_mpi_common.h - what every MPI kernel shares: start-up, the meta/result/error/end records,
+ * and bringing per-iteration times to rank 0. The options and records themselves come from
+ * common/ (no MPI there); this file adds the MPI side.
+ */
+#ifndef FB_MPI_COMMON_H
+#define FB_MPI_COMMON_H
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fb_json.h"
+#include "fb_opts.h"
+
+/* One running kernel. Created by fb_mpi_start, passed to everything, ended by fb_mpi_finish. */
+struct fb_mpi_ctx {
+    const char *kernel; /* "mpi.latency" */
+    MPI_Comm comm;      /* MPI_COMM_WORLD */
+    int rank, nranks;
+    struct fb_opts opts;
+    bool corrupt; /* FABENCH_CORRUPT=1: flip one received byte (tests of the checker) */
+    bool corrupted; /* already done once on this rank */
+    double t_start_us;
+    struct fb_json json;
+};
+
+/* Parse options (before MPI_Init, so --help and bad options need no MPI), MPI_Init, check the
+ * number of ranks (at least min_ranks; even if even_ranks) and print the meta record on rank 0.
+ * Returns -1 if the kernel should exit now with *exit_code. */
+int fb_mpi_start(struct fb_mpi_ctx *ctx, const char *kernel, enum fb_kernel_class cls,
+                 size_t size_min, int min_ranks, bool even_ranks, int *argc, char ***argv,
+                 int *exit_code);
+
+/* The end record on rank 0, MPI_Finalize, free. Returns the process exit code (0). */
+int fb_mpi_finish(struct fb_mpi_ctx *ctx);
+
+/* Stop all ranks over a usage problem found after MPI_Init (e.g. too few ranks): message on
+ * stderr from rank 0, exit status 2. */
+void fb_mpi_usage_exit(struct fb_mpi_ctx *ctx, const char *msg);
+
+/* One result record (rank 0 only). times_min/times_mean may be NULL. */
+struct fb_mpi_result {
+    size_t size;
+    long iterations, warmup;
+    const char *datatype;
+    unsigned long long count;
+    double bytes_per_sample, messages_per_sample;
+    const double *times, *times_min, *times_mean;
+};
+void fb_mpi_emit_result(struct fb_mpi_ctx *ctx, const struct fb_mpi_result *r);
+
+/* Validation failure on this rank: error record on stdout, message on stderr, MPI_Abort(3).
+ * `expected`/`got` are the byte (or float element) values. */
+void fb_mpi_validation_failed(struct fb_mpi_ctx *ctx, size_t size, long iteration,
+                              long long offset, double expected, double got);
+
+/* Check `len` received bytes sent by rank `sender` (their logical offset at the sender starts at
+ * off0) for iteration `iter` of message size `size`; on a mismatch report offset
+ * report_base + index and abort. */
+void fb_mpi_check_bytes(struct fb_mpi_ctx *ctx, const void *buf, size_t len, uint64_t off0,
+                        size_t size, long iter, int sender, size_t report_base);
+
+/* Flip one byte of buf[0..len) once per process if FABENCH_CORRUPT=1 and this rank is the
+ * `designated` receiver of the kernel. Call between receiving and checking. */
+void fb_mpi_maybe_corrupt(struct fb_mpi_ctx *ctx, void *buf, size_t len, bool designated);
+
+/* Per-iteration arrays to rank 0 (collective over comm): for each of the n iterations the
+ * max, min and mean over the ranks of comm. The outputs are used on rank 0 only (others may
+ * pass NULL). */
+void fb_mpi_reduce_times(MPI_Comm comm, const double *local, size_t n, double *out_max,
+                         double *out_min, double *out_mean);
+
+/* Same, the max only. */
+void fb_mpi_reduce_max(MPI_Comm comm, const double *local, size_t n, double *out_max);
+
+#endif

@@ -1,0 +1,264 @@
+/* pt2pt.c - point-to-point kernels: one loop per kind, shared set-up and reporting.
+ *
+ * Timing is per iteration (one round trip or one window) with fill/check of --validate kept
+ * outside the timed region; in --validate mode a barrier separates iterations so a check on
+ * one side never delays the other side's next timed region.
+ */
+#include "pt2pt.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fb_buf.h"
+#include "fb_mpi_common.h"
+#include "fb_pattern.h"
+#include "fb_timer.h"
+
+#define TAG_DATA 100
+#define TAG_ACK 101
+
+struct kind_info {
+    const char *kernel;
+    enum fb_kernel_class cls;
+};
+
+static const struct kind_info KINDS[] = {
+    [FB_PT2PT_LATENCY] = {"mpi.latency", FB_CLASS_LATENCY},
+    [FB_PT2PT_BW] = {"mpi.bw", FB_CLASS_BANDWIDTH},
+    [FB_PT2PT_BIBW] = {"mpi.bibw", FB_CLASS_BANDWIDTH},
+    [FB_PT2PT_MBW_MR] = {"mpi.mbw_mr", FB_CLASS_BANDWIDTH},
+};
+
+/* Everything one rank needs for a run: its role, its peer, its buffers. */
+struct pt2pt {
+    struct fb_mpi_ctx *ctx;
+    enum fb_pt2pt_kind kind;
+    MPI_Comm comm;   /* ranks that take part (MPI_COMM_NULL: idle rank) */
+    int rank, peer;  /* in comm */
+    bool sender;     /* streams (bw, mbw_mr) or starts the ping-pong (latency) */
+    bool designated; /* the rank FABENCH_CORRUPT acts on */
+    int window;
+    size_t rslots;   /* receive slots: window when validating (each message checked), else 1 */
+    char *sbuf, *rbuf;
+    char ack;
+    MPI_Request *reqs;
+    MPI_Status *stats; /* not MPI_STATUSES_IGNORE: GCC 12 misreads MPICH's access attributes */
+};
+
+static void stream_send(struct pt2pt *p, size_t size, MPI_Request *reqs)
+{
+    for (int k = 0; k < p->window; k++)
+        MPI_Isend(p->sbuf, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm, &reqs[k]);
+}
+
+static void stream_recv(struct pt2pt *p, size_t size, MPI_Request *reqs)
+{
+    for (int k = 0; k < p->window; k++) {
+        char *slot = p->rbuf + (p->rslots > 1 ? (size_t)k * size : 0);
+        MPI_Irecv(slot, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm, &reqs[k]);
+    }
+}
+
+/* One timed iteration; returns the sample in us (meaningful on the timing side only). */
+static double iteration(struct pt2pt *p, size_t size)
+{
+    double t0, t1;
+    switch (p->kind) {
+    case FB_PT2PT_LATENCY:
+        if (p->sender) {
+            t0 = fb_now_us();
+            MPI_Send(p->sbuf, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm);
+            MPI_Recv(p->rbuf, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm, MPI_STATUS_IGNORE);
+            t1 = fb_now_us();
+            return (t1 - t0) / 2.0;
+        }
+        MPI_Recv(p->rbuf, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm, MPI_STATUS_IGNORE);
+        MPI_Send(p->sbuf, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm);
+        return 0.0;
+
+    case FB_PT2PT_BW:
+    case FB_PT2PT_MBW_MR:
+        if (p->sender) {
+            t0 = fb_now_us();
+            stream_send(p, size, p->reqs);
+            MPI_Waitall(p->window, p->reqs, p->stats);
+            MPI_Recv(&p->ack, 1, MPI_CHAR, p->peer, TAG_ACK, p->comm, MPI_STATUS_IGNORE);
+            t1 = fb_now_us();
+            return t1 - t0;
+        }
+        stream_recv(p, size, p->reqs);
+        MPI_Waitall(p->window, p->reqs, p->stats);
+        MPI_Send(&p->ack, 1, MPI_CHAR, p->peer, TAG_ACK, p->comm);
+        return 0.0;
+
+    case FB_PT2PT_BIBW:
+        t0 = fb_now_us();
+        stream_recv(p, size, p->reqs);
+        stream_send(p, size, p->reqs + p->window);
+        MPI_Waitall(2 * p->window, p->reqs, p->stats);
+        t1 = fb_now_us();
+        return t1 - t0;
+    }
+    return 0.0;
+}
+
+static bool receives(const struct pt2pt *p)
+{
+    return p->kind == FB_PT2PT_LATENCY || p->kind == FB_PT2PT_BIBW || !p->sender;
+}
+
+static bool sends(const struct pt2pt *p)
+{
+    return p->kind == FB_PT2PT_LATENCY || p->kind == FB_PT2PT_BIBW || p->sender;
+}
+
+static void fill(struct pt2pt *p, size_t size, long iter)
+{
+    if (sends(p))
+        fb_pattern_fill(p->sbuf, size, 0, size, iter, p->ctx->rank);
+}
+
+static void check(struct pt2pt *p, size_t size, long iter)
+{
+    if (!receives(p))
+        return;
+    /* the sub-communicator keeps world order, so p->peer is also the peer's world rank */
+    size_t nmsg = p->kind == FB_PT2PT_LATENCY ? 1 : (size_t)p->window;
+    fb_mpi_maybe_corrupt(p->ctx, p->rbuf, size * nmsg, p->designated);
+    for (size_t k = 0; k < nmsg; k++)
+        fb_mpi_check_bytes(p->ctx, p->rbuf + k * size, size, 0, size, iter, p->peer, k * size);
+}
+
+/* Run all iterations of one size; fills times[0..iters) with this rank's samples. */
+static void run_size(struct pt2pt *p, size_t size, long warmup, long iters, double *times)
+{
+    bool validate = p->ctx->opts.validate;
+    MPI_Barrier(p->comm);
+    for (long i = 0; i < warmup + iters; i++) {
+        if (validate)
+            fill(p, size, i);
+        if (p->kind == FB_PT2PT_MBW_MR)
+            MPI_Barrier(p->comm);
+        double sample = iteration(p, size);
+        if (validate) {
+            check(p, size, i);
+            if (p->kind != FB_PT2PT_MBW_MR)
+                MPI_Barrier(p->comm);
+        }
+        if (i >= warmup)
+            times[i - warmup] = sample;
+    }
+}
+
+static size_t max_size(const struct fb_opts *o)
+{
+    size_t m = 1;
+    for (int i = 0; i < o->nsizes; i++)
+        if (o->sizes[i] > m)
+            m = o->sizes[i];
+    return m;
+}
+
+static long max_iters(const struct fb_opts *o)
+{
+    long m = 1;
+    for (int i = 0; i < o->nsizes; i++)
+        if (fb_opts_iterations(o, o->sizes[i]) > m)
+            m = fb_opts_iterations(o, o->sizes[i]);
+    return m;
+}
+
+/* Roles: latency/bw/bibw use world ranks 0 and 1; mbw_mr pairs i with i + n/2. */
+static void setup(struct pt2pt *p, struct fb_mpi_ctx *ctx, enum fb_pt2pt_kind kind)
+{
+    p->ctx = ctx;
+    p->kind = kind;
+    p->window = kind == FB_PT2PT_LATENCY ? 1 : ctx->opts.window;
+    if (kind == FB_PT2PT_MBW_MR) {
+        int pairs = ctx->nranks / 2;
+        MPI_Comm_dup(ctx->comm, &p->comm);
+        p->rank = ctx->rank;
+        p->sender = ctx->rank < pairs;
+        p->peer = p->sender ? ctx->rank + pairs : ctx->rank - pairs;
+        p->designated = ctx->rank == ctx->nranks - 1;
+    } else {
+        int color = ctx->rank < 2 ? 0 : MPI_UNDEFINED;
+        MPI_Comm_split(ctx->comm, color, ctx->rank, &p->comm);
+        p->rank = ctx->rank;
+        p->sender = ctx->rank == 0;
+        p->peer = 1 - ctx->rank;
+        p->designated = ctx->rank == 1;
+    }
+    if (p->comm == MPI_COMM_NULL)
+        return;
+
+    size_t maxs = max_size(&ctx->opts);
+    p->rslots = ctx->opts.validate && kind != FB_PT2PT_LATENCY ? (size_t)p->window : 1;
+    p->sbuf = fb_buf_alloc(maxs);
+    p->rbuf = fb_buf_alloc(maxs * p->rslots);
+    p->reqs = malloc(sizeof(*p->reqs) * 2 * (size_t)p->window);
+    p->stats = malloc(sizeof(*p->stats) * 2 * (size_t)p->window);
+    if (!p->sbuf || !p->rbuf || !p->reqs || !p->stats) {
+        fprintf(stderr, "%s: out of memory for %zu-byte buffers\n", ctx->kernel, maxs);
+        MPI_Abort(ctx->comm, 1);
+    }
+}
+
+int fb_pt2pt_main(enum fb_pt2pt_kind kind, int argc, char **argv)
+{
+    struct fb_mpi_ctx ctx;
+    int code = 0;
+    if (fb_mpi_start(&ctx, KINDS[kind].kernel, KINDS[kind].cls, 1, 2,
+                     kind == FB_PT2PT_MBW_MR, &argc, &argv, &code))
+        return code;
+
+    struct pt2pt p = {0};
+    setup(&p, &ctx, kind);
+    const struct fb_opts *o = &ctx.opts;
+    long nmax = max_iters(o);
+    double *local = calloc((size_t)nmax, sizeof(double));
+    double *times = calloc((size_t)nmax, sizeof(double));
+    if (!local || !times) {
+        fprintf(stderr, "%s: out of memory\n", ctx.kernel);
+        MPI_Abort(ctx.comm, 1);
+    }
+
+    for (int s = 0; s < o->nsizes && p.comm != MPI_COMM_NULL; s++) {
+        size_t size = o->sizes[s];
+        long iters = fb_opts_iterations(o, size), warmup = fb_opts_warmup(o, size);
+        run_size(&p, size, warmup, iters, local);
+
+        double msgs = (double)p.window;
+        if (kind == FB_PT2PT_MBW_MR) {
+            fb_mpi_reduce_max(p.comm, local, (size_t)iters, times);
+            msgs *= ctx.nranks / 2;
+        } else {
+            for (long i = 0; i < iters; i++)
+                times[i] = local[i];
+            if (kind == FB_PT2PT_BIBW)
+                msgs *= 2;
+        }
+        struct fb_mpi_result r = {
+            .size = size,
+            .iterations = iters,
+            .warmup = warmup,
+            .datatype = "MPI_CHAR",
+            .count = size,
+            .bytes_per_sample = msgs * (double)size,
+            .messages_per_sample = msgs,
+            .times = times,
+        };
+        fb_mpi_emit_result(&ctx, &r);
+    }
+
+    if (p.comm != MPI_COMM_NULL)
+        MPI_Comm_free(&p.comm);
+    fb_buf_free(p.sbuf);
+    fb_buf_free(p.rbuf);
+    free(p.reqs);
+    free(p.stats);
+    free(local);
+    free(times);
+    return fb_mpi_finish(&ctx);
+}

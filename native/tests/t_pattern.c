@@ -1,0 +1,98 @@
+/* t_pattern: the --validate checker finds a flipped byte at its exact offset (no MPI). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fb_buf.h"
+#include "fb_pattern.h"
+
+static int failures;
+
+#define EXPECT(cond, ...)                                                                      \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            fprintf(stderr, "t_pattern:%d: FAIL %s: ", __LINE__, #cond);                       \
+            fprintf(stderr, __VA_ARGS__);                                                      \
+            fputc('\n', stderr);                                                               \
+            failures++;                                                                        \
+        }                                                                                      \
+    } while (0)
+
+static void bytes_roundtrip(size_t len)
+{
+    unsigned char *buf = fb_buf_alloc(len);
+    uint8_t want = 0, got = 0;
+    fb_pattern_fill(buf, len, 0, len, 7, 3);
+    EXPECT(fb_pattern_check(buf, len, 0, len, 7, 3, &want, &got) == -1, "len %zu clean", len);
+
+    /* every position of a few: first, middle, last */
+    size_t where[] = {0, len / 2, len - 1};
+    for (size_t w = 0; w < 3; w++) {
+        size_t off = where[w];
+        unsigned char orig = buf[off];
+        buf[off] ^= 0x01;
+        long long bad = fb_pattern_check(buf, len, 0, len, 7, 3, &want, &got);
+        EXPECT(bad == (long long)off, "len %zu flipped %zu, reported %lld", len, off, bad);
+        EXPECT(want == orig && got == (uint8_t)(orig ^ 0x01), "len %zu want %u got %u", len,
+               want, got);
+        buf[off] = orig;
+    }
+
+    /* the pattern depends on iteration, rank and size: stale or misrouted data fails */
+    if (len >= 16) {
+        EXPECT(fb_pattern_check(buf, len, 0, len, 8, 3, NULL, NULL) >= 0, "iteration %zu", len);
+        EXPECT(fb_pattern_check(buf, len, 0, len, 7, 4, NULL, NULL) >= 0, "rank %zu", len);
+        EXPECT(fb_pattern_check(buf, len, 0, len + 1, 7, 3, NULL, NULL) >= 0, "size %zu", len);
+        EXPECT(fb_pattern_check(buf + 1, len - 1, 0, len, 7, 3, NULL, NULL) >= 0, "shift %zu",
+               len);
+    }
+    fb_buf_free(buf);
+}
+
+static void offsets(void)
+{
+    /* a receiver holding bytes [100, 200) of the sender's buffer checks them with off0 = 100 */
+    unsigned char whole[300], part[100];
+    fb_pattern_fill(whole, sizeof(whole), 0, 300, 1, 2);
+    fb_pattern_fill(part, sizeof(part), 100, 300, 1, 2);
+    EXPECT(memcmp(whole + 100, part, sizeof(part)) == 0, "off0 fill");
+    EXPECT(fb_pattern_check(whole + 100, 100, 100, 300, 1, 2, NULL, NULL) == -1, "off0 check");
+    /* a 256-byte shift is not invisible */
+    EXPECT(fb_pattern_check(whole, 44, 256, 300, 1, 2, NULL, NULL) >= 0, "256 shift");
+}
+
+static void reductions(void)
+{
+    enum { COUNT = 1000, RANKS = 5 };
+    float sum[COUNT] = {0}, mine[COUNT];
+    for (int r = 0; r < RANKS; r++) {
+        fb_pattern_fill_f32(mine, COUNT, COUNT * 4, 3, r);
+        for (int i = 0; i < COUNT; i++) {
+            EXPECT(mine[i] >= 0 && mine[i] <= 15 && mine[i] == (float)(int)mine[i], "small int");
+            sum[i] += mine[i];
+        }
+    }
+    float want = 0, got = 0;
+    EXPECT(fb_pattern_check_f32_sum(sum, COUNT, COUNT * 4, 3, RANKS, &want, &got) == -1, "sum");
+    sum[617] += 1.0f;
+    long long bad = fb_pattern_check_f32_sum(sum, COUNT, COUNT * 4, 3, RANKS, &want, &got);
+    EXPECT(bad == 617, "reported %lld", bad);
+    EXPECT(got == want + 1.0f, "want %g got %g", want, got);
+    EXPECT(fb_pattern_check_f32_sum(sum, 600, COUNT * 4, 3, RANKS - 1, NULL, NULL) >= 0,
+           "wrong rank count");
+}
+
+int main(void)
+{
+    size_t lens[] = {1, 2, 3, 8, 255, 256, 257, 4096, 65537, (size_t)4 << 20};
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+        bytes_roundtrip(lens[i]);
+    offsets();
+    reductions();
+    if (failures) {
+        fprintf(stderr, "t_pattern: %d failure(s)\n", failures);
+        return 1;
+    }
+    printf("t_pattern: ok\n");
+    return 0;
+}

@@ -1,0 +1,547 @@
+/* fb_tp.c - the transport-kernel engine (see fb_tp.h). */
+#include "fb_tp.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "fb_pattern.h"
+#include "fb_timer.h"
+
+#define FB_TP_MAX_ITERS 2000000L /* duration mode: keeps one record line below ~20 MB */
+
+struct optdef {
+    const char *name;
+    unsigned bit; /* 0: every kernel */
+    const char *arg, *help;
+};
+
+static const struct optdef OPTS[] = {
+    {"--role", 0, "client|server", "this side: client (index 0, times, reports) or server"},
+    {"--peer", 0, "ADDR", "client: the server's address"},
+    {"--bind", 0, "ADDR", "server: listen on this address (default: any)"},
+    {"--port", 0, "PORT", "rendezvous port (server: 0 picks one and prints it)"},
+    {"--connect-timeout", 0, "S", "seconds to wait for the peer (default 60)"},
+    {"--cpu", 0, "A[,B]", "pin the client to CPU A and the server to B (default A)"},
+    {"--duration", 0, "S", "timed part of each size lasts about S seconds (count from warm-up)"},
+    {"--streams", FB_OPT_STREAMS, "N", "parallel TCP connections (default 4)"},
+    {"--nodelay", FB_OPT_NODELAY, NULL, "TCP_NODELAY on both sides (Nagle off)"},
+    {"--quickack", FB_OPT_QUICKACK, NULL, "TCP_QUICKACK after every receive (no delayed ACK)"},
+    {"--sndbuf", FB_OPT_BUFS, "BYTES", "SO_SNDBUF on both sides (K/M suffixes)"},
+    {"--rcvbuf", FB_OPT_BUFS, "BYTES", "SO_RCVBUF on both sides (K/M suffixes)"},
+    {"--zerocopy", FB_OPT_ZEROCOPY, NULL, "send with MSG_ZEROCOPY (SO_ZEROCOPY)"},
+    {"--pattern", FB_OPT_PATTERN, "P",
+     "pingpong (default; half round trip) or wwr (write size/2, write the rest, read 8 B; "
+     "full round trip)"},
+    {"--udp-timeout", FB_OPT_UDP_TIMEOUT, "MS", "UDP: reply/drain timeout in ms (default 200)"},
+    {"--device", FB_OPT_DEVICE, "NAME", "RDMA device (default: the first one)"},
+    {"--tls", FB_OPT_UCX, "LIST", "UCX transports (as UCX_TLS; the one chosen is reported)"},
+    {"--net-devices", FB_OPT_UCX, "LIST", "UCX devices (as UCX_NET_DEVICES)"},
+    {"--provider", FB_OPT_OFI, "NAME", "libfabric provider (as FI_PROVIDER, e.g. 'tcp;ofi_rxm')"},
+    {"--op", FB_OPT_OP, "send|write", "RC send/recv (default) or RDMA write"},
+};
+#define NOPTS (sizeof(OPTS) / sizeof(OPTS[0]))
+
+static bool quiet_errors(const struct fb_tp *t)
+{
+    /* Under mpirun every rank parses; one message is enough. */
+    int idx = fb_boot_early_index();
+    (void)t;
+    return idx > 0;
+}
+
+static int opt_fail(const struct fb_tp *t, const char *fmt, ...)
+{
+    if (!quiet_errors(t)) {
+        va_list ap;
+        fprintf(stderr, "%s: ", t->k->name);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fprintf(stderr, " (try --help)\n");
+    }
+    return FB_OPTS_ERROR;
+}
+
+static void print_help(const struct fb_tp *t)
+{
+    printf("\n%s options (both sides get the same options; the launcher adds --role, --peer,\n"
+           "--bind and --port):\n", t->k->name);
+    for (size_t i = 0; i < NOPTS; i++) {
+        if (OPTS[i].bit && !(OPTS[i].bit & t->k->opts))
+            continue;
+        char left[48];
+        snprintf(left, sizeof(left), "%s%s%s", OPTS[i].name, OPTS[i].arg ? " " : "",
+                 OPTS[i].arg ? OPTS[i].arg : "");
+        printf("  %-22s %s\n", left, OPTS[i].help);
+    }
+    if (t->k->help)
+        printf("%s", t->k->help);
+}
+
+static int parse_double(const char *s, double min, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= min) || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_int(const char *s, long min, long max, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int set_opt(struct fb_tp *t, const char *name, const char *val)
+{
+    struct fb_tp_cfg *c = &t->cfg;
+    long l;
+    size_t sz;
+    if (!strcmp(name, "--role")) {
+        if (strcmp(val, "server") && strcmp(val, "client"))
+            return opt_fail(t, "--role wants client or server, got '%s'", val);
+        c->server = !strcmp(val, "server");
+    } else if (!strcmp(name, "--peer")) {
+        c->peer = val;
+    } else if (!strcmp(name, "--bind")) {
+        c->bind = val;
+    } else if (!strcmp(name, "--port")) {
+        if (parse_int(val, 0, 65535, &l))
+            return opt_fail(t, "--port wants 0..65535, got '%s'", val);
+        c->port = (int)l;
+    } else if (!strcmp(name, "--connect-timeout")) {
+        if (parse_double(val, 0.001, &c->connect_timeout_s))
+            return opt_fail(t, "--connect-timeout wants seconds > 0, got '%s'", val);
+    } else if (!strcmp(name, "--cpu")) {
+        char *end = NULL;
+        errno = 0;
+        long a = strtol(val, &end, 10), b = a;
+        if (errno || end == val || a < 0 || a > 65535)
+            return opt_fail(t, "--cpu wants A or A,B (CPU numbers), got '%s'", val);
+        if (*end == ',') {
+            if (parse_int(end + 1, 0, 65535, &b))
+                return opt_fail(t, "--cpu wants A or A,B (CPU numbers), got '%s'", val);
+        } else if (*end) {
+            return opt_fail(t, "--cpu wants A or A,B (CPU numbers), got '%s'", val);
+        }
+        c->cpu[0] = (int)a;
+        c->cpu[1] = (int)b;
+    } else if (!strcmp(name, "--duration")) {
+        if (parse_double(val, 0.001, &c->duration_s))
+            return opt_fail(t, "--duration wants seconds > 0, got '%s'", val);
+    } else if (!strcmp(name, "--streams")) {
+        if (parse_int(val, 1, 256, &l))
+            return opt_fail(t, "--streams wants 1..256, got '%s'", val);
+        c->streams = (int)l;
+    } else if (!strcmp(name, "--sndbuf") || !strcmp(name, "--rcvbuf")) {
+        if (fb_parse_size(val, &sz) || sz == 0 || sz > (size_t)1 << 30)
+            return opt_fail(t, "%s wants a size 1..1G, got '%s'", name, val);
+        *(name[2] == 's' ? &c->sndbuf : &c->rcvbuf) = (long)sz;
+    } else if (!strcmp(name, "--pattern")) {
+        if (strcmp(val, "pingpong") && strcmp(val, "wwr"))
+            return opt_fail(t, "--pattern wants pingpong or wwr, got '%s'", val);
+        c->pattern = val;
+    } else if (!strcmp(name, "--udp-timeout")) {
+        if (parse_double(val, 1, &c->udp_timeout_ms))
+            return opt_fail(t, "--udp-timeout wants milliseconds >= 1, got '%s'", val);
+    } else if (!strcmp(name, "--device")) {
+        c->device = val;
+    } else if (!strcmp(name, "--op")) {
+        if (strcmp(val, "send") && strcmp(val, "write"))
+            return opt_fail(t, "--op wants send or write, got '%s'", val);
+        c->op = val;
+    } else if (!strcmp(name, "--tls")) {
+        c->tls = val;
+    } else if (!strcmp(name, "--net-devices")) {
+        c->net_devices = val;
+    } else if (!strcmp(name, "--provider")) {
+        c->provider = val;
+    } else if (!strcmp(name, "--nodelay")) {
+        c->nodelay = true;
+    } else if (!strcmp(name, "--quickack")) {
+        c->quickack = true;
+    } else if (!strcmp(name, "--zerocopy")) {
+        c->zerocopy = true;
+    }
+    return FB_OPTS_OK;
+}
+
+/* Take this layer's options out of argv; the rest goes to the shared fb_opts parser. */
+static int parse(struct fb_tp *t, int argc, char **argv)
+{
+    const struct fb_tp_kernel *k = t->k;
+    struct fb_tp_cfg *c = &t->cfg;
+    c->connect_timeout_s = 60;
+    c->cpu[0] = c->cpu[1] = -1;
+    c->streams = 4;
+    c->pattern = "pingpong";
+    c->udp_timeout_ms = 200;
+    c->op = "send";
+
+    char **rest = calloc((size_t)argc + 1, sizeof(*rest));
+    if (!rest)
+        return opt_fail(t, "out of memory");
+    int nrest = 0;
+    rest[nrest++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *eq = strchr(arg, '=');
+        size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
+        const struct optdef *d = NULL;
+        for (size_t o = 0; o < NOPTS; o++)
+            if (strlen(OPTS[o].name) == nlen && !strncmp(arg, OPTS[o].name, nlen))
+                d = &OPTS[o];
+        if (!d) {
+            rest[nrest++] = argv[i];
+            /* The shared options take a value as the next word; keep it with its name. */
+            if (!eq && i + 1 < argc &&
+                (!strcmp(arg, "--sizes") || !strcmp(arg, "--iterations") ||
+                 !strcmp(arg, "--warmup") || !strcmp(arg, "--window") ||
+                 !strcmp(arg, "--large-threshold")))
+                rest[nrest++] = argv[++i];
+            continue;
+        }
+        char name[32];
+        snprintf(name, sizeof(name), "%.*s", (int)nlen, arg);
+        if (d->bit && !(d->bit & k->opts)) {
+            free(rest);
+            return opt_fail(t, "option '%s' does not apply to %s", name, k->name);
+        }
+        const char *val = NULL;
+        if (d->arg) {
+            if (eq)
+                val = eq + 1;
+            else if (i + 1 < argc)
+                val = argv[++i];
+            else {
+                free(rest);
+                return opt_fail(t, "option '%s' needs a value", name);
+            }
+        } else if (eq) {
+            free(rest);
+            return opt_fail(t, "option '%s' takes no value", name);
+        }
+        if (set_opt(t, name, val)) {
+            free(rest);
+            return FB_OPTS_ERROR;
+        }
+    }
+
+    struct fb_defaults d = fb_defaults_for(k->cls);
+    d.size_min = k->size_min;
+    d.size_max = k->size_max;
+    FILE *err = quiet_errors(t) ? NULL : stderr;
+    enum fb_opts_status st = fb_opts_parse(&t->opts, &d, k->name, nrest, rest, stdout, err);
+    free(rest);
+    if (st == FB_OPTS_HELP) {
+        print_help(t);
+        return st;
+    }
+    if (st != FB_OPTS_OK)
+        return st;
+    for (int i = 0; i < t->opts.nsizes; i++) {
+        size_t s = t->opts.sizes[i];
+        if (s < k->size_floor || (k->size_ceil && s > k->size_ceil)) {
+            char lim[64];
+            snprintf(lim, sizeof(lim), "%zu..%zu", k->size_floor, k->size_ceil);
+            return opt_fail(t, "size %zu is outside what %s can send (%s bytes)", s, k->name,
+                            lim);
+        }
+    }
+    if (!fb_boot_is_mpi() && !c->server && !c->peer)
+        return opt_fail(t, "the client needs --peer ADDRESS (and --port)");
+    return FB_OPTS_OK;
+}
+
+void fb_tp_die(struct fb_tp *t, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s[%s]: ", t->k->name, t->index == 1 ? "server" : "client");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stdout);
+    _exit(1);
+}
+
+void fb_tp_skip(struct fb_tp *t, const char *reason)
+{
+    struct fb_json j = {0};
+    fb_json_begin(&j, "skip");
+    fb_json_str(&j, "kernel", t->k->name);
+    fb_json_str(&j, "reason", reason);
+    fb_json_end(&j, stdout);
+    fb_json_free(&j);
+    fprintf(stderr, "%s: skipped: %s\n", t->k->name, reason);
+    if (t->booted && t->boot.finalize)
+        t->boot.finalize(&t->boot);
+    exit(77);
+}
+
+void fb_tp_exchange(struct fb_tp *t, const void *in, size_t len, void *out, size_t cap,
+                    size_t *got)
+{
+    size_t dummy;
+    if (t->boot.exchange(&t->boot, in, len, out, cap, got ? got : &dummy))
+        fb_tp_die(t, "bootstrap exchange with the peer failed");
+}
+
+void fb_tp_fill(struct fb_tp *t, void *buf, size_t len, uint64_t off0, size_t size, long iter)
+{
+    fb_pattern_fill(buf, len, off0, size, iter, t->index);
+}
+
+void fb_tp_check(struct fb_tp *t, void *buf, size_t len, uint64_t off0, size_t size, long iter)
+{
+    if (t->corrupt && !t->corrupted && t->index == 1 && len) {
+        ((unsigned char *)buf)[len / 2] ^= 0x5a;
+        t->corrupted = true;
+    }
+    uint8_t exp = 0, got = 0;
+    long long bad = fb_pattern_check(buf, len, off0, size, iter, 1 - t->index, &exp, &got);
+    if (bad < 0)
+        return;
+    struct fb_json j = {0};
+    fb_json_begin(&j, "error");
+    fb_json_str(&j, "kernel", t->k->name);
+    fb_json_uint(&j, "size", size);
+    fb_json_int(&j, "iteration", iter);
+    fb_json_int(&j, "rank", t->index);
+    fb_json_int(&j, "offset", (long long)off0 + bad);
+    fb_json_int(&j, "expected", exp);
+    fb_json_int(&j, "got", got);
+    fb_json_end(&j, stdout);
+    fb_json_free(&j);
+    fprintf(stderr, "%s: validation failed on the %s: size %zu iteration %ld offset %lld: "
+            "expected %u, got %u\n", t->k->name, t->index ? "server" : "client", size, iter,
+            (long long)off0 + bad, exp, got);
+    fflush(stdout);
+    _exit(3);
+}
+
+static double tv_s(struct timeval tv)
+{
+    return (double)tv.tv_sec + (double)tv.tv_usec * 1e-6;
+}
+
+static void pin(struct fb_tp *t)
+{
+    int cpu = t->cfg.cpu[t->index];
+    if (cpu < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set))
+        fb_tp_die(t, "cannot pin to CPU %d: %s", cpu, strerror(errno));
+}
+
+static void emit_meta(struct fb_tp *t)
+{
+    struct fb_json *j = &t->json;
+    const struct fb_tp_kernel *k = t->k;
+    const char *hosts[2] = {t->host[0], t->host[1]};
+    fb_json_begin(j, "meta");
+    fb_json_str(j, "kernel", k->name);
+    fb_json_int(j, "ranks", 2);
+    fb_json_str(j, "bootstrap", t->boot.name);
+    fb_json_str_array(j, "hosts", hosts, 2);
+    fb_json_str(j, "timer", FB_TIMER_NAME);
+    fb_json_int(j, "window", t->opts.window);
+    fb_json_bool(j, "validate", t->opts.validate);
+    if (t->cfg.duration_s > 0)
+        fb_json_double(j, "duration_s", t->cfg.duration_s, 3);
+    fb_json_int(j, "cpu_client", t->cfg.cpu[0]);
+    fb_json_int(j, "cpu_server", t->cfg.cpu[1]);
+    if (k->opts & FB_OPT_STREAMS)
+        fb_json_int(j, "streams", t->cfg.streams);
+    if (k->opts & FB_OPT_NODELAY)
+        fb_json_bool(j, "nodelay", t->cfg.nodelay);
+    if (k->opts & FB_OPT_QUICKACK)
+        fb_json_bool(j, "quickack", t->cfg.quickack);
+    if (k->opts & FB_OPT_ZEROCOPY)
+        fb_json_bool(j, "zerocopy", t->cfg.zerocopy);
+    if (k->opts & FB_OPT_PATTERN)
+        fb_json_str(j, "pattern", t->cfg.pattern);
+    if (k->meta)
+        k->meta(t, j);
+    fb_json_end(j, stdout);
+}
+
+static void emit_side(struct fb_json *j, const char *who, const struct fb_tp_side *s,
+                      double bytes)
+{
+    char key[48];
+    double cpu = s->user_s + s->sys_s;
+    snprintf(key, sizeof(key), "%s_cpu_user_s", who);
+    fb_json_double(j, key, s->user_s, 6);
+    snprintf(key, sizeof(key), "%s_cpu_sys_s", who);
+    fb_json_double(j, key, s->sys_s, 6);
+    /* CPU utilisation of one core over the timed part, and netperf's service demand (CPU
+     * seconds per GB moved, GB = 1e9 bytes). */
+    snprintf(key, sizeof(key), "%s_cpu_util", who);
+    fb_json_double(j, key, s->wall_s > 0 ? cpu / s->wall_s : NAN, 4);
+    snprintf(key, sizeof(key), "%s_cpu_s_per_gb", who);
+    fb_json_double(j, key, bytes > 0 ? cpu / (bytes / 1e9) : NAN, 6);
+}
+
+static int run_size(struct fb_tp *t, size_t size)
+{
+    const struct fb_tp_kernel *k = t->k;
+    long warm = fb_opts_warmup(&t->opts, size);
+    long iters = fb_opts_iterations(&t->opts, size);
+    double sample = 0, pace_us = 0;
+    if (t->cfg.duration_s > 0 && warm < 1)
+        warm = 1;
+    t->bytes_per_sample = t->messages_per_sample = t->bytes_per_iteration = 0;
+    if (k->begin_size && k->begin_size(t, size))
+        return -1;
+    if (t->boot.barrier(&t->boot))
+        fb_tp_die(t, "bootstrap barrier failed");
+    double w0 = fb_now_us();
+    for (long i = 0; i < warm; i++)
+        if (k->iterate(t, size, i, false, &sample))
+            return -1;
+    if (t->cfg.duration_s > 0) {
+        /* The client turns the duration into a count from its warm-up pace and tells the
+         * server, so both sides run the same loop with no end-of-run message in the data. */
+        long n = 0;
+        if (t->index == 0) {
+            double per = (fb_now_us() - w0) / (double)warm;
+            pace_us = per > 0.01 ? per : 0.01;
+            double want = t->cfg.duration_s * 1e6 / pace_us;
+            n = want < 1 ? 1 : (want > FB_TP_MAX_ITERS ? FB_TP_MAX_ITERS : (long)want);
+        }
+        long peer_n = 0;
+        fb_tp_exchange(t, &n, sizeof(n), &peer_n, sizeof(peer_n), NULL);
+        iters = t->index == 0 ? n : peer_n;
+    }
+    double *times = calloc((size_t)iters, sizeof(*times));
+    if (!times)
+        fb_tp_die(t, "out of memory for %ld samples", iters);
+
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    double t0 = fb_now_us();
+    for (long i = 0; i < iters; i++)
+        if (k->iterate(t, size, warm + i, true, &times[i]))
+            return -1;
+    double t1 = fb_now_us();
+    getrusage(RUSAGE_SELF, &r1);
+
+    struct fb_tp_side me = {0}, peer = {0};
+    me.user_s = tv_s(r1.ru_utime) - tv_s(r0.ru_utime);
+    me.sys_s = tv_s(r1.ru_stime) - tv_s(r0.ru_stime);
+    me.wall_s = (t1 - t0) * 1e-6;
+    if (k->end_size)
+        k->end_size(t, size, &me);
+    size_t got = 0;
+    fb_tp_exchange(t, &me, sizeof(me), &peer, sizeof(peer), &got);
+    if (got != sizeof(peer))
+        fb_tp_die(t, "the peer sent %zu bytes of statistics, expected %zu", got, sizeof(peer));
+
+    if (t->index == 0) {
+        struct fb_json *j = &t->json;
+        double moved = t->bytes_per_iteration * (double)iters;
+        fb_json_begin(j, "result");
+        fb_json_str(j, "kernel", k->name);
+        fb_json_uint(j, "size", size);
+        fb_json_int(j, "iterations", iters);
+        fb_json_int(j, "warmup", warm);
+        fb_json_str(j, "datatype", "bytes");
+        fb_json_uint(j, "count", size);
+        fb_json_str(j, "unit", "us");
+        if (t->opts.validate)
+            fb_json_bool(j, "validated", true);
+        else
+            fb_json_null(j, "validated");
+        fb_json_double(j, "bytes_per_sample", t->bytes_per_sample, 1);
+        fb_json_double(j, "messages_per_sample", t->messages_per_sample, 1);
+        fb_json_double(j, "bytes_moved", moved, 0);
+        fb_json_double(j, "timed_s", me.wall_s, 6);
+        if (t->cfg.duration_s > 0)
+            fb_json_double(j, "warmup_pace_us", pace_us, 4);
+        emit_side(j, "client", &me, moved);
+        emit_side(j, "server", &peer, moved);
+        if (k->result)
+            k->result(t, j, size, iters, &me, &peer);
+        fb_json_double_array(j, "times", times, (size_t)iters, 4);
+        if (fb_json_end(j, stdout))
+            fb_tp_die(t, "cannot write a result record");
+    }
+    free(times);
+    return 0;
+}
+
+int fb_tp_main(const struct fb_tp_kernel *k, int argc, char **argv)
+{
+    struct fb_tp t;
+    memset(&t, 0, sizeof(t));
+    t.k = k;
+    t.t_start_us = fb_now_us();
+    int st = parse(&t, argc, argv);
+    if (st == FB_OPTS_HELP)
+        return 0;
+    if (st != FB_OPTS_OK)
+        return 2;
+    t.index = t.cfg.server ? 1 : 0;
+    const char *c = getenv("FABENCH_CORRUPT");
+    t.corrupt = c && !strcmp(c, "1");
+
+    if (k->precheck && k->precheck(&t))
+        return 1;
+    struct fb_boot_cfg bc = {
+        .server = t.cfg.server, .peer = t.cfg.peer, .bind = t.cfg.bind, .port = t.cfg.port,
+        .timeout_s = t.cfg.connect_timeout_s, .kernel = k->name,
+    };
+    if (fb_boot_init(&t.boot, &bc, &argc, &argv))
+        return 1;
+    t.booted = true;
+    t.index = t.boot.index;
+    pin(&t);
+
+    struct utsname u;
+    char me[256] = "?";
+    if (uname(&u) == 0)
+        snprintf(me, sizeof(me), "%s", u.nodename);
+    fb_tp_exchange(&t, me, strlen(me) + 1, t.host[1 - t.index], sizeof(t.host[0]) - 1, NULL);
+    snprintf(t.host[t.index], sizeof(t.host[0]), "%s", me);
+
+    if (k->setup && k->setup(&t))
+        fb_tp_die(&t, "set-up failed");
+    if (t.index == 0)
+        emit_meta(&t);
+    for (int i = 0; i < t.opts.nsizes; i++)
+        if (run_size(&t, t.opts.sizes[i]))
+            fb_tp_die(&t, "size %zu failed", t.opts.sizes[i]);
+    if (k->teardown)
+        k->teardown(&t);
+    t.boot.barrier(&t.boot);
+    if (t.index == 0) {
+        fb_json_begin(&t.json, "end");
+        fb_json_str(&t.json, "kernel", k->name);
+        fb_json_double(&t.json, "elapsed_s", (fb_now_us() - t.t_start_us) * 1e-6, 3);
+        fb_json_end(&t.json, stdout);
+    }
+    t.boot.finalize(&t.boot);
+    fb_json_free(&t.json);
+    fb_opts_free(&t.opts);
+    return 0;
+}

@@ -1,0 +1,135 @@
+/* fb_tp.h - the engine every transport kernel (tcp, udp, ucx, ofi, verbs) runs on.
+ *
+ * A family file fills one struct fb_tp_kernel (its set-up, one iteration, its extra record
+ * fields) and calls fb_tp_main; the engine owns options, the bootstrap, warm-up, count- or
+ * duration-based loops, CPU accounting of both sides and the JSON records
+ * (docs/kernel-protocol.md). Index 0 (client) times and reports; index 1 (server) serves.
+ */
+#ifndef FB_TP_H
+#define FB_TP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fb_boot.h"
+#include "fb_json.h"
+#include "fb_opts.h"
+
+enum fb_family {
+    FB_FAM_TCP = 1 << 0,
+    FB_FAM_UDP = 1 << 1,
+    FB_FAM_UCX = 1 << 2,
+    FB_FAM_OFI = 1 << 3,
+    FB_FAM_VERBS = 1 << 4,
+};
+
+/* Kernel-specific options, one bit each; a kernel lists the ones it accepts. */
+enum fb_tp_optbit {
+    FB_OPT_STREAMS = 1 << 0,
+    FB_OPT_NODELAY = 1 << 1,
+    FB_OPT_QUICKACK = 1 << 2,
+    FB_OPT_BUFS = 1 << 3,     /* --sndbuf, --rcvbuf */
+    FB_OPT_ZEROCOPY = 1 << 4,
+    FB_OPT_PATTERN = 1 << 5,
+    FB_OPT_UDP_TIMEOUT = 1 << 6,
+    FB_OPT_DEVICE = 1 << 7,
+    FB_OPT_OP = 1 << 8,       /* --op send|write */
+    FB_OPT_UCX = 1 << 9,      /* --tls, --net-devices */
+    FB_OPT_OFI = 1 << 10,     /* --provider */
+};
+
+struct fb_tp_cfg {
+    bool server;
+    const char *peer, *bind;
+    int port;
+    double connect_timeout_s;
+    int cpu[2]; /* per index; -1: not pinned */
+    double duration_s;
+    int streams;
+    bool nodelay, quickack, zerocopy;
+    long sndbuf, rcvbuf;
+    const char *pattern; /* tcp.latency: "pingpong" or "wwr" */
+    double udp_timeout_ms;
+    const char *device;
+    const char *op; /* verbs: "send" or "write" */
+    const char *tls, *net_devices; /* UCX: set through ucp_config_modify */
+    const char *provider;          /* libfabric: hints->fabric_attr->prov_name */
+};
+
+/* What one side measured over the timed part of one size; the server's goes to the client. */
+#define FB_TP_COUNTERS 8
+struct fb_tp_side {
+    double user_s, sys_s, wall_s;
+    double retrans;
+    double c[FB_TP_COUNTERS]; /* family-specific counters (UDP receive counts, ...) */
+};
+
+struct fb_tp;
+
+struct fb_tp_kernel {
+    const char *name; /* "tcp.latency" */
+    enum fb_family family;
+    unsigned opts;    /* enum fb_tp_optbit accepted */
+    enum fb_kernel_class cls;
+    size_t size_min, size_max;   /* default sweep */
+    size_t size_floor, size_ceil; /* hard limits (0: none) */
+    const char *help;            /* extra --help lines */
+
+    /* Before the bootstrap (no peer yet): e.g. "is there an RDMA device". May call
+     * fb_tp_skip, so a side that cannot run says so without waiting for its peer. */
+    int (*precheck)(struct fb_tp *t);
+    /* Open the data path (after the bootstrap). May call fb_tp_skip. 0 or -1. */
+    int (*setup)(struct fb_tp *t);
+    /* Extra meta fields (client only, after setup). */
+    void (*meta)(struct fb_tp *t, struct fb_json *j);
+    /* Before warm-up of each size: buffers, counters; set t->bytes_per_sample,
+     * t->messages_per_sample and t->bytes_per_iteration (both directions, for CPU per GB). */
+    int (*begin_size)(struct fb_tp *t, size_t size);
+    /* One iteration; the client stores its sample (us) in *sample. 0 or -1. */
+    int (*iterate)(struct fb_tp *t, size_t size, long iter, bool timed, double *sample);
+    /* After the timed part: fill family counters of this side. */
+    void (*end_size)(struct fb_tp *t, size_t size, struct fb_tp_side *me);
+    /* Extra result fields (client), given both sides' figures. */
+    void (*result)(struct fb_tp *t, struct fb_json *j, size_t size, long iters,
+                   const struct fb_tp_side *client, const struct fb_tp_side *server);
+    void (*teardown)(struct fb_tp *t);
+};
+
+struct fb_tp {
+    const struct fb_tp_kernel *k;
+    struct fb_opts opts;
+    struct fb_tp_cfg cfg;
+    struct fb_boot boot;
+    int index; /* 0 client, 1 server */
+    bool booted;
+    struct fb_json json;
+    double t_start_us;
+    char host[2][256];
+    /* Set by begin_size. */
+    double bytes_per_sample, messages_per_sample, bytes_per_iteration;
+    /* Extra per-sample series the kernel may fill (e.g. per-stream times), n per timed
+     * iteration, written by result(). */
+    bool corrupt, corrupted;
+    void *priv; /* the family's state */
+};
+
+/* The whole kernel: parse, bootstrap, set up, loop over sizes, records, exit code. */
+int fb_tp_main(const struct fb_tp_kernel *k, int argc, char **argv);
+
+/* Print a skip record (client and server alike) and exit 77. */
+void fb_tp_skip(struct fb_tp *t, const char *reason);
+
+/* Exchange a small blob with the peer through the bootstrap; exits on failure. */
+void fb_tp_exchange(struct fb_tp *t, const void *in, size_t len, void *out, size_t cap,
+                    size_t *got);
+
+/* --validate: fill a message this side sends; check one received from the peer (offset off0
+ * of the peer's message); on a mismatch an error record, a message, exit 3. */
+void fb_tp_fill(struct fb_tp *t, void *buf, size_t len, uint64_t off0, size_t size, long iter);
+void fb_tp_check(struct fb_tp *t, void *buf, size_t len, uint64_t off0, size_t size, long iter);
+
+/* Fail with a message (exit 1). */
+void fb_tp_die(struct fb_tp *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,909 @@
+/* sock.c - TCP and UDP socket kernels: tcp.latency, tcp.bw, tcp.streams, tcp.bibw,
+ * udp.latency, udp.stream. Built once per kernel with FB_KERNEL naming which one.
+ *
+ * The data path is separate from the bootstrap: the server opens a data listener (or UDP
+ * socket) on its bind address and announces its port through the bootstrap, so the same code
+ * runs under the TCP rendezvous and under mpirun.
+ */
+#include <errno.h>
+#include <time.h> /* before linux/errqueue.h, which uses struct timespec */
+#include <linux/errqueue.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "fb_buf.h"
+#include "fb_sock.h"
+#include "fb_timer.h"
+#include "fb_tp.h"
+
+#ifndef MSG_ZEROCOPY
+#define MSG_ZEROCOPY 0x4000000
+#endif
+
+#define MAX_STREAMS 256
+#define UDP_HDR 8
+
+struct udp_hdr {
+    uint32_t seq;
+    uint32_t timed; /* 0: warm-up datagram, not counted */
+};
+
+struct sockst {
+    int fd[MAX_STREAMS];
+    int nfd;
+    int ufd; /* UDP */
+    char *sbuf, *rbuf;
+    size_t cap;
+    /* TCP_INFO at the start of the size, per connection */
+    unsigned long retrans0[MAX_STREAMS];
+    /* MSG_ZEROCOPY bookkeeping */
+    unsigned long zc_sends, zc_done, zc_copied;
+    /* tcp.streams: per-stream times of the timed windows, [i * nfd + k] */
+    double *stimes;
+    size_t nst, capst;
+    /* UDP */
+    uint32_t seq;
+    double lost_rt, stale;          /* udp.latency, client */
+    double sent, send_err;           /* udp.stream, client */
+    long timed_windows;              /* udp.stream: timed windows sent/expected */
+    long warm_iters;
+};
+
+static struct sockst S;
+
+static bool is_udp(const struct fb_tp *t) { return t->k->family == FB_FAM_UDP; }
+static bool kname(const struct fb_tp *t, const char *n) { return !strcmp(t->k->name, n); }
+
+/* ---- set-up ------------------------------------------------------------------------------ */
+
+static struct fb_sockopts sockopts(const struct fb_tp *t)
+{
+    struct fb_sockopts o = {.sndbuf = t->cfg.sndbuf, .rcvbuf = t->cfg.rcvbuf,
+                            .nodelay = t->cfg.nodelay, .zerocopy = t->cfg.zerocopy};
+    return o;
+}
+
+/* "host port": host empty when the client should use the address it reached us at. */
+static void announce(struct fb_tp *t, int port, char *peer_host, size_t cap, int *peer_port)
+{
+    char blob[320] = "", got[320] = "";
+    if (t->index == 1) {
+        char host[256] = "";
+        if (t->cfg.bind && *t->cfg.bind && strcmp(t->cfg.bind, "0.0.0.0") &&
+            strcmp(t->cfg.bind, "::"))
+            snprintf(host, sizeof(host), "%s", t->cfg.bind);
+        else if (fb_boot_is_mpi())
+            snprintf(host, sizeof(host), "%s", t->host[1]);
+        snprintf(blob, sizeof(blob), "%s %d", host, port);
+    }
+    size_t n = 0;
+    fb_tp_exchange(t, blob, strlen(blob) + 1, got, sizeof(got) - 1, &n);
+    if (t->index == 0) {
+        char h[256] = "";
+        int p = 0;
+        if (sscanf(got, "%255s %d", h, &p) == 2) {
+            snprintf(peer_host, cap, "%s", h);
+        } else if (sscanf(got, " %d", &p) == 1) {
+            snprintf(peer_host, cap, "%s", t->cfg.peer ? t->cfg.peer : "localhost");
+        } else {
+            fb_tp_die(t, "bad data-port announcement '%s'", got);
+        }
+        *peer_port = p;
+    }
+}
+
+static int tcp_setup(struct fb_tp *t)
+{
+    struct fb_sockopts o = sockopts(t);
+    S.nfd = kname(t, "tcp.streams") ? t->cfg.streams : 1;
+    char host[256] = "";
+    int port = 0;
+    if (t->index == 1) {
+        int lfd = fb_listen(t->cfg.bind, &port, &o);
+        if (lfd < 0)
+            return -1;
+        announce(t, port, NULL, 0, NULL);
+        for (int k = 0; k < S.nfd; k++) {
+            S.fd[k] = fb_accept_timeout(lfd, t->cfg.connect_timeout_s);
+            if (S.fd[k] < 0)
+                fb_tp_die(t, "data connection %d was not made", k);
+            if (fb_sock_apply(S.fd[k], &(struct fb_sockopts){.nodelay = o.nodelay,
+                                                              .zerocopy = o.zerocopy}))
+                return -1;
+        }
+        close(lfd);
+    } else {
+        announce(t, 0, host, sizeof(host), &port);
+        for (int k = 0; k < S.nfd; k++) {
+            S.fd[k] = fb_connect_retry(host, port, t->cfg.connect_timeout_s, &o);
+            if (S.fd[k] < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static int udp_setup(struct fb_tp *t)
+{
+    struct fb_sockopts o = {.sndbuf = t->cfg.sndbuf, .rcvbuf = t->cfg.rcvbuf};
+    char host[256] = "";
+    int port = 0;
+    if (t->index == 1) {
+        S.ufd = fb_bind_socket(SOCK_DGRAM, t->cfg.bind, &port, &o);
+        if (S.ufd < 0)
+            return -1;
+        announce(t, port, NULL, 0, NULL);
+    } else {
+        announce(t, 0, host, sizeof(host), &port);
+        int lport = 0;
+        /* Bind to the family of the peer by resolving the peer first; "any" of AF_UNSPEC
+         * gives the first family getaddrinfo returns, which matches for numeric peers. */
+        S.ufd = fb_bind_socket(SOCK_DGRAM, strchr(host, ':') ? "::" : "0.0.0.0", &lport, &o);
+        if (S.ufd < 0 || fb_udp_connect(S.ufd, host, port))
+            return -1;
+    }
+    return 0;
+}
+
+static int sock_setup(struct fb_tp *t)
+{
+    return is_udp(t) ? udp_setup(t) : tcp_setup(t);
+}
+
+static void sock_meta(struct fb_tp *t, struct fb_json *j)
+{
+    struct utsname u;
+    char lib[320] = "Linux sockets";
+    if (uname(&u) == 0)
+        snprintf(lib, sizeof(lib), "Linux %s sockets", u.release);
+    fb_json_str(j, "library", lib);
+    fb_json_str(j, "selected_transport", is_udp(t) ? "udp" : "tcp");
+    int fd = is_udp(t) ? S.ufd : S.fd[0];
+    int v = 0;
+    socklen_t l = sizeof(v);
+    /* What the kernel granted (Linux doubles the request and caps it at [rw]mem_max). */
+    if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, &l) == 0)
+        fb_json_int(j, "sndbuf_actual", v);
+    l = sizeof(v);
+    if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &l) == 0)
+        fb_json_int(j, "rcvbuf_actual", v);
+    char addr[128];
+    fb_sock_local_addr(fd, addr, sizeof(addr));
+    fb_json_str(j, "local_address", addr);
+    if (!is_udp(t)) {
+        int mss = 0;
+        l = sizeof(mss);
+        if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &l) == 0)
+            fb_json_int(j, "mss", mss);
+    }
+}
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+static int tcp_info(int fd, struct tcp_info *ti)
+{
+    socklen_t l = sizeof(*ti);
+    memset(ti, 0, sizeof(*ti));
+    return getsockopt(fd, IPPROTO_TCP, TCP_INFO, ti, &l);
+}
+
+static void quickack(const struct fb_tp *t, int fd)
+{
+    /* Linux clears TCP_QUICKACK on its own after some ACKs: set it after every receive. */
+    if (t->cfg.quickack) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof(one));
+    }
+}
+
+/* fb_recv_all, but with TCP_QUICKACK re-armed before every recv(): a delayed ACK is decided
+ * when a segment arrives, so arming it only after the whole message is too late for a
+ * request that comes in two segments. */
+static int recv_all_qa(const struct fb_tp *t, int fd, void *buf, size_t len)
+{
+    if (!t->cfg.quickack)
+        return fb_recv_all(fd, buf, len);
+    char *p = buf;
+    while (len) {
+        quickack(t, fd);
+        ssize_t n = recv(fd, p, len, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            fprintf(stderr, "recv: %s\n", n ? strerror(errno) : "the peer closed the connection");
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    quickack(t, fd);
+    return 0;
+}
+
+/* Completions of MSG_ZEROCOPY sends from the error queue; wait for at least one if `block`. */
+static void zc_reap(int fd, bool block)
+{
+    for (;;) {
+        char ctrl[128];
+        struct msghdr msg = {.msg_control = ctrl, .msg_controllen = sizeof(ctrl)};
+        ssize_t n = recvmsg(fd, &msg, MSG_ERRQUEUE | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EAGAIN && block) {
+                struct pollfd p = {.fd = fd, .events = 0};
+                poll(&p, 1, 100);
+                block = false; /* one wait, then take what came */
+                continue;
+            }
+            return;
+        }
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+            struct sock_extended_err *ee = (struct sock_extended_err *)CMSG_DATA(c);
+            if (ee->ee_errno != 0 || ee->ee_origin != SO_EE_ORIGIN_ZEROCOPY)
+                continue;
+            unsigned long cnt = (unsigned long)(ee->ee_data - ee->ee_info) + 1;
+            S.zc_done += cnt;
+            if (ee->ee_code & SO_EE_CODE_ZEROCOPY_COPIED)
+                S.zc_copied += cnt;
+        }
+        block = false;
+    }
+}
+
+static int send_msg(struct fb_tp *t, int fd, const char *buf, size_t len)
+{
+    if (!t->cfg.zerocopy)
+        return fb_send_all(fd, buf, len);
+    while (len) {
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL | MSG_ZEROCOPY);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == ENOBUFS) { /* optmem full of pending notifications: reap, retry */
+                zc_reap(fd, true);
+                continue;
+            }
+            perror("send(MSG_ZEROCOPY)");
+            return -1;
+        }
+        S.zc_sends++;
+        buf += n;
+        len -= (size_t)n;
+    }
+    if (S.zc_sends - S.zc_done > 1024)
+        zc_reap(fd, false);
+    return 0;
+}
+
+/* Receive `size` bytes of message `iter` into rbuf, checking them if validating. */
+static int recv_msg(struct fb_tp *t, int fd, size_t size, long iter)
+{
+    if (fb_recv_all(fd, S.rbuf, size))
+        return -1;
+    if (t->opts.validate)
+        fb_tp_check(t, S.rbuf, size, 0, size, iter);
+    return 0;
+}
+
+/* Send `total` bytes (window of messages from sbuf) on fds with pending[k] > 0 and receive
+ * on fds with rpending[k] > 0, all at once, without blocking on any one of them. Received
+ * bytes are checked against message offsets when validating. stamp[k] gets the time the
+ * stream finished (its 1-byte ack when `acks`, else its last byte in either direction). */
+static int multiplex(struct fb_tp *t, size_t size, long iter, size_t *spend, size_t *rpend,
+                     bool acks, double *stamp)
+{
+    struct pollfd p[MAX_STREAMS];
+    size_t soff[MAX_STREAMS] = {0}, roff[MAX_STREAMS] = {0};
+    bool ackwait[MAX_STREAMS] = {0};
+    int left = 0;
+    for (int k = 0; k < S.nfd; k++) {
+        ackwait[k] = acks && spend[k] > 0;
+        if (spend[k] || rpend[k] || ackwait[k])
+            left++;
+    }
+    while (left) {
+        for (int k = 0; k < S.nfd; k++) {
+            p[k].fd = S.fd[k];
+            p[k].events = (short)((spend[k] ? POLLOUT : 0) |
+                                  ((rpend[k] || (ackwait[k] && !spend[k])) ? POLLIN : 0));
+            p[k].revents = 0;
+        }
+        if (poll(p, (nfds_t)S.nfd, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            perror("poll");
+            return -1;
+        }
+        for (int k = 0; k < S.nfd; k++) {
+            bool busy_before = spend[k] || rpend[k] || ackwait[k];
+            if ((p[k].revents & POLLOUT) && spend[k]) {
+                size_t in_msg = soff[k] % size;
+                size_t chunk = size - in_msg;
+                if (chunk > spend[k])
+                    chunk = spend[k];
+                ssize_t n = send(S.fd[k], S.sbuf + in_msg, chunk,
+                                 MSG_DONTWAIT | MSG_NOSIGNAL | (t->cfg.zerocopy ? MSG_ZEROCOPY : 0));
+                if (n < 0 && errno == ENOBUFS && t->cfg.zerocopy) {
+                    zc_reap(S.fd[k], true);
+                } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                    perror("send");
+                    return -1;
+                } else if (n > 0) {
+                    if (t->cfg.zerocopy)
+                        S.zc_sends++;
+                    soff[k] += (size_t)n;
+                    spend[k] -= (size_t)n;
+                }
+            }
+            if (p[k].revents & (POLLIN | POLLERR | POLLHUP)) {
+                if (rpend[k]) {
+                    size_t in_msg = roff[k] % size;
+                    size_t chunk = size - in_msg;
+                    if (chunk > rpend[k])
+                        chunk = rpend[k];
+                    ssize_t n = recv(S.fd[k], S.rbuf + in_msg, chunk, MSG_DONTWAIT);
+                    if (n == 0) {
+                        fprintf(stderr, "recv: the peer closed connection %d\n", k);
+                        return -1;
+                    }
+                    if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                        perror("recv");
+                        return -1;
+                    }
+                    if (n > 0) {
+                        if (t->opts.validate)
+                            fb_tp_check(t, S.rbuf + in_msg, (size_t)n, in_msg, size, iter);
+                        roff[k] += (size_t)n;
+                        rpend[k] -= (size_t)n;
+                        if (!rpend[k] && acks) /* the receiver's ack for this stream */
+                            if (fb_send_all(S.fd[k], "a", 1))
+                                return -1;
+                    }
+                } else if (ackwait[k] && !spend[k]) {
+                    char a;
+                    ssize_t n = recv(S.fd[k], &a, 1, MSG_DONTWAIT);
+                    if (n == 0) {
+                        fprintf(stderr, "recv: the peer closed connection %d\n", k);
+                        return -1;
+                    }
+                    if (n == 1)
+                        ackwait[k] = false;
+                }
+            }
+            if (busy_before && !spend[k] && !rpend[k] && !ackwait[k]) {
+                left--;
+                if (stamp)
+                    stamp[k] = fb_now_us();
+            }
+        }
+    }
+    return 0;
+}
+
+/* ---- TCP kernels ------------------------------------------------------------------------- */
+
+static int sock_begin_size(struct fb_tp *t, size_t size)
+{
+    size_t w = (size_t)t->opts.window;
+    size_t need = size < 64 ? 64 : size;
+    if (need > S.cap) {
+        fb_buf_free(S.sbuf);
+        fb_buf_free(S.rbuf);
+        S.sbuf = fb_buf_alloc(need);
+        S.rbuf = fb_buf_alloc(need);
+        if (!S.sbuf || !S.rbuf)
+            return -1;
+        S.cap = need;
+    }
+    memset(S.sbuf, 'x', size);
+    const char *n = t->k->name;
+    if (!strcmp(n, "tcp.latency") || !strcmp(n, "udp.latency")) {
+        bool wwr = !strcmp(n, "tcp.latency") && !strcmp(t->cfg.pattern, "wwr");
+        t->bytes_per_sample = (double)size;
+        t->messages_per_sample = 1;
+        t->bytes_per_iteration = wwr ? (double)size + 8 : 2.0 * (double)size;
+    } else if (!strcmp(n, "tcp.bibw")) {
+        t->bytes_per_sample = 2.0 * (double)(size * w);
+        t->messages_per_sample = 2.0 * (double)w;
+        t->bytes_per_iteration = t->bytes_per_sample;
+    } else if (!strcmp(n, "tcp.streams")) {
+        t->bytes_per_sample = (double)(size * w) * S.nfd;
+        t->messages_per_sample = (double)w * S.nfd;
+        t->bytes_per_iteration = t->bytes_per_sample;
+    } else {
+        t->bytes_per_sample = (double)(size * w);
+        t->messages_per_sample = (double)w;
+        t->bytes_per_iteration = t->bytes_per_sample;
+    }
+    for (int k = 0; k < S.nfd; k++) {
+        struct tcp_info ti;
+        S.retrans0[k] = tcp_info(S.fd[k], &ti) == 0 ? ti.tcpi_total_retrans : 0;
+    }
+    S.zc_sends = S.zc_done = S.zc_copied = 0;
+    S.nst = 0;
+    S.seq = 0;
+    S.lost_rt = S.stale = S.sent = S.send_err = 0;
+    S.timed_windows = 0;
+    S.warm_iters = 0;
+    return 0;
+}
+
+static int tcp_latency(struct fb_tp *t, size_t size, long iter, double *sample)
+{
+    int fd = S.fd[0];
+    bool wwr = !strcmp(t->cfg.pattern, "wwr");
+    size_t reply = wwr ? 8 : size;
+    if (t->index == 0) {
+        if (t->opts.validate)
+            fb_tp_fill(t, S.sbuf, size, 0, size, iter);
+        double t0 = fb_now_us();
+        if (wwr) {
+            /* a request written as header + body, the reply read at once: Nagle holds the
+             * second write until the first is ACKed, and the server delays that ACK */
+            size_t half = size / 2;
+            if ((half && send_msg(t, fd, S.sbuf, half)) ||
+                send_msg(t, fd, S.sbuf + half, size - half))
+                return -1;
+            if (recv_all_qa(t, fd, S.rbuf, reply))
+                return -1;
+        } else {
+            if (send_msg(t, fd, S.sbuf, size) || recv_all_qa(t, fd, S.rbuf, reply))
+                return -1;
+        }
+        double t1 = fb_now_us();
+        *sample = wwr ? t1 - t0 : (t1 - t0) / 2.0;
+        if (t->opts.validate && !wwr)
+            fb_tp_check(t, S.rbuf, reply, 0, reply, iter);
+        return 0;
+    }
+    if (t->opts.validate)
+        fb_tp_fill(t, S.sbuf, reply, 0, reply, iter);
+    if (recv_all_qa(t, fd, S.rbuf, size))
+        return -1;
+    if (send_msg(t, fd, S.sbuf, reply))
+        return -1;
+    if (t->opts.validate)
+        fb_tp_check(t, S.rbuf, size, 0, size, iter);
+    return 0;
+}
+
+static int tcp_bw(struct fb_tp *t, size_t size, long iter, double *sample)
+{
+    int fd = S.fd[0];
+    int w = t->opts.window;
+    if (t->index == 0) {
+        if (t->opts.validate)
+            fb_tp_fill(t, S.sbuf, size, 0, size, iter);
+        char ack;
+        double t0 = fb_now_us();
+        for (int k = 0; k < w; k++)
+            if (send_msg(t, fd, S.sbuf, size))
+                return -1;
+        if (fb_recv_all(fd, &ack, 1))
+            return -1;
+        *sample = fb_now_us() - t0;
+        return 0;
+    }
+    for (int k = 0; k < w; k++)
+        if (recv_msg(t, fd, size, iter))
+            return -1;
+    return fb_send_all(fd, "a", 1);
+}
+
+/* tcp.bibw: both sides send and receive a window at once. */
+static int tcp_bibw(struct fb_tp *t, size_t size, long iter, double *sample)
+{
+    size_t spend[MAX_STREAMS], rpend[MAX_STREAMS];
+    size_t total = size * (size_t)t->opts.window;
+    for (int k = 0; k < S.nfd; k++)
+        spend[k] = rpend[k] = total;
+    if (t->opts.validate)
+        fb_tp_fill(t, S.sbuf, size, 0, size, iter);
+    double t0 = fb_now_us();
+    if (multiplex(t, size, iter, spend, rpend, false, NULL))
+        return -1;
+    *sample = fb_now_us() - t0;
+    return 0;
+}
+
+static int tcp_streams(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    size_t spend[MAX_STREAMS], rpend[MAX_STREAMS];
+    double stamp[MAX_STREAMS];
+    size_t total = size * (size_t)t->opts.window;
+    for (int k = 0; k < S.nfd; k++) {
+        spend[k] = t->index == 0 ? total : 0;
+        rpend[k] = t->index == 1 ? total : 0;
+    }
+    if (t->opts.validate && t->index == 0)
+        fb_tp_fill(t, S.sbuf, size, 0, size, iter);
+    double t0 = fb_now_us();
+    if (multiplex(t, size, iter, spend, rpend, true, stamp))
+        return -1;
+    *sample = fb_now_us() - t0;
+    if (timed && t->index == 0) {
+        if (S.nst + (size_t)S.nfd > S.capst) {
+            size_t cap = S.capst ? S.capst * 2 : 4096;
+            while (cap < S.nst + (size_t)S.nfd)
+                cap *= 2;
+            double *n = realloc(S.stimes, cap * sizeof(*n));
+            if (!n)
+                return -1;
+            S.stimes = n;
+            S.capst = cap;
+        }
+        for (int k = 0; k < S.nfd; k++)
+            S.stimes[S.nst++] = stamp[k] - t0;
+    }
+    return 0;
+}
+
+/* ---- UDP kernels ------------------------------------------------------------------------- */
+
+static void put_hdr(char *buf, uint32_t seq, bool timed)
+{
+    struct udp_hdr h = {.seq = seq, .timed = timed};
+    memcpy(buf, &h, sizeof(h));
+}
+
+static struct udp_hdr get_hdr(const char *buf)
+{
+    struct udp_hdr h;
+    memcpy(&h, buf, sizeof(h));
+    return h;
+}
+
+static int wait_readable(int fd, int extra_fd, double ms)
+{
+    struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = extra_fd, .events = POLLIN}};
+    int rc;
+    do
+        rc = poll(p, extra_fd >= 0 ? 2 : 1, (int)ms);
+    while (rc < 0 && errno == EINTR);
+    if (rc <= 0)
+        return 0;
+    if (p[0].revents & POLLIN)
+        return 1;
+    return 2; /* only the bootstrap connection: the peer has moved on */
+}
+
+static int udp_latency(struct fb_tp *t, size_t size, long iter, double *sample)
+{
+    uint32_t seq = (uint32_t)iter + 1;
+    if (t->index == 0) {
+        if (t->opts.validate)
+            fb_tp_fill(t, S.sbuf, size, 0, size, iter);
+        put_hdr(S.sbuf, seq, true);
+        for (int attempt = 0;; attempt++) {
+            if (attempt > 100)
+                fb_tp_die(t, "UDP: 100 round trips in a row were lost");
+            double t0 = fb_now_us();
+            if (send(S.ufd, S.sbuf, size, 0) < 0 && errno != ECONNREFUSED) {
+                perror("send");
+                return -1;
+            }
+            for (;;) {
+                if (!wait_readable(S.ufd, -1, t->cfg.udp_timeout_ms)) {
+                    S.lost_rt++; /* no reply: send again and time the new attempt */
+                    break;
+                }
+                ssize_t n = recv(S.ufd, S.rbuf, size, 0);
+                if (n < 0)
+                    break;
+                if ((size_t)n != size || get_hdr(S.rbuf).seq != seq) {
+                    S.stale++;
+                    continue;
+                }
+                double t1 = fb_now_us();
+                *sample = (t1 - t0) / 2.0;
+                if (t->opts.validate)
+                    fb_tp_check(t, S.rbuf + UDP_HDR, size - UDP_HDR, UDP_HDR, size, iter);
+                return 0;
+            }
+        }
+    }
+    /* Server: echo every ping; an old one (its reply was lost) is echoed again. */
+    if (t->opts.validate)
+        fb_tp_fill(t, S.sbuf, size, 0, size, iter);
+    for (;;) {
+        struct sockaddr_storage from;
+        socklen_t fl = sizeof(from);
+        ssize_t n = recvfrom(S.ufd, S.rbuf, size, 0, (struct sockaddr *)&from, &fl);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            perror("recvfrom");
+            return -1;
+        }
+        if ((size_t)n < UDP_HDR)
+            continue;
+        uint32_t got = get_hdr(S.rbuf).seq;
+        if (got == seq && t->opts.validate)
+            fb_tp_check(t, S.rbuf + UDP_HDR, (size_t)n - UDP_HDR, UDP_HDR, size, iter);
+        put_hdr(S.sbuf, got, true);
+        sendto(S.ufd, S.sbuf, (size_t)n, 0, (struct sockaddr *)&from, fl);
+        if (got == seq)
+            return 0;
+    }
+}
+
+static int udp_stream(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    if (t->index == 1) {
+        if (!timed)
+            S.warm_iters++;
+        else
+            S.timed_windows++;
+        return 0; /* the server receives everything in end_size */
+    }
+    int w = t->opts.window;
+    if (t->opts.validate)
+        fb_tp_fill(t, S.sbuf, size, 0, size, iter);
+    double t0 = fb_now_us();
+    for (int k = 0; k < w; k++) {
+        put_hdr(S.sbuf, timed ? S.seq++ : 0, timed);
+        if (send(S.ufd, S.sbuf, size, 0) < 0) {
+            if (errno == EINTR) {
+                k--;
+                continue;
+            }
+            if (timed)
+                S.send_err++; /* ENOBUFS/ECONNREFUSED: a datagram that left no trace */
+        } else if (timed) {
+            S.sent++;
+        }
+    }
+    *sample = fb_now_us() - t0;
+    if (timed)
+        S.timed_windows++;
+    return 0;
+}
+
+/* Receive the timed datagrams of one size and count what arrived, late, twice or never. */
+static void udp_stream_receive(struct fb_tp *t, size_t size, struct fb_tp_side *me)
+{
+    long expect = S.timed_windows * t->opts.window;
+    unsigned char *seen = calloc((size_t)expect / 8 + 1, 1);
+    if (!seen)
+        fb_tp_die(t, "out of memory");
+    double received = 0, dup = 0, reordered = 0, bytes = 0, first = 0, last = 0;
+    long max_seen = -1;
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    double w0 = fb_now_us();
+    bool peer_done = false;
+    for (;;) {
+        /* Once the client is in the bootstrap exchange it has sent everything: wait only
+         * briefly for stragglers. */
+        double ms = peer_done ? 5 : t->cfg.udp_timeout_ms;
+        int r = wait_readable(S.ufd, peer_done ? -1 : t->boot.fd, ms);
+        if (r == 0)
+            break;
+        if (r == 2) {
+            peer_done = true;
+            continue;
+        }
+        ssize_t n = recv(S.ufd, S.rbuf, size, MSG_DONTWAIT);
+        if (n < (ssize_t)UDP_HDR)
+            continue;
+        struct udp_hdr h = get_hdr(S.rbuf);
+        if (!h.timed)
+            continue;
+        double now = fb_now_us();
+        if (received == 0 && dup == 0)
+            first = now;
+        last = now;
+        if ((long)h.seq >= expect)
+            continue;
+        if (seen[h.seq / 8] & (1u << (h.seq % 8))) {
+            dup++;
+            continue;
+        }
+        seen[h.seq / 8] |= (unsigned char)(1u << (h.seq % 8));
+        if ((long)h.seq < max_seen)
+            reordered++;
+        else
+            max_seen = h.seq;
+        if (t->opts.validate)
+            fb_tp_check(t, S.rbuf + UDP_HDR, (size_t)n - UDP_HDR, UDP_HDR, size,
+                        S.warm_iters + (long)h.seq / t->opts.window);
+        received++;
+        bytes += (double)n;
+        if ((long)received == expect && !peer_done)
+            break;
+    }
+    getrusage(RUSAGE_SELF, &r1);
+    free(seen);
+    me->user_s += (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) +
+                  (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) * 1e-6;
+    me->sys_s += (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) +
+                 (double)(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) * 1e-6;
+    me->wall_s += (fb_now_us() - w0) * 1e-6;
+    me->c[0] = received;
+    me->c[1] = (double)expect - received;
+    me->c[2] = reordered;
+    me->c[3] = dup;
+    me->c[4] = bytes;
+    me->c[5] = last - first;
+}
+
+/* ---- engine hooks ------------------------------------------------------------------------ */
+
+static int sock_iterate(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    const char *n = t->k->name;
+    if (!strcmp(n, "tcp.latency"))
+        return tcp_latency(t, size, iter, sample);
+    if (!strcmp(n, "tcp.bw"))
+        return tcp_bw(t, size, iter, sample);
+    if (!strcmp(n, "tcp.bibw"))
+        return tcp_bibw(t, size, iter, sample);
+    if (!strcmp(n, "tcp.streams"))
+        return tcp_streams(t, size, iter, timed, sample);
+    if (!strcmp(n, "udp.latency"))
+        return udp_latency(t, size, iter, sample);
+    return udp_stream(t, size, iter, timed, sample);
+}
+
+static void sock_end_size(struct fb_tp *t, size_t size, struct fb_tp_side *me)
+{
+    if (kname(t, "udp.stream")) {
+        if (t->index == 1) {
+            udp_stream_receive(t, size, me);
+        } else {
+            me->c[0] = S.sent;
+            me->c[1] = S.send_err;
+        }
+        return;
+    }
+    if (kname(t, "udp.latency")) {
+        if (t->index == 1) {
+            /* Echo late retries until the client has moved on to the bootstrap exchange
+             * (its last reply may have been lost and it may still be asking). */
+            for (;;) {
+                int r = wait_readable(S.ufd, t->boot.fd, t->cfg.udp_timeout_ms * 2);
+                if (r != 1)
+                    break;
+                struct sockaddr_storage from;
+                socklen_t fl = sizeof(from);
+                ssize_t n = recvfrom(S.ufd, S.rbuf, size, 0, (struct sockaddr *)&from, &fl);
+                if (n > 0)
+                    sendto(S.ufd, S.rbuf, (size_t)n, 0, (struct sockaddr *)&from, fl);
+            }
+        }
+        me->c[0] = S.lost_rt;
+        me->c[1] = S.stale;
+        return;
+    }
+    if (t->cfg.zerocopy)
+        for (int k = 0; k < S.nfd && S.zc_done < S.zc_sends; k++)
+            for (int tries = 0; tries < 50 && S.zc_done < S.zc_sends; tries++)
+                zc_reap(S.fd[k], true);
+    double retrans = 0;
+    for (int k = 0; k < S.nfd; k++) {
+        struct tcp_info ti;
+        if (tcp_info(S.fd[k], &ti) == 0) {
+            retrans += (double)(ti.tcpi_total_retrans - S.retrans0[k]);
+            if (k == 0) {
+                me->c[2] = ti.tcpi_rtt;
+                me->c[3] = ti.tcpi_snd_cwnd;
+            }
+        }
+    }
+    me->retrans = retrans;
+    me->c[0] = (double)S.zc_sends;
+    me->c[1] = (double)S.zc_copied;
+}
+
+static void sock_result(struct fb_tp *t, struct fb_json *j, size_t size, long iters,
+                        const struct fb_tp_side *c, const struct fb_tp_side *s)
+{
+    (void)size;
+    if (kname(t, "udp.stream")) {
+        double expect = (double)iters * t->opts.window;
+        fb_json_str(j, "sample_side", "sender");
+        fb_json_double(j, "datagrams_sent", c->c[0], 0);
+        fb_json_double(j, "send_errors", c->c[1], 0);
+        fb_json_double(j, "datagrams_expected", expect, 0);
+        fb_json_double(j, "datagrams_received", s->c[0], 0);
+        fb_json_double(j, "lost", s->c[1], 0);
+        fb_json_double(j, "reordered", s->c[2], 0);
+        fb_json_double(j, "duplicates", s->c[3], 0);
+        fb_json_double(j, "loss_ratio", expect > 0 ? s->c[1] / expect : NAN, 6);
+        fb_json_double(j, "received_bytes", s->c[4], 0);
+        fb_json_double(j, "receiver_span_us", s->c[5], 1);
+        fb_json_double(j, "received_mb_per_s", s->c[5] > 0 ? s->c[4] / s->c[5] : NAN, 3);
+        return;
+    }
+    if (kname(t, "udp.latency")) {
+        fb_json_double(j, "lost_round_trips", c->c[0], 0);
+        fb_json_double(j, "stale_replies", c->c[1], 0);
+        return;
+    }
+    fb_json_double(j, "client_retransmits", c->retrans, 0);
+    fb_json_double(j, "server_retransmits", s->retrans, 0);
+    fb_json_double(j, "client_rtt_us", c->c[2], 0);
+    fb_json_double(j, "client_snd_cwnd", c->c[3], 0);
+    if (t->cfg.zerocopy) {
+        fb_json_double(j, "client_zerocopy_sends", c->c[0], 0);
+        fb_json_double(j, "client_zerocopy_copied", c->c[1], 0);
+        fb_json_double(j, "server_zerocopy_sends", s->c[0], 0);
+        fb_json_double(j, "server_zerocopy_copied", s->c[1], 0);
+    }
+    if (kname(t, "tcp.streams")) {
+        fb_json_int(j, "streams", S.nfd);
+        fb_json_double(j, "stream_bytes_per_sample",
+                       (double)size * (double)t->opts.window, 1);
+        /* row-major: stream k's samples are stream_times[k*iterations .. (k+1)*iterations) */
+        double *rows = malloc(S.nst * sizeof(*rows) + 1);
+        if (!rows)
+            fb_tp_die(t, "out of memory");
+        size_t n = S.nst / (size_t)S.nfd;
+        for (size_t i = 0; i < n; i++)
+            for (int k = 0; k < S.nfd; k++)
+                rows[(size_t)k * n + i] = S.stimes[i * (size_t)S.nfd + (size_t)k];
+        fb_json_double_array(j, "stream_times", rows, S.nst, 4);
+        free(rows);
+    }
+}
+
+static void sock_teardown(struct fb_tp *t)
+{
+    (void)t;
+    for (int k = 0; k < S.nfd; k++)
+        close(S.fd[k]);
+    if (S.ufd > 0)
+        close(S.ufd);
+    fb_buf_free(S.sbuf);
+    fb_buf_free(S.rbuf);
+    free(S.stimes);
+}
+
+#define TCP_OPTS (FB_OPT_NODELAY | FB_OPT_BUFS | FB_OPT_ZEROCOPY)
+#define SOCK_HOOKS                                                                              \
+    .setup = sock_setup, .meta = sock_meta, .begin_size = sock_begin_size,                      \
+    .iterate = sock_iterate, .end_size = sock_end_size, .result = sock_result,                  \
+    .teardown = sock_teardown
+
+static const struct fb_tp_kernel KERNELS[] = {
+    {.name = "tcp.latency", .family = FB_FAM_TCP, .cls = FB_CLASS_LATENCY,
+     .opts = TCP_OPTS | FB_OPT_QUICKACK | FB_OPT_PATTERN, .size_min = 1,
+     .size_max = (size_t)4 << 20, .size_floor = 1, SOCK_HOOKS},
+    {.name = "tcp.bw", .family = FB_FAM_TCP, .cls = FB_CLASS_BANDWIDTH, .opts = TCP_OPTS,
+     .size_min = 1, .size_max = (size_t)4 << 20, .size_floor = 1, SOCK_HOOKS},
+    {.name = "tcp.bibw", .family = FB_FAM_TCP, .cls = FB_CLASS_BANDWIDTH, .opts = TCP_OPTS,
+     .size_min = 1, .size_max = (size_t)4 << 20, .size_floor = 1, SOCK_HOOKS},
+    {.name = "tcp.streams", .family = FB_FAM_TCP, .cls = FB_CLASS_BANDWIDTH,
+     .opts = TCP_OPTS | FB_OPT_STREAMS, .size_min = 1, .size_max = (size_t)4 << 20,
+     .size_floor = 1, SOCK_HOOKS,
+     .help = "  Samples are windows on all streams together (total bandwidth); each stream's\n"
+             "  own window times are in stream_times (row-major, one row per stream).\n"},
+    {.name = "udp.latency", .family = FB_FAM_UDP, .cls = FB_CLASS_LATENCY,
+     .opts = FB_OPT_BUFS | FB_OPT_UDP_TIMEOUT, .size_min = 8, .size_max = 32768,
+     .size_floor = UDP_HDR, .size_ceil = 65507, SOCK_HOOKS,
+     .help = "  Datagrams carry an 8-byte sequence header, so sizes start at 8. A ping with no\n"
+             "  reply within --udp-timeout is sent again (counted in lost_round_trips).\n"},
+    {.name = "udp.stream", .family = FB_FAM_UDP, .cls = FB_CLASS_BANDWIDTH,
+     .opts = FB_OPT_BUFS | FB_OPT_UDP_TIMEOUT, .size_min = 8, .size_max = 32768,
+     .size_floor = UDP_HDR, .size_ceil = 65507, SOCK_HOOKS,
+     .help = "  Samples are the sender's window times (UDP has no acks); the receiver's counts\n"
+             "  (received, lost, reordered, duplicates) and delivered rate are in the record.\n"},
+};
+
+int main(int argc, char **argv)
+{
+    for (size_t i = 0; i < sizeof(KERNELS) / sizeof(KERNELS[0]); i++)
+        if (!strcmp(KERNELS[i].name, FB_KERNEL))
+            return fb_tp_main(&KERNELS[i], argc, argv);
+    fprintf(stderr, "sock.c built for unknown kernel %s\n", FB_KERNEL);
+    return 2;
+}

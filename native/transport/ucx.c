@@ -1,0 +1,323 @@
+/* ucx.c - UCP tag-matching kernels: ucx.latency, ucx.bw, ucx.bibw.
+ *
+ * Worker addresses travel through the bootstrap; the transport UCX picked for the peer is read
+ * back from the endpoint itself (ucp_ep_print_info: this UCX has no ucp_ep_query for lanes),
+ * after one warm message has completed wire-up, and is never taken from UCX_TLS.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucp/api/ucp.h>
+
+#include "fb_buf.h"
+#include "fb_timer.h"
+#include "fb_tp.h"
+
+#define TAG_DATA 0x100
+#define TAG_ACK 0x101
+#define TAG_MASK ((ucp_tag_t)-1)
+
+struct ucxst {
+    ucp_context_h ctx;
+    ucp_worker_h worker;
+    ucp_ep_h ep;
+    char *sbuf, *rbuf;
+    size_t cap;
+    void **reqs;
+    char lanes[512];   /* "posix/memory,cma/memory" */
+    char *ep_info;     /* ucp_ep_print_info text */
+};
+
+static struct ucxst U;
+
+static int wait_req(struct fb_tp *t, void *req, const char *what)
+{
+    if (req == NULL)
+        return 0;
+    if (UCS_PTR_IS_ERR(req)) {
+        fprintf(stderr, "%s: %s failed: %s\n", t->k->name, what,
+                ucs_status_string(UCS_PTR_STATUS(req)));
+        return -1;
+    }
+    ucs_status_t st;
+    while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS)
+        ucp_worker_progress(U.worker);
+    ucp_request_free(req);
+    if (st != UCS_OK) {
+        fprintf(stderr, "%s: %s failed: %s\n", t->k->name, what, ucs_status_string(st));
+        return -1;
+    }
+    return 0;
+}
+
+static void *send_nb(void *buf, size_t len, ucp_tag_t tag)
+{
+    ucp_request_param_t p = {.op_attr_mask = 0};
+    return ucp_tag_send_nbx(U.ep, buf, len, tag, &p);
+}
+
+static void *recv_nb(void *buf, size_t len, ucp_tag_t tag)
+{
+    ucp_request_param_t p = {.op_attr_mask = 0};
+    return ucp_tag_recv_nbx(U.worker, buf, len, tag, TAG_MASK, &p);
+}
+
+static void ep_err(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    (void)arg;
+    (void)ep;
+    fprintf(stderr, "ucx: endpoint error: %s\n", ucs_status_string(status));
+}
+
+/* "lane[0]:  8:posix/memory.0 md[4] ..." -> "posix/memory", unique, comma-separated. */
+static void parse_lanes(const char *info, char *out, size_t cap)
+{
+    out[0] = '\0';
+    for (const char *p = strstr(info, "lane["); p; p = strstr(p + 1, "lane[")) {
+        const char *c = strchr(p, ':');
+        const char *eol = strchr(p, '\n');
+        if (!c || (eol && c > eol))
+            continue;
+        c++;
+        while (*c == ' ')
+            c++;
+        const char *colon = strchr(c, ':'); /* "8:" resource index */
+        if (colon && (!eol || colon < eol) && colon - c < 4)
+            c = colon + 1;
+        char tl[96];
+        size_t n = 0;
+        while (c[n] && c[n] != ' ' && c[n] != '\n' && n + 1 < sizeof(tl))
+            n++;
+        memcpy(tl, c, n);
+        tl[n] = '\0';
+        char *dot = strrchr(tl, '.'); /* "memory.0" path index */
+        if (dot && strchr(tl, '/') && dot > strchr(tl, '/'))
+            *dot = '\0';
+        if (!strchr(tl, '/'))
+            continue;
+        char probe[100];
+        snprintf(probe, sizeof(probe), ",%s,", tl);
+        char have[sizeof(U.lanes) + 2];
+        snprintf(have, sizeof(have), ",%s,", out);
+        if (strstr(have, probe))
+            continue;
+        size_t len = strlen(out);
+        snprintf(out + len, cap - len, "%s%s", len ? "," : "", tl);
+    }
+}
+
+static int ucx_setup(struct fb_tp *t)
+{
+    ucp_config_t *cfg;
+    ucs_status_t st = ucp_config_read(NULL, NULL, &cfg);
+    if (st != UCS_OK)
+        fb_tp_die(t, "ucp_config_read: %s", ucs_status_string(st));
+    if (t->cfg.tls && (st = ucp_config_modify(cfg, "TLS", t->cfg.tls)) != UCS_OK)
+        fb_tp_die(t, "--tls %s: %s", t->cfg.tls, ucs_status_string(st));
+    if (t->cfg.net_devices &&
+        (st = ucp_config_modify(cfg, "NET_DEVICES", t->cfg.net_devices)) != UCS_OK)
+        fb_tp_die(t, "--net-devices %s: %s", t->cfg.net_devices, ucs_status_string(st));
+    ucp_params_t params = {
+        .field_mask = UCP_PARAM_FIELD_FEATURES,
+        .features = UCP_FEATURE_TAG,
+    };
+    st = ucp_init(&params, cfg, &U.ctx);
+    ucp_config_release(cfg);
+    if (st != UCS_OK)
+        fb_tp_die(t, "ucp_init: %s", ucs_status_string(st));
+    ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+                              .thread_mode = UCS_THREAD_MODE_SINGLE};
+    if ((st = ucp_worker_create(U.ctx, &wp, &U.worker)) != UCS_OK)
+        fb_tp_die(t, "ucp_worker_create: %s", ucs_status_string(st));
+    ucp_address_t *addr;
+    size_t alen;
+    if ((st = ucp_worker_get_address(U.worker, &addr, &alen)) != UCS_OK)
+        fb_tp_die(t, "ucp_worker_get_address: %s", ucs_status_string(st));
+    size_t cap = 64 * 1024, got = 0;
+    void *peer = malloc(cap);
+    if (!peer)
+        fb_tp_die(t, "out of memory");
+    fb_tp_exchange(t, addr, alen, peer, cap, &got);
+    ucp_worker_release_address(U.worker, addr);
+    ucp_ep_params_t ep = {
+        .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLER,
+        .address = peer,
+        .err_handler = {.cb = ep_err, .arg = NULL},
+    };
+    st = ucp_ep_create(U.worker, &ep, &U.ep);
+    free(peer);
+    if (st != UCS_OK)
+        fb_tp_die(t, "ucp_ep_create: %s (UCX found no transport that reaches the peer; "
+                  "check --tls / UCX_TLS)", ucs_status_string(st));
+    /* One message each way completes wire-up, so the lanes printed below are final. */
+    char a = 'w', b = 0;
+    void *r = recv_nb(&b, 1, TAG_ACK);
+    if (wait_req(t, send_nb(&a, 1, TAG_ACK), "wire-up send") || wait_req(t, r, "wire-up recv"))
+        return -1;
+    char *text = NULL;
+    size_t tlen = 0;
+    FILE *f = open_memstream(&text, &tlen);
+    if (f) {
+        ucp_ep_print_info(U.ep, f);
+        fclose(f);
+        U.ep_info = text;
+        parse_lanes(text, U.lanes, sizeof(U.lanes));
+    }
+    U.reqs = calloc((size_t)t->opts.window * 2 + 2, sizeof(*U.reqs));
+    return U.reqs ? 0 : -1;
+}
+
+static void ucx_meta(struct fb_tp *t, struct fb_json *j)
+{
+    (void)t;
+    char lib[64], sel[600];
+    snprintf(lib, sizeof(lib), "UCX %s", ucp_get_version_string());
+    snprintf(sel, sizeof(sel), "ucx:%s", U.lanes[0] ? U.lanes : "unknown");
+    fb_json_str(j, "library", lib);
+    fb_json_str(j, "selected_transport", sel);
+    fb_json_str(j, "ucx_lanes", U.lanes);
+    fb_json_str(j, "selected_detail", U.ep_info ? U.ep_info : "");
+}
+
+static int ucx_begin_size(struct fb_tp *t, size_t size)
+{
+    size_t w = (size_t)t->opts.window;
+    bool lat = !strcmp(t->k->name, "ucx.latency");
+    /* Validation gives each message of a window its own receive slot (as the MPI kernels). */
+    size_t need = (t->opts.validate && !lat ? w : 1) * (size ? size : 1);
+    if (need > U.cap) {
+        fb_buf_free(U.sbuf);
+        fb_buf_free(U.rbuf);
+        U.sbuf = fb_buf_alloc(need);
+        U.rbuf = fb_buf_alloc(need);
+        if (!U.sbuf || !U.rbuf)
+            return -1;
+        U.cap = need;
+    }
+    if (lat) {
+        t->bytes_per_sample = (double)size;
+        t->messages_per_sample = 1;
+        t->bytes_per_iteration = 2.0 * (double)size;
+    } else {
+        double f = !strcmp(t->k->name, "ucx.bibw") ? 2.0 : 1.0;
+        t->bytes_per_sample = f * (double)(size * w);
+        t->messages_per_sample = f * (double)w;
+        t->bytes_per_iteration = t->bytes_per_sample;
+    }
+    return 0;
+}
+
+static int post_recvs(struct fb_tp *t, size_t size, int w, void **reqs)
+{
+    for (int k = 0; k < w; k++) {
+        char *slot = U.rbuf + (t->opts.validate ? (size_t)k * size : 0);
+        reqs[k] = recv_nb(slot, size, TAG_DATA);
+        if (UCS_PTR_IS_ERR(reqs[k]))
+            return wait_req(t, reqs[k], "recv");
+    }
+    return 0;
+}
+
+static void check_window(struct fb_tp *t, size_t size, int w, long iter)
+{
+    if (t->opts.validate)
+        for (int k = 0; k < w; k++)
+            fb_tp_check(t, U.rbuf + (size_t)k * size, size, 0, size, iter);
+}
+
+static int ucx_iterate(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)timed;
+    const char *n = t->k->name;
+    int w = t->opts.window;
+    if (t->opts.validate)
+        fb_tp_fill(t, U.sbuf, size, 0, size, iter);
+    double t0 = fb_now_us();
+    if (!strcmp(n, "ucx.latency")) {
+        void *r = recv_nb(U.rbuf, size, TAG_DATA);
+        if (t->index == 0) {
+            if (wait_req(t, send_nb(U.sbuf, size, TAG_DATA), "send") || wait_req(t, r, "recv"))
+                return -1;
+            *sample = (fb_now_us() - t0) / 2.0;
+        } else if (wait_req(t, r, "recv") || wait_req(t, send_nb(U.sbuf, size, TAG_DATA), "send")) {
+            return -1;
+        }
+        if (t->opts.validate)
+            fb_tp_check(t, U.rbuf, size, 0, size, iter);
+        return 0;
+    }
+    char ack = 'a', ackin = 0;
+    if (!strcmp(n, "ucx.bw")) {
+        if (t->index == 0) {
+            void *ra = recv_nb(&ackin, 1, TAG_ACK);
+            for (int k = 0; k < w; k++)
+                U.reqs[k] = send_nb(U.sbuf, size, TAG_DATA);
+            for (int k = 0; k < w; k++)
+                if (wait_req(t, U.reqs[k], "send"))
+                    return -1;
+            if (wait_req(t, ra, "ack recv"))
+                return -1;
+            *sample = fb_now_us() - t0;
+            return 0;
+        }
+        if (post_recvs(t, size, w, U.reqs))
+            return -1;
+        for (int k = 0; k < w; k++)
+            if (wait_req(t, U.reqs[k], "recv"))
+                return -1;
+        if (wait_req(t, send_nb(&ack, 1, TAG_ACK), "ack send"))
+            return -1;
+        check_window(t, size, w, iter);
+        return 0;
+    }
+    /* ucx.bibw */
+    if (post_recvs(t, size, w, U.reqs))
+        return -1;
+    for (int k = 0; k < w; k++)
+        U.reqs[w + k] = send_nb(U.sbuf, size, TAG_DATA);
+    for (int k = 0; k < 2 * w; k++)
+        if (wait_req(t, U.reqs[k], k < w ? "recv" : "send"))
+            return -1;
+    *sample = fb_now_us() - t0;
+    check_window(t, size, w, iter);
+    return 0;
+}
+
+static void ucx_teardown(struct fb_tp *t)
+{
+    (void)t;
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+                             .flags = UCP_EP_CLOSE_FLAG_FORCE};
+    void *r = ucp_ep_close_nbx(U.ep, &p);
+    if (r && !UCS_PTR_IS_ERR(r)) {
+        while (ucp_request_check_status(r) == UCS_INPROGRESS)
+            ucp_worker_progress(U.worker);
+        ucp_request_free(r);
+    }
+    ucp_worker_destroy(U.worker);
+    ucp_cleanup(U.ctx);
+    fb_buf_free(U.sbuf);
+    fb_buf_free(U.rbuf);
+    free(U.reqs);
+    free(U.ep_info);
+}
+
+#define UCX_HOOKS                                                                               \
+    .family = FB_FAM_UCX, .opts = FB_OPT_UCX, .size_min = 1, .size_max = (size_t)4 << 20,     \
+    .setup = ucx_setup, .meta = ucx_meta, .begin_size = ucx_begin_size,                        \
+    .iterate = ucx_iterate, .teardown = ucx_teardown
+
+static const struct fb_tp_kernel KERNELS[] = {
+    {.name = "ucx.latency", .cls = FB_CLASS_LATENCY, UCX_HOOKS},
+    {.name = "ucx.bw", .cls = FB_CLASS_BANDWIDTH, UCX_HOOKS},
+    {.name = "ucx.bibw", .cls = FB_CLASS_BANDWIDTH, UCX_HOOKS},
+};
+
+int main(int argc, char **argv)
+{
+    for (size_t i = 0; i < sizeof(KERNELS) / sizeof(KERNELS[0]); i++)
+        if (!strcmp(KERNELS[i].name, FB_KERNEL))
+            return fb_tp_main(&KERNELS[i], argc, argv);
+    fprintf(stderr, "ucx.c built for unknown kernel %s\n", FB_KERNEL);
+    return 2;
+}

@@ -1,0 +1,315 @@
+/* verbs.c - RDMA verbs kernels over RC queue pairs connected with rdma-cm: verbs.latency,
+ * verbs.bw; --op send (send/recv) or write (RDMA write with immediate, so the target learns of
+ * each arrival from a receive completion, as a ping-pong needs).
+ *
+ * Without an RDMA device (no HCA, no Soft-RoCE) the kernel prints a skip record and exits 77
+ * before it waits for any peer, on either side.
+ */
+#include <infiniband/verbs.h>
+#include <netdb.h>
+#include <rdma/rdma_cma.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fb_buf.h"
+#include "fb_timer.h"
+#include "fb_tp.h"
+
+struct remote_buf {
+    uint64_t addr;
+    uint32_t rkey;
+};
+
+struct verbsst {
+    struct rdma_event_channel *ch;
+    struct rdma_cm_id *listen_id, *id;
+    struct ibv_pd *pd;
+    struct ibv_cq *cq;
+    struct ibv_mr *smr, *rmr;
+    char *sbuf, *rbuf;
+    size_t cap;
+    struct remote_buf remote;
+    long tx_done, rx_done;
+    bool write;
+    char devname[64];
+};
+
+static struct verbsst V;
+
+/* Before any peer: is there a device at all (and the one asked for)? */
+static int verbs_precheck(struct fb_tp *t)
+{
+    int n = 0;
+    struct ibv_device **list = ibv_get_device_list(&n);
+    if (!list || n == 0) {
+        if (list)
+            ibv_free_device_list(list);
+        fb_tp_skip(t, "no RDMA device");
+    }
+    bool found = !t->cfg.device;
+    for (int i = 0; i < n && !found; i++)
+        found = !strcmp(ibv_get_device_name(list[i]), t->cfg.device);
+    snprintf(V.devname, sizeof(V.devname), "%s",
+             t->cfg.device ? t->cfg.device : ibv_get_device_name(list[0]));
+    ibv_free_device_list(list);
+    if (!found) {
+        char why[160];
+        snprintf(why, sizeof(why), "RDMA device %s not found", t->cfg.device);
+        fb_tp_skip(t, why);
+    }
+    V.write = !strcmp(t->cfg.op, "write");
+    return 0;
+}
+
+static struct rdma_cm_event *expect_event(struct fb_tp *t, enum rdma_cm_event_type want)
+{
+    struct rdma_cm_event *ev;
+    if (rdma_get_cm_event(V.ch, &ev))
+        fb_tp_die(t, "rdma_get_cm_event: %m");
+    if (ev->event != want)
+        fb_tp_die(t, "rdma-cm: got %s, expected %s", rdma_event_str(ev->event),
+                  rdma_event_str(want));
+    return ev;
+}
+
+static size_t max_size(const struct fb_tp *t)
+{
+    size_t m = 64;
+    for (int i = 0; i < t->opts.nsizes; i++)
+        if (t->opts.sizes[i] > m)
+            m = t->opts.sizes[i];
+    return m;
+}
+
+static void make_qp(struct fb_tp *t, struct rdma_cm_id *id)
+{
+    int depth = t->opts.window + 8;
+    V.pd = ibv_alloc_pd(id->verbs);
+    V.cq = V.pd ? ibv_create_cq(id->verbs, 2 * depth, NULL, NULL, 0) : NULL;
+    if (!V.cq)
+        fb_tp_die(t, "cannot allocate a protection domain / completion queue: %m");
+    struct ibv_qp_init_attr qa = {
+        .send_cq = V.cq, .recv_cq = V.cq, .qp_type = IBV_QPT_RC,
+        .cap = {.max_send_wr = (uint32_t)depth, .max_recv_wr = (uint32_t)depth,
+                .max_send_sge = 1, .max_recv_sge = 1},
+    };
+    if (rdma_create_qp(id, V.pd, &qa))
+        fb_tp_die(t, "rdma_create_qp: %m");
+    V.cap = max_size(t) * (size_t)(t->opts.validate ? t->opts.window : 1);
+    V.sbuf = fb_buf_alloc(V.cap);
+    V.rbuf = fb_buf_alloc(V.cap);
+    int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+    V.smr = V.sbuf ? ibv_reg_mr(V.pd, V.sbuf, V.cap, IBV_ACCESS_LOCAL_WRITE) : NULL;
+    V.rmr = V.rbuf ? ibv_reg_mr(V.pd, V.rbuf, V.cap, acc) : NULL;
+    if (!V.smr || !V.rmr)
+        fb_tp_die(t, "ibv_reg_mr: %m");
+}
+
+static int verbs_setup(struct fb_tp *t)
+{
+    V.ch = rdma_create_event_channel();
+    if (!V.ch)
+        fb_tp_die(t, "rdma_create_event_channel: %m");
+    char blob[320] = "", got[320] = "";
+    if (t->index == 1) {
+        if (rdma_create_id(V.ch, &V.listen_id, NULL, RDMA_PS_TCP))
+            fb_tp_die(t, "rdma_create_id: %m");
+        struct addrinfo hints = {.ai_flags = AI_PASSIVE, .ai_socktype = SOCK_STREAM}, *ai;
+        if (getaddrinfo(t->cfg.bind, "0", &hints, &ai))
+            fb_tp_die(t, "cannot resolve %s", t->cfg.bind ? t->cfg.bind : "(any)");
+        if (rdma_bind_addr(V.listen_id, ai->ai_addr) || rdma_listen(V.listen_id, 1))
+            fb_tp_die(t, "rdma_bind_addr/listen: %m");
+        freeaddrinfo(ai);
+        snprintf(blob, sizeof(blob), "%s %u", t->cfg.bind ? t->cfg.bind : "",
+                 (unsigned)ntohs(rdma_get_src_port(V.listen_id)));
+        fb_tp_exchange(t, blob, strlen(blob) + 1, got, sizeof(got) - 1, NULL);
+        struct rdma_cm_event *ev = expect_event(t, RDMA_CM_EVENT_CONNECT_REQUEST);
+        V.id = ev->id;
+        rdma_ack_cm_event(ev);
+        make_qp(t, V.id);
+        struct rdma_conn_param cp = {.responder_resources = 1, .initiator_depth = 1};
+        if (rdma_accept(V.id, &cp))
+            fb_tp_die(t, "rdma_accept: %m");
+        rdma_ack_cm_event(expect_event(t, RDMA_CM_EVENT_ESTABLISHED));
+    } else {
+        fb_tp_exchange(t, blob, 1, got, sizeof(got) - 1, NULL);
+        char host[256] = "", port[16] = "";
+        if (sscanf(got, "%255s %15s", host, port) != 2) {
+            snprintf(host, sizeof(host), "%s", t->cfg.peer ? t->cfg.peer : "localhost");
+            if (sscanf(got, " %15s", port) != 1)
+                fb_tp_die(t, "bad rdma-cm port announcement '%s'", got);
+        }
+        struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
+        if (getaddrinfo(host, port, &hints, &ai))
+            fb_tp_die(t, "cannot resolve %s", host);
+        if (rdma_create_id(V.ch, &V.id, NULL, RDMA_PS_TCP) ||
+            rdma_resolve_addr(V.id, NULL, ai->ai_addr, 2000))
+            fb_tp_die(t, "rdma_resolve_addr: %m");
+        freeaddrinfo(ai);
+        rdma_ack_cm_event(expect_event(t, RDMA_CM_EVENT_ADDR_RESOLVED));
+        if (rdma_resolve_route(V.id, 2000))
+            fb_tp_die(t, "rdma_resolve_route: %m");
+        rdma_ack_cm_event(expect_event(t, RDMA_CM_EVENT_ROUTE_RESOLVED));
+        make_qp(t, V.id);
+        struct rdma_conn_param cp = {.responder_resources = 1, .initiator_depth = 1,
+                                     .retry_count = 7, .rnr_retry_count = 7};
+        if (rdma_connect(V.id, &cp))
+            fb_tp_die(t, "rdma_connect: %m");
+        rdma_ack_cm_event(expect_event(t, RDMA_CM_EVENT_ESTABLISHED));
+    }
+    struct remote_buf mine = {.addr = (uintptr_t)V.rbuf, .rkey = V.rmr->rkey};
+    fb_tp_exchange(t, &mine, sizeof(mine), &V.remote, sizeof(V.remote), NULL);
+    snprintf(V.devname, sizeof(V.devname), "%s", ibv_get_device_name(V.id->verbs->device));
+    return 0;
+}
+
+static void verbs_meta(struct fb_tp *t, struct fb_json *j)
+{
+    char sel[96];
+    snprintf(sel, sizeof(sel), "verbs:%s:rc-%s", V.devname, t->cfg.op);
+    fb_json_str(j, "library", "rdma-core (libibverbs, librdmacm)");
+    fb_json_str(j, "selected_transport", sel);
+    fb_json_str(j, "verbs_device", V.devname);
+    fb_json_str(j, "verbs_op", t->cfg.op);
+    fb_json_uint(j, "verbs_port", V.id->port_num);
+}
+
+static int post_recv(size_t off, size_t len)
+{
+    struct ibv_sge sge = {.addr = (uintptr_t)(V.rbuf + off), .length = (uint32_t)len,
+                          .lkey = V.rmr->lkey};
+    struct ibv_recv_wr wr = {.sg_list = &sge, .num_sge = 1}, *bad;
+    return ibv_post_recv(V.id->qp, &wr, &bad);
+}
+
+static int post_send(size_t len, size_t roff)
+{
+    struct ibv_sge sge = {.addr = (uintptr_t)V.sbuf, .length = (uint32_t)len,
+                          .lkey = V.smr->lkey};
+    struct ibv_send_wr wr = {.sg_list = &sge, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED},
+                       *bad;
+    if (V.write) {
+        wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+        wr.wr.rdma.remote_addr = V.remote.addr + roff;
+        wr.wr.rdma.rkey = V.remote.rkey;
+    } else {
+        wr.opcode = IBV_WR_SEND;
+    }
+    return ibv_post_send(V.id->qp, &wr, &bad);
+}
+
+static int wait_cq(struct fb_tp *t, long tx, long rx)
+{
+    struct ibv_wc wc[16];
+    while (V.tx_done < tx || V.rx_done < rx) {
+        int n = ibv_poll_cq(V.cq, 16, wc);
+        if (n < 0)
+            return -1;
+        for (int i = 0; i < n; i++) {
+            if (wc[i].status != IBV_WC_SUCCESS) {
+                fprintf(stderr, "%s: work completion failed: %s\n", t->k->name,
+                        ibv_wc_status_str(wc[i].status));
+                return -1;
+            }
+            if (wc[i].opcode & IBV_WC_RECV)
+                V.rx_done++;
+            else
+                V.tx_done++;
+        }
+    }
+    return 0;
+}
+
+static int verbs_begin_size(struct fb_tp *t, size_t size)
+{
+    bool lat = !strcmp(t->k->name, "verbs.latency");
+    size_t w = (size_t)t->opts.window;
+    t->bytes_per_sample = lat ? (double)size : (double)(size * w);
+    t->messages_per_sample = lat ? 1 : (double)w;
+    t->bytes_per_iteration = lat ? 2.0 * (double)size : t->bytes_per_sample;
+    return 0;
+}
+
+static int verbs_iterate(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)timed;
+    int w = t->opts.window;
+    long tx0 = V.tx_done, rx0 = V.rx_done;
+    if (t->opts.validate)
+        fb_tp_fill(t, V.sbuf, size, 0, size, iter);
+    double t0 = fb_now_us();
+    if (!strcmp(t->k->name, "verbs.latency")) {
+        if (post_recv(0, size))
+            return -1;
+        if (t->index == 0) {
+            if (post_send(size, 0) || wait_cq(t, tx0 + 1, rx0 + 1))
+                return -1;
+            *sample = (fb_now_us() - t0) / 2.0;
+        } else if (wait_cq(t, tx0, rx0 + 1) || post_send(size, 0) ||
+                   wait_cq(t, tx0 + 1, rx0 + 1)) {
+            return -1;
+        }
+        if (t->opts.validate)
+            fb_tp_check(t, V.rbuf, size, 0, size, iter);
+        return 0;
+    }
+    size_t slot = t->opts.validate ? size : 0;
+    if (t->index == 0) {
+        if (post_recv(0, 1))
+            return -1;
+        for (int k = 0; k < w; k++)
+            if (post_send(size, (size_t)k * slot))
+                return -1;
+        if (wait_cq(t, tx0 + w, rx0 + 1))
+            return -1;
+        *sample = fb_now_us() - t0;
+        return 0;
+    }
+    for (int k = 0; k < w; k++)
+        if (post_recv((size_t)k * slot, size))
+            return -1;
+    if (wait_cq(t, tx0, rx0 + w) || post_send(1, 0) || wait_cq(t, tx0 + 1, rx0 + w))
+        return -1;
+    if (t->opts.validate)
+        for (int k = 0; k < w; k++)
+            fb_tp_check(t, V.rbuf + (size_t)k * size, size, 0, size, iter);
+    return 0;
+}
+
+static void verbs_teardown(struct fb_tp *t)
+{
+    (void)t;
+    rdma_disconnect(V.id);
+    rdma_destroy_qp(V.id);
+    ibv_dereg_mr(V.smr);
+    ibv_dereg_mr(V.rmr);
+    ibv_destroy_cq(V.cq);
+    ibv_dealloc_pd(V.pd);
+    rdma_destroy_id(V.id);
+    if (V.listen_id)
+        rdma_destroy_id(V.listen_id);
+    rdma_destroy_event_channel(V.ch);
+    fb_buf_free(V.sbuf);
+    fb_buf_free(V.rbuf);
+}
+
+#define VERBS_HOOKS                                                                             \
+    .family = FB_FAM_VERBS, .opts = FB_OPT_DEVICE | FB_OPT_OP, .size_min = 1,                  \
+    .size_max = (size_t)4 << 20, .size_floor = 1, .precheck = verbs_precheck,                  \
+    .setup = verbs_setup, .meta = verbs_meta, .begin_size = verbs_begin_size,                  \
+    .iterate = verbs_iterate, .teardown = verbs_teardown
+
+static const struct fb_tp_kernel KERNELS[] = {
+    {.name = "verbs.latency", .cls = FB_CLASS_LATENCY, VERBS_HOOKS},
+    {.name = "verbs.bw", .cls = FB_CLASS_BANDWIDTH, VERBS_HOOKS},
+};
+
+int main(int argc, char **argv)
+{
+    for (size_t i = 0; i < sizeof(KERNELS) / sizeof(KERNELS[0]); i++)
+        if (!strcmp(KERNELS[i].name, FB_KERNEL))
+            return fb_tp_main(&KERNELS[i], argc, argv);
+    fprintf(stderr, "verbs.c built for unknown kernel %s\n", FB_KERNEL);
+    return 2;
+}

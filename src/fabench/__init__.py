@@ -1,0 +1,3 @@
+"""fabench: measure, compare, tune, diagnose and predict HPC cluster interconnects."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,34 @@
+"""From stored results to per-size summaries of each metric."""
+
+from dataclasses import dataclass
+
+from .kernels import get_kernel
+from .metrics import Metric
+from .records import ResultRecord
+from .stats import Summary, summarize
+
+
+@dataclass(frozen=True)
+class SizeSummary:
+    size: int
+    metric: Metric
+    summary: Summary
+    iterations: int
+    validated: bool | None
+    datatype: str
+
+
+def metric_values(rec: ResultRecord, metric: Metric) -> list[float]:
+    return list(metric.values(rec.times, rec.bytes_per_sample, rec.messages_per_sample))
+
+
+def summarize_result(rec: ResultRecord, metric: Metric) -> SizeSummary:
+    return SizeSummary(rec.size, metric, summarize(metric_values(rec, metric)),
+                       rec.iterations, rec.validated, rec.datatype)
+
+
+def summarize_results(kernel_name: str, results: list[ResultRecord],
+                      metric: Metric | None = None) -> list[SizeSummary]:
+    kernel = get_kernel(kernel_name)
+    m = metric or kernel.primary
+    return [summarize_result(r, m) for r in results]

@@ -1,0 +1,87 @@
+"""Campaigns and single benchmarks: spec -> plan -> launch -> store, then the summary."""
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import FabenchError
+from .launch import Launcher
+from .plan import PlannedRun, kernel_args, make_plan
+from .progress import Progress
+from .provenance import host_provenance
+from .runner import RunOutcome, execute_plan, execute_run
+from .spec import CampaignSpec
+from .store import Store
+
+
+@dataclass
+class CampaignResult:
+    campaign_id: int
+    store_path: Path
+    outcomes: list[RunOutcome]
+    skipped_done: int
+    status: str
+
+
+def run_campaign(spec: CampaignSpec, launcher: Launcher, store_path: Path, *,
+                 quick: bool = False, resume: bool = False,
+                 show_progress: bool = True) -> CampaignResult:
+    plan = make_plan(spec, quick=quick)
+    if not plan:
+        raise FabenchError("the spec expands to no runs (check ranks against the kernels: "
+                           "e.g. mbw_mr needs an even number of ranks)")
+    with Store(store_path) as store:
+        done: set[str] = set()
+        if resume:
+            cid = _resumable(store, spec)
+            done = store.completed_keys(cid)
+        else:
+            cid = store.begin_campaign(spec.name, {**spec.model_dump(by_alias=True),
+                                                   "quick": quick}, host_provenance())
+        todo = [p for p in plan if p.key not in done]
+        progress = Progress(len(todo), stream=sys.stderr, enabled=show_progress)
+        try:
+            outcomes = execute_plan(store, launcher, plan, cid, progress, done)
+        except KeyboardInterrupt:
+            store.end_campaign(cid, "interrupted")
+            raise
+        failed = sum(o.status == "failed" for o in outcomes)
+        status = "finished" if not failed else f"finished with {failed} failed"
+        store.end_campaign(cid, status)
+    return CampaignResult(cid, store_path, outcomes, len(plan) - len(todo), status)
+
+
+def _resumable(store: Store, spec: CampaignSpec) -> int:
+    for c in reversed(store.campaigns()):
+        if c["name"] == spec.name:
+            if c["status"] == "finished":
+                raise FabenchError(f"campaign {spec.name!r} (#{c['id']}) already finished; "
+                                   "nothing to resume")
+            return int(c["id"])
+    raise FabenchError(f"no campaign named {spec.name!r} in {store.path} to resume")
+
+
+def run_bench(kernel_name: str, launcher: Launcher, store_path: Path, *, transport: str,
+              mpi: str, ranks: int, sizes: str | None, iterations: int | None,
+              warmup: int | None, window: int | None, validate: bool,
+              env: dict[str, str] | None = None, timeout_s: float = 1800.0,
+              extra_args: list[str] | None = None,
+              precision: float | None = None, budget_s: float | None = None) -> RunOutcome:
+    from .kernels import get_kernel
+
+    kernel = get_kernel(kernel_name)
+    args = kernel_args(kernel, sizes=sizes, iterations=iterations, warmup=warmup,
+                       window=window, validate=validate) + list(extra_args or [])
+    planned = PlannedRun(kernel_name, transport, ranks, mpi, 0, args, dict(env or {}), timeout_s,
+                         precision, budget_s)
+    spec: dict[str, Any] = {"bench": planned.settings()}
+    with Store(store_path) as store:
+        cid = store.begin_campaign(f"bench {kernel_name}", spec, host_provenance())
+        try:
+            outcome = execute_run(store, launcher, planned, cid)
+        except KeyboardInterrupt:
+            store.end_campaign(cid, "interrupted")
+            raise
+        store.end_campaign(cid, "finished" if outcome.status == "ok" else outcome.status)
+    return outcome

@@ -1,0 +1,40 @@
+"""Command-line entry point: argument handling only; the work is in the modules it calls."""
+
+import argparse
+import sys
+
+from . import __version__
+from .commands import register_all
+from .errors import FabenchError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fabench",
+        description="Measure, compare, tune, diagnose and predict HPC interconnects.",
+        epilog="Start with `fabench doctor` (what this host can measure), then "
+               "`fabench bench mpi.latency` or `fabench run --quick`.")
+    parser.add_argument("--version", action="version", version=f"fabench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    register_all(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except FabenchError as exc:
+        print(f"fabench: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\nfabench: interrupted; finished runs are kept in the store", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

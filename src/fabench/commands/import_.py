@@ -1,0 +1,43 @@
+"""`fabench import osu|imb|iperf3|sockperf FILE...`: peer tools' output into the store."""
+
+import argparse
+from pathlib import Path
+
+from ..importers import available_importers, import_file
+from ..store import Store
+from ..units import parse_size
+from ._common import add_store_argument, resolve_store
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser(
+        "import", help="import OSU, IMB, iperf3 or sockperf output into the store",
+        description="Read a peer tool's output and store it as a campaign of runs (launcher "
+                    "import:TOOL), so `fabench compare` and `fabench report` treat it like "
+                    "fabench's own. Aggregates (OSU/IMB means) have no per-iteration samples: "
+                    "see docs/statistics.md for how they are compared.")
+    p.add_argument("tool", choices=available_importers())
+    p.add_argument("files", nargs="+", type=Path, metavar="FILE")
+    p.add_argument("--transport", help="what the results ran over (e.g. ib, roce, tcp); "
+                                       "default: the tool's name or protocol")
+    p.add_argument("--label", help="a name for these results in reports (e.g. 'cluster A')")
+    p.add_argument("--mpi", default="unknown", help="MPI library of OSU/IMB results")
+    p.add_argument("--ranks", type=int, help="ranks of collective results (default: from "
+                                             "the file, else 2)")
+    p.add_argument("--size", type=parse_size, help="message size, for output that does not "
+                                                 "print it (sockperf's summary)")
+    add_store_argument(p)
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    spath = resolve_store(args.store, must_exist=False)
+    with Store(spath) as store:
+        for f in args.files:
+            cid, ids = import_file(store, args.tool, f, transport=args.transport,
+                                   label=args.label, mpi=args.mpi, ranks=args.ranks,
+                                   size=args.size)
+            kernels = ", ".join(sorted({store.run(i).kernel for i in ids}))
+            print(f"# {f}: campaign c{cid}, runs {' '.join(map(str, ids))} ({kernels})")
+    print(f"# store: {spath}")
+    return 0

@@ -1,0 +1,37 @@
+"""`fabench report RUN...`: one self-contained HTML file, plus CSV and JSON beside it."""
+
+import argparse
+from pathlib import Path
+
+from ..report.build import report_for, write_report
+from ..store import Store
+from ._common import add_store_argument, resolve_store
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser(
+        "report", help="HTML report (charts with CI bands, tables, comparisons) + CSV/JSON",
+        description="Select runs as `fabench compare` does (run ids, c3, latest, shm, "
+                    "kernel=mpi.bw,transport=tcp, ...; default: latest campaign) and write one "
+                    "self-contained HTML file, with <name>.csv and <name>.json beside it.")
+    p.add_argument("select", nargs="*", metavar="RUN", default=["latest"],
+                   help="run id, campaign (c3), latest, transport, or KEY=VALUE filters")
+    p.add_argument("-o", "--output", type=Path, help="HTML file (default: "
+                   "<results dir>/report.html)")
+    p.add_argument("--title", help="report title")
+    p.add_argument("--samples", action="store_true",
+                   help="include every per-iteration time in the JSON export")
+    add_store_argument(p)
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    spath = resolve_store(args.store)
+    out = args.output or spath.parent / "report.html"
+    with Store(spath) as store:
+        report = report_for(store, args.select, args.title)
+    for path in write_report(report, out, samples=args.samples):
+        print(f"# wrote {path}")
+    for w in report.warnings:
+        print(f"# warning: {w}")
+    return 0

@@ -1,0 +1,52 @@
+"""`fabench run [SPEC.yaml]`: a campaign into the store, then its summary."""
+
+import argparse
+
+from ..campaign import run_campaign
+from ..launch import get_launcher
+from ..report.campaign_summary import campaign_lines
+from ..report.finalize import finalize_campaign
+from ..spec import load_spec
+from ..store import Store
+from ._common import add_on_argument, add_out_argument, parse_on, store_path
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser(
+        "run", help="run a campaign (a YAML spec, or the built-in default)",
+        description="Expand a campaign spec into runs, execute them, keep every sample in the "
+                    "store as it arrives, and summarise. Without SPEC: latency, bw and bibw "
+                    "over shm and tcp at 2 ranks; allreduce, alltoall, allgather and gather at "
+                    "2 and 4 ranks. See docs/campaign-spec.md and examples/.")
+    p.add_argument("spec", nargs="?", help="campaign spec (YAML); default: built-in")
+    add_on_argument(p)
+    p.add_argument("--quick", action="store_true",
+                   help="fewer iterations per size (minutes instead of tens of minutes)")
+    p.add_argument("--resume", action="store_true",
+                   help="finish the last unfinished campaign of this spec in the store")
+    p.add_argument("--repeats", type=int, help="override the spec's repeats")
+    p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    add_out_argument(p)
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    spec = load_spec(args.spec)
+    if args.repeats:
+        spec = spec.model_copy(update={"repeats": args.repeats})
+    name, opts = parse_on(args.on if args.on != ["local"] else [spec.launcher])
+    launcher = get_launcher(name, **opts)
+    launcher.results_dir = str(args.out)
+    spath = store_path(args.out)
+    result = run_campaign(spec, launcher, spath, quick=args.quick, resume=args.resume,
+                          show_progress=not args.no_progress)
+    with Store(spath) as store:
+        print(f"# campaign {result.campaign_id} ({spec.name}) on {launcher.describe()}: "
+              f"{result.status}")
+        for line in campaign_lines(store, result.campaign_id):
+            print(line)
+        files = finalize_campaign(store, result.campaign_id, args.out)
+    print(f"# results: {spath}")
+    for f in files:
+        print(f"# wrote {f}")
+    return 0 if result.status == "finished" else 1

@@ -1,0 +1,209 @@
+"""`fabench tune check|apply|revert|ab|profiles`: argument handling; the work is in tune/."""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..errors import FabenchError
+from ._common import add_out_argument, parse_on, store_path
+
+
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser(
+        "tune", help="audit a host against a profile, apply/revert it, prove it by A/B",
+        description="Tuning profiles (tcp-throughput, low-latency, hpc-default, or your own "
+                    "YAML) checked against a host or testbed, applied with a journal that "
+                    "restores every previous value exactly, and A/B-tested. See "
+                    "docs/tuning.md.")
+    tsub = p.add_subparsers(dest="tune_command", metavar="ACTION")
+    tsub.required = True
+
+    c = tsub.add_parser("check", help="audit (read-only): current vs recommended, why, risk")
+    c.add_argument("--profile", default="hpc-default", help="profile name or YAML file "
+                   "(default: hpc-default)")
+    _targets(c, default_host=True)
+    c.add_argument("--json", action="store_true", help="one JSON object per finding")
+    c.add_argument("--brief", action="store_true", help="no why/source/risk lines")
+    c.set_defaults(func=check_main)
+
+    a = tsub.add_parser("apply", help="apply a profile's system settings (journaled)")
+    a.add_argument("profile", help="profile name or YAML file")
+    _targets(a)
+    a.add_argument("--dry-run", action="store_true", help="show the changes, change nothing")
+    a.set_defaults(func=apply_main)
+
+    r = tsub.add_parser("revert", help="restore every value the journal holds")
+    r.add_argument("--journal", type=Path, help="journal file (default: "
+                   "$FABENCH_TUNE_JOURNAL or ~/.local/state/fabench/tune-journal.json)")
+    r.set_defaults(func=revert_main)
+
+    b = tsub.add_parser("ab", help="baseline, apply, measure, revert, compare")
+    b.add_argument("profile", help="profile name or YAML file")
+    what = b.add_mutually_exclusive_group(required=True)
+    what.add_argument("--bench", metavar="KERNEL", help="one kernel, e.g. tcp.bw, mpi.latency")
+    what.add_argument("--campaign", metavar="SPEC", help="a campaign spec (YAML)")
+    _targets(b)
+    b.add_argument("--rounds", type=int, default=3,
+                   help="A/B rounds, alternating the order (default: 3)")
+    b.add_argument("--transport", default="tcp", help="(--bench) transport (default: tcp)")
+    b.add_argument("--mpi", default="openmpi", help="(--bench) openmpi | mpich")
+    b.add_argument("--ranks", "-n", type=int, default=2, help="(--bench) ranks (default: 2)")
+    b.add_argument("--sizes", help="(--bench) MIN:MAX or a,b,c")
+    b.add_argument("--iterations", type=int, help="(--bench) timed iterations per size")
+    b.add_argument("--warmup", type=int, help="(--bench) untimed iterations per size")
+    b.add_argument("--window", type=int, help="(--bench) messages in flight")
+    b.add_argument("--kernel-arg", action="append", default=[], metavar="ARG",
+                   help="(--bench) extra kernel option for both sides, e.g. --kernel-arg=-x")
+    b.add_argument("--quick", action="store_true", help="(--campaign) fewer iterations")
+    b.add_argument("--tolerance", type=float, default=0.03,
+                   help="'no change' band around A (default: 0.03 = 3 %%)")
+    b.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
+    b.add_argument("--json", action="store_true", help="one JSON object per size")
+    add_out_argument(b)
+    b.set_defaults(func=ab_main)
+
+    pr = tsub.add_parser("profiles", help="list the profiles (built-in and $FABENCH_PROFILE_PATH)")
+    pr.set_defaults(func=profiles_main)
+
+
+def _targets(p: argparse.ArgumentParser, default_host: bool = False) -> None:
+    p.add_argument("--on", nargs="+", metavar="WHERE",
+                   help="testbed [NAME] (default for apply/ab)" +
+                        ("; default for check: this host" if default_host else ""))
+    p.add_argument("--netns", nargs="+", metavar="NS", help="these network namespaces")
+    p.add_argument("--host-wide", action="store_true",
+                   help="this host itself (changes affect everything running here)")
+    p.add_argument("--iface", nargs="+", metavar="PATTERN",
+                   help="interfaces for MTU/offload/quickack settings (needed on the host)")
+    p.add_argument("--journal", type=Path, help="journal file (default: $FABENCH_TUNE_JOURNAL "
+                   "or ~/.local/state/fabench/tune-journal.json)")
+
+
+def _resolve(args: argparse.Namespace, default_host: bool = False):  # type: ignore[no-untyped-def]
+    from ..tune.target import Target
+    from ..tune.targets import resolve
+
+    on = parse_on(args.on) if args.on else None
+    if default_host and on is None and not args.netns:
+        return [Target.host()]
+    return resolve(on, args.netns, args.host_wide)
+
+
+def _journal(args: argparse.Namespace) -> Path:
+    from ..tune.journal import default_journal_path
+
+    return args.journal or default_journal_path()
+
+
+def check_main(args: argparse.Namespace) -> int:
+    from ..tune.audit import check
+    from ..tune.profiles import load_profile
+    from ..tune.report import finding_lines
+
+    profile = load_profile(args.profile)
+    findings = check(profile, _resolve(args, default_host=True))
+    if args.json:
+        for f in findings:
+            print(json.dumps(f.as_dict()))
+        return 0
+    print(f"# fabench tune check: profile {profile.name} ({profile.source_file})")
+    for line in finding_lines(findings, verbose=not args.brief):
+        print(line)
+    return 0
+
+
+def apply_main(args: argparse.Namespace) -> int:
+    from ..tune.apply import apply, make_plan
+    from ..tune.profiles import load_profile
+    from ..tune.report import plan_lines
+
+    profile = load_profile(args.profile)
+    plan = make_plan(profile, _resolve(args), ifaces=args.iface)
+    for line in plan_lines(plan, args.dry_run):
+        print(line)
+    if profile.runtime_settings:
+        print("# run-time knobs (no system change; `tune ab` passes them to the benchmark):")
+        for k, v in profile.runtime_env().items():
+            print(f"  export {k}={v}")
+        for k in profile.runtime_unset():
+            print(f"  unset {k}")
+        if profile.kernel_args():
+            print(f"  tcp.* kernel options: {' '.join(profile.kernel_args())}")
+    if args.dry_run or not plan.changes:
+        return 0
+    journal = _journal(args)
+    res = apply(plan, journal, on_step=lambda c: print(f"  done: {c.tgt.name}: {c.label}",
+                                                       flush=True))
+    print(f"# applied {len(res.applied)} change(s); previous values in {journal}; "
+          "undo with `fabench tune revert`")
+    return 0
+
+
+def revert_main(args: argparse.Namespace) -> int:
+    from ..tune.apply import revert
+    from ..tune.report import revert_lines
+
+    rep = revert(_journal(args))
+    for line in revert_lines(rep):
+        print(line)
+    return 1 if rep.failed else 0
+
+
+def ab_main(args: argparse.Namespace) -> int:
+    from ..launch import get_launcher
+    from ..plan import PlannedRun, kernel_args, make_plan
+    from ..spec import load_spec
+    from ..tune.ab import deltas_json, run_ab
+    from ..tune.profiles import load_profile
+
+    profile = load_profile(args.profile)
+    targets = _resolve(args)
+    if args.bench:
+        from ..kernels import get_kernel
+
+        k = get_kernel(args.bench)
+        kargs = kernel_args(k, sizes=args.sizes, iterations=args.iterations,
+                            warmup=args.warmup, window=args.window) + args.kernel_arg
+        planned = [PlannedRun(k.name, args.transport, args.ranks, args.mpi, 0, kargs, {},
+                              args.timeout)]
+        launcher_name = "testbed" if targets[0].meta.get("testbed") else "local"
+        opts = {"testbed": targets[0].meta["testbed"]} if launcher_name == "testbed" else {}
+    else:
+        spec = load_spec(args.campaign)
+        planned = [p for p in make_plan(spec, quick=args.quick) if p.repeat == 0]
+        launcher_name, opts = parse_on([spec.launcher])
+    launcher = get_launcher(launcher_name, **opts)
+    if args.netns and not targets[0].meta.get("testbed"):
+        print("fabench: note: the benchmark runs through the "
+              f"{launcher_name} launcher, not inside --netns namespaces", file=sys.stderr)
+    res = run_ab(profile, targets, planned, launcher, store_path(args.out), _journal(args),
+                 rounds=args.rounds, ifaces=args.iface, tolerance=args.tolerance,
+                 on_progress=lambda m: print(f"# {m}", file=sys.stderr, flush=True))
+    if args.json:
+        for d in deltas_json(res):
+            print(json.dumps(d))
+    else:
+        print(f"# tune ab {profile.name}: {res.changes} system change(s) per round, "
+              f"{args.rounds} round(s); campaign {res.campaign_id} in {store_path(args.out)}")
+        for d in res.deltas:
+            print(f"  {d.sentence()}")
+        for s in res.summaries:
+            print(f"# {s}")
+    for f in res.failed:
+        print(f"fabench: {f}", file=sys.stderr)
+    if not res.deltas:
+        raise FabenchError("no comparison: no size measured on both sides")
+    return 1 if res.failed else 0
+
+
+def profiles_main(args: argparse.Namespace) -> int:
+    from ..tune.profiles import available_profiles, load_profile
+
+    for name, path in available_profiles().items():
+        try:
+            desc = " ".join(load_profile(str(path)).description.split())
+        except FabenchError as exc:
+            desc = f"INVALID: {exc}"
+        print(f"{name:<16} {path}\n  {desc}")
+    return 0

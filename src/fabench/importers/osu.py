@@ -1,0 +1,118 @@
+"""OSU Micro-Benchmarks text output (osu_latency, osu_bw, osu_bibw, osu_mbw_mr and the
+collectives), including the `-f` (min, max, iterations) and `-z` (P50/P90/P99 tail) columns.
+
+The headline column is OSU's mean over iterations. With `-z` the P50 column is the median, and
+that is what is stored (fabench's headline is the median); the mean and the other columns are
+kept in `extra`. Bandwidth rows are stored as the time per message that gives OSU's MB/s
+(size / MB/s), so bandwidth and message rate derive exactly as for fabench's own runs.
+"""
+
+import re
+
+from ..records import ResultRecord
+from .base import ImportedRun, Importer, aggregate, register_importer
+
+_TITLE = re.compile(r"^#\s*OSU\s+(?:MPI|OpenSHMEM|UPC\+?\+?)[- ]?(.*?)\s+Test(?:\s+v?([\w.]+))?",
+                    re.IGNORECASE)
+_KERNELS = (  # title words -> fabench kernel (first match wins)
+    ("bi-directional bandwidth", "mpi.bibw"), ("multiple bandwidth", "mpi.mbw_mr"),
+    ("bandwidth", "mpi.bw"), ("allreduce", "mpi.allreduce"), ("alltoall", "mpi.alltoall"),
+    ("allgather", "mpi.allgather"), ("reduce", "mpi.reduce"), ("gather", "mpi.gather"),
+    ("broadcast", "mpi.bcast"), ("bcast", "mpi.bcast"), ("barrier", "mpi.barrier"),
+    ("latency", "mpi.latency"),
+)
+_BW_KERNELS = {"mpi.bw", "mpi.bibw", "mpi.mbw_mr"}
+
+
+def _kernel(title: str) -> str | None:
+    t = title.lower()
+    if "multi" in t and "latency" in t:
+        return None  # osu_multi_lat: many pairs, no fabench equivalent yet
+    for words, kernel in _KERNELS:
+        if words in t:
+            return kernel
+    return None
+
+
+def _columns(header: str) -> list[str]:
+    return [c.strip() for c in re.split(r"\s{2,}", header.lstrip("#").strip()) if c.strip()]
+
+
+@register_importer("osu")
+class OsuImporter(Importer):
+    default_transport = "osu"
+
+    def parse(self, text: str, source: str) -> list[ImportedRun]:
+        runs: list[ImportedRun] = []
+        cur: ImportedRun | None = None
+        cols: list[str] = []
+        for raw in text.splitlines():
+            line = raw.strip()
+            m = _TITLE.match(line)
+            if m:
+                kernel = _kernel(m.group(1))
+                cur = None
+                cols = []
+                if kernel is None:
+                    continue
+                metrics = (["bandwidth", "message_rate"] if kernel == "mpi.mbw_mr" else
+                           ["bandwidth"] if kernel in _BW_KERNELS else ["latency"])
+                cur = ImportedRun(kernel, 2, [], metrics,
+                                  meta={"title": line, "version": m.group(2) or ""})
+                runs.append(cur)
+                continue
+            if cur is None or not line:
+                continue
+            if line.startswith("#"):
+                if re.match(r"#\s*(Size|Avg Latency)", line):
+                    cols = _columns(line)
+                else:
+                    cur.meta.setdefault("header", []).append(line)
+                continue
+            rec = self._row(cur, cols, line.split())
+            if rec is not None:
+                cur.results.append(rec)
+            else:
+                cur.notes.append(f"unparsed line: {line[:80]}")
+        return runs
+
+    @staticmethod
+    def _row(run: ImportedRun, cols: list[str], fields: list[str]) -> ResultRecord | None:
+        if not cols:
+            cols = ["Size", "Value"]
+        if cols[0].lower() != "size":  # barrier: no size column
+            cols = ["Size", *cols]
+            fields = ["0", *fields]
+        vals: dict[str, str] = dict(zip(cols, fields, strict=False))
+        try:
+            size = int(vals[cols[0]])
+            main = float(fields[1])
+        except (ValueError, IndexError, KeyError):
+            return None
+        extra: dict[str, float | str] = {}
+        for c, v in list(vals.items())[2:]:
+            try:
+                extra[c] = float(v)
+            except ValueError:
+                extra[c] = v
+        it = extra.get("Iterations")
+        iters = int(it) if isinstance(it, float) and it >= 1 else 1
+        validated = None
+        if isinstance(extra.get("Validation"), str):
+            validated = str(extra["Validation"]).lower().startswith("pass")
+        if run.kernel in _BW_KERNELS:
+            if main <= 0:
+                return None
+            rec = aggregate(run.kernel, size, size / main, "mean (OSU bandwidth)",
+                            bytes_per_sample=size, messages_per_sample=1, iterations=iters,
+                            extra={"osu_value": main, **extra})
+        else:
+            p50 = extra.get("P50 Tail Lat(us)")
+            if isinstance(p50, float):
+                rec = aggregate(run.kernel, size, p50, "median (OSU -z P50)", iterations=iters,
+                                bytes_per_sample=size, extra={"osu_mean": main, **extra})
+            else:
+                rec = aggregate(run.kernel, size, main, "mean (OSU)", iterations=iters,
+                                bytes_per_sample=size, extra={"osu_mean": main, **extra})
+        rec.validated = validated
+        return rec

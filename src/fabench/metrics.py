@@ -1,0 +1,51 @@
+"""Metrics derived from a kernel's per-iteration times, each with its unit and direction."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+
+
+class Better(StrEnum):
+    LOWER = "lower"
+    HIGHER = "higher"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """How one figure is derived from a result record's samples.
+
+    Kernels report times only; rates are derived here so that every kernel shares one
+    methodology: bandwidth = bytes moved per sample / sample time (bytes/us == MB/s, MB = 1e6,
+    as OSU prints), message rate = messages per sample / sample time.
+    """
+
+    name: str
+    unit: str
+    better: Better
+    source: str  # "time", "bytes" or "messages"
+
+    def values(self, times_us: Sequence[float] | np.ndarray, bytes_per_sample: float = 0,
+               messages_per_sample: float = 0) -> np.ndarray:
+        t = np.asarray(times_us, dtype=float)
+        if self.source == "time":
+            return t
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if self.source == "bytes":
+                return np.where(t > 0, bytes_per_sample / t, np.nan)
+            return np.where(t > 0, messages_per_sample / t, np.nan)
+
+
+LATENCY = Metric("latency", "us", Better.LOWER, "time")
+BANDWIDTH = Metric("bandwidth", "MB/s", Better.HIGHER, "bytes")
+MESSAGE_RATE = Metric("message_rate", "Mmsg/s", Better.HIGHER, "messages")
+
+METRICS = {m.name: m for m in (LATENCY, BANDWIDTH, MESSAGE_RATE)}
+
+
+def get_metric(name: str) -> Metric:
+    try:
+        return METRICS[name]
+    except KeyError:
+        raise ValueError(f"unknown metric {name!r}; known: {', '.join(METRICS)}") from None

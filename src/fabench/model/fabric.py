@@ -1,0 +1,146 @@
+"""A fabric as the models see it: a piecewise point-to-point cost plus where its latency sits.
+
+The point-to-point part is a LogGP-family model split at protocol breakpoints (eager,
+rendezvous, ...): within segment i a message of m bytes costs t(m) = alpha_i + beta_i * m
+end to end (the half round trip of a ping-pong). alpha holds both CPU overheads and the wire
+latency; `overhead_us` (o, per side) separates them so that L = alpha - 2 o, and `gap_us` (g) is
+the per-message injection gap seen when streaming small messages.
+
+Where latency sits matters at scale: `alpha` was measured across `calibrated_hops` switches;
+a path with h switches costs (h - calibrated_hops) * hop_latency_us more.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import FabenchError
+
+FABRICS_DIR = "fabrics"
+
+
+@dataclass
+class Segment:
+    """t(m) = alpha_us + beta_us_per_byte * m for start <= m < the next segment's start."""
+
+    start: int
+    alpha_us: float
+    beta_us_per_byte: float
+    n_points: int = 0
+    median_rel_err: float = 0.0
+    max_rel_err: float = 0.0
+
+    @property
+    def bandwidth_MBps(self) -> float:
+        return 1.0 / self.beta_us_per_byte if self.beta_us_per_byte > 0 else float("inf")
+
+
+@dataclass
+class Fabric:
+    name: str
+    segments: list[Segment]
+    origin: str = "preset"  # "preset" or "calibrated"
+    source: str = ""  # where the figures come from (document, run ids)
+    assumptions: list[str] = field(default_factory=list)
+    overhead_us: float = 0.0  # o: CPU overhead per side per message
+    gap_us: float = 0.0  # g: injection gap between consecutive small messages
+    calibrated_hops: int = 1  # switches on the measured path (0: loopback, one host)
+    hop_latency_us: float = 0.4  # per additional switch (doc 004: cut-through 400 ns)
+    link_bandwidth_MBps: float = 0.0  # nominal link rate, for the simulator's platform
+    reduce_us_per_byte: float = 0.00025  # gamma: local reduction (4 GB/s of float sums)
+    intra: list[Segment] = field(default_factory=list)  # same-node (shared memory) model
+    fit: dict[str, Any] = field(default_factory=dict)
+
+    # -- point-to-point cost ----------------------------------------------------------------
+    def segment(self, m: float, intra: bool = False) -> Segment:
+        segs = self.intra if intra and self.intra else self.segments
+        chosen = segs[0]
+        for s in segs:
+            if m >= s.start:
+                chosen = s
+        return chosen
+
+    def alpha(self, m: float, hops: int | None = None, intra: bool = False) -> float:
+        s = self.segment(m, intra)
+        extra = 0.0
+        if not intra and hops is not None:
+            extra = (hops - self.calibrated_hops) * self.hop_latency_us
+        return max(s.alpha_us + extra, 0.0)
+
+    def beta(self, m: float, intra: bool = False) -> float:
+        return self.segment(m, intra).beta_us_per_byte
+
+    def time(self, m: float, hops: int | None = None, intra: bool = False) -> float:
+        """Half round trip of an m-byte message across `hops` switches (default: as measured)."""
+        return self.alpha(m, hops, intra) + self.beta(m, intra) * m
+
+    @property
+    def latency_us(self) -> float:
+        return self.time(8)
+
+    @property
+    def peak_bandwidth_MBps(self) -> float:
+        return self.segments[-1].bandwidth_MBps
+
+    @property
+    def wire_latency_us(self) -> float:
+        """LogGP's L at small sizes: alpha minus the two CPU overheads."""
+        return max(self.segments[0].alpha_us - 2 * self.overhead_us, 0.0)
+
+    def loggp(self) -> dict[str, float]:
+        return {"L_us": self.wire_latency_us, "o_us": self.overhead_us, "g_us": self.gap_us,
+                "G_us_per_byte": self.segments[-1].beta_us_per_byte}
+
+    # -- persistence ------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Fabric:
+        d = dict(d)
+        d["segments"] = [Segment(**s) for s in d.get("segments", [])]
+        d["intra"] = [Segment(**s) for s in d.get("intra", [])]
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+def fabrics_dir(out: Path) -> Path:
+    return out / FABRICS_DIR
+
+
+def save_fabric(fabric: Fabric, out: Path) -> Path:
+    """Calibrations live beside the store as `<results dir>/fabrics/<name>.json`: plain files a
+    user can read, diff and copy to another results directory."""
+    d = fabrics_dir(out)
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{fabric.name}.json"
+    path.write_text(json.dumps(fabric.to_dict(), indent=1) + "\n")
+    return path
+
+
+def load_fabric(name: str, out: Path | None = None) -> Fabric:
+    """A calibration saved under `out`, a JSON file path, or a preset, in that order."""
+    from .presets import PRESETS
+
+    if out is not None:
+        path = fabrics_dir(out) / f"{name}.json"
+        if path.is_file():
+            return Fabric.from_dict(json.loads(path.read_text()))
+    p = Path(name)
+    if p.suffix == ".json" and p.is_file():
+        return Fabric.from_dict(json.loads(p.read_text()))
+    if name in PRESETS:
+        return PRESETS[name]()
+    saved = sorted(x.stem for x in fabrics_dir(out).glob("*.json")) if out else []
+    raise FabenchError(f"unknown fabric {name!r}; presets: {', '.join(PRESETS)}"
+                       + (f"; calibrated: {', '.join(saved)}" if saved else ""))
+
+
+def list_fabrics(out: Path | None = None) -> list[str]:
+    from .presets import PRESETS
+
+    saved = sorted(x.stem for x in fabrics_dir(out).glob("*.json")) if out else []
+    return [*PRESETS, *saved]

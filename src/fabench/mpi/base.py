@@ -1,0 +1,245 @@
+"""Common interface of MPI flavours: building an ``mpirun`` command line for a transport and
+reading back, from the library's own verbose output, which transport it actually selected."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, TypeVar
+
+from fabench.mpi.transport import Transport
+
+
+class UnsupportedTransport(ValueError):
+    """The flavour cannot run the requested transport on this build/host (message says why)."""
+
+
+@dataclass
+class MpiLaunch:
+    """What to run: ``argv`` under ``os.environ | env``. ``env`` is already forwarded to the
+    ranks by ``argv`` (``-x``/``-genvlist``), so it is enough to pass it to the mpirun process."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SelectedTransport:
+    """What the library reported it uses: ``summary`` such as "ob1/vader", "ucx/posix",
+    "cm/ofi:tcp;ofi_rxm", "ch4:ucx/tcp", or "unknown"; ``evidence`` are the log lines it came
+    from (deduplicated across ranks)."""
+
+    summary: str
+    detail: str = ""
+    evidence: tuple[str, ...] = ()
+
+    @property
+    def known(self) -> bool:
+        return self.summary != "unknown"
+
+
+UNKNOWN = "unknown"
+MAX_EVIDENCE = 24
+
+# "[vm:04853] " (Open MPI) or "[1795316358.149148] [vm:5022 :0] " (UCX) prefixes differ per
+# rank; stripping them lets identical lines from several ranks count once.
+_RANK_PREFIX_RE = re.compile(r"^(\[[0-9.]+\]\s+)?\[[^\]]*\]\s*")
+# UCX >= 1.11 prints, at UCX_LOG_LEVEL=info, one line per endpoint configuration when the
+# endpoint is created (in MPI_Init or at first contact with a peer, never per message):
+#   ucp_worker.c:1763 UCX  INFO    ep_cfg[1]: tag(sysv/memory cma/memory) rma(...) am(...)
+_UCX_EPCFG_RE = re.compile(r"UCX\s+INFO\s+ep_cfg\[(\d+)\]:\s*(.*)$")
+_UCX_LANES_RE = re.compile(r"([a-z_]+)\(([^)]*)\)")
+_UCX_FAILURE_RE = re.compile(
+    r"UCX\s+ERROR|Destination is unreachable|no active messages transport|"
+    r"no auxiliary transport"
+)
+
+
+def strip_rank_prefix(line: str) -> str:
+    return _RANK_PREFIX_RE.sub("", line.strip())
+
+
+def dedupe(lines: Iterable[str], limit: int = MAX_EVIDENCE) -> tuple[str, ...]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for line in lines:
+        key = strip_rank_prefix(line)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(line.rstrip())
+        if len(out) >= limit:
+            break
+    return tuple(out)
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+@dataclass(frozen=True)
+class UcxLanes:
+    """UCX endpoint lanes to peers (self-only endpoints removed), as reported by UCX."""
+
+    tls: tuple[str, ...]  # transport names of the tag lanes, e.g. ("sysv", "cma")
+    lanes: tuple[str, ...]  # "tl/device" entries of the tag lanes, e.g. ("tcp/lo", "tcp/eth0")
+    evidence: tuple[str, ...]
+    failures: tuple[str, ...]
+
+
+def parse_ucx_lanes(stderr: str) -> UcxLanes:
+    """Read the ``ep_cfg[N]`` lines UCX prints at info level.
+
+    An endpoint to the process itself always carries the ``self`` transport (UCX cannot reach
+    another process through ``self``), so configurations containing ``self/`` are the loopback
+    endpoint and are ignored unless they are all there is (a 1-rank run).
+    """
+    peer_cfgs: list[tuple[str, dict[str, list[str]]]] = []
+    self_cfgs: list[tuple[str, dict[str, list[str]]]] = []
+    failures: list[str] = []
+    for line in stderr.splitlines():
+        m = _UCX_EPCFG_RE.search(line)
+        if m:
+            lanes = {k: v.split() for k, v in _UCX_LANES_RE.findall(m.group(2))}
+            is_self = any(entry.startswith("self/") for v in lanes.values() for entry in v)
+            (self_cfgs if is_self else peer_cfgs).append((line, lanes))
+        elif _UCX_FAILURE_RE.search(line):
+            failures.append(line)
+    cfgs = peer_cfgs or self_cfgs
+    entries: list[str] = []
+    for _, lanes in cfgs:
+        # MPI point-to-point goes through UCP tag matching; fall back to AM lanes if a UCX
+        # version prints no tag lanes.
+        entries.extend(lanes.get("tag") or lanes.get("am") or [])
+    entries = _unique(entries)
+    tls = _unique(e.split("/", 1)[0] for e in entries)
+    return UcxLanes(
+        tls=tuple(tls),
+        lanes=tuple(entries),
+        evidence=dedupe(line for line, _ in cfgs),
+        failures=dedupe(failures),
+    )
+
+
+def run_quiet(argv: Sequence[str], timeout: float = 20.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def cpu_count() -> int:
+    """Cores this process may run on (the affinity mask, not the machine's total)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def host_slots(hosts: Sequence[str]) -> int:
+    """Slots in an mpirun host list: ``a:4`` counts 4, a bare name 1 (mpirun's own rule)."""
+    total = 0
+    for h in hosts:
+        name, _, slots = h.partition(":")
+        total += int(slots) if slots.isdigit() else 1
+    return total
+
+
+def is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+class MpiFlavour(ABC):
+    """One MPI implementation. Subclasses register themselves with :func:`register_flavour`."""
+
+    name: ClassVar[str]
+    default_mpirun: ClassVar[str]
+    default_mpicc: ClassVar[str]
+
+    def __init__(self, mpirun: str | None = None, mpicc: str | None = None) -> None:
+        self.mpirun = mpirun or self.default_mpirun
+        self.mpicc = mpicc or self.default_mpicc
+        self._version: str | None = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(mpirun={self.mpirun!r})"
+
+    def mpirun_path(self) -> str | None:
+        return shutil.which(self.mpirun)
+
+    def why_unavailable(self) -> str | None:
+        """None when usable, else a sentence saying what is missing and how to get it."""
+        if self.mpirun_path() is None:
+            return f"{self.mpirun} not found on PATH"
+        return None
+
+    def available(self) -> bool:
+        return self.why_unavailable() is None
+
+    def version(self) -> str:
+        if self._version is None:
+            self._version = self._query_version()
+        return self._version
+
+    @abstractmethod
+    def _query_version(self) -> str: ...
+
+    @abstractmethod
+    def launch(
+        self,
+        exe: str,
+        args: Sequence[str],
+        ranks: int,
+        transport: Transport,
+        *,
+        hosts: Sequence[str] | None = None,
+        extra_mpirun_args: Sequence[str] = (),
+        oversubscribe: bool | None = None,
+    ) -> MpiLaunch:
+        """Build the command line. ``oversubscribe=None`` decides from ranks vs cores/slots."""
+
+    @abstractmethod
+    def selected_transport(self, stderr: str, transport: Transport) -> SelectedTransport:
+        """What the library reported selecting, parsed from the stderr of a launch() run.
+        ``transport`` (the request) is only used to word the detail, never as the answer."""
+
+    def remote_args(self, *, rsh_agent: str | None = None, iface: str | None = None,
+                    subnet: str | None = None) -> list[str]:
+        """Extra ``extra_mpirun_args`` for ranks on other hosts: ``rsh_agent`` starts them
+        (an ssh stand-in called as ``AGENT HOST COMMAND...``), ``iface``/``subnet`` keep MPI's
+        own traffic on one network. Flavours without such options return []."""
+        return []
+
+    @staticmethod
+    def _check_ranks(ranks: int) -> None:
+        if ranks < 1:
+            raise ValueError(f"ranks must be >= 1, got {ranks}")
+
+
+F = TypeVar("F", bound=type[MpiFlavour])
+_REGISTRY: dict[str, type[MpiFlavour]] = {}
+
+
+def register_flavour(cls: F) -> F:
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def flavour_names() -> list[str]:
+    return list(_REGISTRY)
+
+
+def get_flavour(name: str, **kwargs: str | None) -> MpiFlavour:
+    try:
+        cls = _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY)) or "none"
+        raise ValueError(f"unknown MPI flavour {name!r}; known: {known}") from None
+    return cls(**kwargs)
+
+
+def available_flavours() -> list[MpiFlavour]:
+    return [f for f in (cls() for cls in _REGISTRY.values()) if f.available()]

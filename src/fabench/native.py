@@ -1,0 +1,39 @@
+"""Where the compiled kernels are."""
+
+import os
+from pathlib import Path
+
+from .errors import FabenchError
+from .kernels import Kernel
+
+
+def native_root() -> Path:
+    override = os.environ.get("FABENCH_NATIVE_DIR")
+    return Path(override) if override else Path(__file__).resolve().parent / "_native"
+
+
+# Kernel builds that are not started by an mpirun: simgrid's run under smpirun only.
+NOT_MPIRUN = {"bin", "simgrid"}
+
+
+def mpi_flavours_built() -> list[str]:
+    """MPI flavours whose kernels are built and run under that flavour's mpirun."""
+    root = native_root()
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in NOT_MPIRUN
+                  and any(p.glob("fb-mpi-*")))
+
+
+def kernel_executable(kernel: Kernel, mpi: str | None = None) -> Path:
+    root = native_root()
+    path = root / (mpi or "") / kernel.executable if kernel.needs_mpi else \
+        root / "bin" / kernel.executable
+    if not path.is_file():
+        where = f"for MPI flavour {mpi!r} " if kernel.needs_mpi else ""
+        built = mpi_flavours_built()
+        hint = (f" (MPI flavours built: {', '.join(built)})" if kernel.needs_mpi and built
+                else " - was fabench installed with `pip install .` on a host with the "
+                     "compilers/libraries it needs? `fabench doctor` tells what is missing")
+        raise FabenchError(f"kernel {kernel.name} is not built {where}at {path}{hint}")
+    return path

@@ -1,0 +1,156 @@
+"""What a result depends on besides the code: host, libraries, settings, and load."""
+
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+
+# Environment prefixes that steer transports; anything else in the environment is not recorded.
+STEERING_PREFIXES = ("OMPI_", "OPAL_", "PMIX_MCA_", "PRTE_MCA_", "UCX_", "FI_", "MPIR_CVAR_",
+                     "MPICH_", "HYDRA_", "I_MPI_", "SLURM_JOB", "FABENCH_")
+_SYSCTLS = (
+    "net/core/rmem_max", "net/core/wmem_max", "net/ipv4/tcp_rmem", "net/ipv4/tcp_wmem",
+    "net/ipv4/tcp_congestion_control", "net/ipv4/tcp_low_latency", "kernel/numa_balancing",
+)
+
+
+def _read(path: str | Path) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _cmd(argv: list[str], timeout: float = 10, cwd: str | Path | None = None) -> str | None:
+    """The output of a command that succeeded; None when it is missing, hangs or fails (a
+    failing command's error message is not a fact about the host)."""
+    if shutil.which(argv[0]) is None:
+        return None
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
+                             cwd=cwd)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    return (out.stdout + out.stderr).strip() or None
+
+
+def cpu_model() -> str:
+    text = _read("/proc/cpuinfo") or ""
+    m = re.search(r"^model name\s*:\s*(.+)$", text, re.MULTILINE)
+    return m.group(1).strip() if m else platform.processor() or "unknown"
+
+
+def load_snapshot() -> dict[str, Any]:
+    """Load at one instant: a busy host explains a noisy run, so every run records two."""
+    snap: dict[str, Any] = {"time": time.time()}
+    try:
+        snap["loadavg"] = list(os.getloadavg())
+    except OSError:
+        pass
+    psi = _read("/proc/pressure/cpu")
+    if psi:
+        for line in psi.splitlines():
+            kind, *fields = line.split()
+            snap[f"cpu_pressure_{kind}"] = dict(f.split("=", 1) for f in fields)
+    return snap
+
+
+def interfaces() -> list[dict[str, Any]]:
+    nics = []
+    for dev in sorted(Path("/sys/class/net").glob("*")):
+        nics.append({
+            "name": dev.name, "mtu": _read(dev / "mtu"), "operstate": _read(dev / "operstate"),
+            "speed_mbps": _read(dev / "speed"), "driver": _driver(dev),
+            "numa_node": _read(dev / "device" / "numa_node"),
+        })
+    return nics
+
+
+def _driver(dev: Path) -> str | None:
+    link = dev / "device" / "driver"
+    return link.resolve().name if link.exists() else None
+
+
+def library_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    ompi = _cmd(["mpirun.openmpi", "--version"]) or _cmd(["mpirun", "--version"])
+    versions["openmpi"] = ompi.splitlines()[0] if ompi else None
+    mpich = _cmd(["mpichversion"])
+    if mpich:
+        m = re.search(r"MPICH Version:\s*(\S+)", mpich)
+        versions["mpich"] = m.group(1) if m else mpich.splitlines()[0]
+    else:
+        versions["mpich"] = None
+    ucx = _cmd(["ucx_info", "-v"])
+    if ucx:
+        m = re.search(r"Version\s+(\S+)", ucx)
+        versions["ucx"] = m.group(1) if m else None
+    else:
+        versions["ucx"] = None
+    fi = _cmd(["fi_info", "--version"])
+    if fi:
+        m = re.search(r"libfabric:\s*(\S+)", fi)
+        versions["libfabric"] = m.group(1) if m else None
+    else:
+        versions["libfabric"] = None
+    return versions
+
+
+def git_revision(start: str | Path | None = None) -> str | None:
+    """``git describe`` of the checkout holding ``start`` (default: this package), or None when
+    it is not in one, git is missing, or there is no commit yet."""
+    here = Path(start or Path(__file__).parent).resolve()
+    for parent in (here, *here.parents):
+        if (parent / ".git").exists():
+            return _cmd(["git", "-C", str(parent), "describe", "--always", "--dirty"])
+    return None
+
+
+def steering_environment(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ if env is None else env)
+    return {k: v for k, v in sorted(env.items()) if k.startswith(STEERING_PREFIXES)}
+
+
+def run_environment(set_by_fabench: Mapping[str, str],
+                    inherited: Mapping[str, str] | None = None) -> dict[str, dict[str, str]]:
+    """The steering variables a run's processes saw, and where each came from.
+
+    ``environment``: what the ranks saw (fabench's value wins over an exported one, as in the
+    launchers); ``environment_set``: what fabench set; ``environment_inherited``: what came
+    from the caller's environment (``os.environ`` by default), including values fabench then
+    overrode.
+    """
+    mine = steering_environment(set_by_fabench)
+    theirs = steering_environment(inherited)
+    return {"environment": dict(sorted({**theirs, **mine}.items())), "environment_set": mine,
+            "environment_inherited": theirs}
+
+
+def host_provenance() -> dict[str, Any]:
+    """Facts about the host that do not change between the runs of one campaign."""
+    uname = platform.uname()
+    return {
+        "host": socket.gethostname(),
+        "cpu_model": cpu_model(),
+        "cores": os.cpu_count(),
+        "kernel": f"{uname.system} {uname.release}",
+        "machine": uname.machine,
+        "python": platform.python_version(),
+        "fabench_version": __version__,
+        "git_revision": git_revision(),
+        "libraries": library_versions(),
+        "interfaces": interfaces(),
+        "sysctls": {s.replace("/", "."): _read(f"/proc/sys/{s}") for s in _SYSCTLS},
+        "smt_active": _read("/sys/devices/system/cpu/smt/active"),
+        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+    }

@@ -1,0 +1,116 @@
+"""CSV and JSON export of everything a report shows.
+
+CSV: one row per (series, size) with scope "pooled" (all runs of a configuration, with the
+confidence interval) and one row per (run, size) with scope "run" (that run alone, no interval).
+JSON: the same rows plus runs with their provenance, comparisons, the summary table and the
+warnings; with samples=True also every per-iteration time.
+"""
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..selection import config_label, run_source
+from ..stats import summarize
+from .model import TABLE_COLUMNS, Report
+
+CSV_FIELDS = ("scope", "kernel", "configuration", "transport", "selected", "mpi", "ranks",
+              "source", "label", "metric", "unit", "better", "size", "run_ids", "runs", "n",
+              "median", "ci_low", "ci_high", "confidence", "ci_method", "mean", "min", "max",
+              "p5", "p95", "p99", "stdev", "cv", "robust_cv", "outliers_low", "outliers_high",
+              "repeat_cv")
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: _clean(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_clean(x) for x in v]
+    if isinstance(v, np.floating):
+        return _clean(float(v))
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
+
+
+def rows(report: Report) -> list[dict[str, Any]]:
+    out = []
+    for s in report.series:
+        r0 = s.runs[0]
+        base = {"kernel": s.kernel, "configuration": s.label, "transport": r0.transport,
+                "selected": r0.selected_transport or "", "mpi": r0.mpi, "ranks": r0.ranks,
+                "source": run_source(r0), "label": r0.settings.get("label") or "",
+                "metric": s.metric.name, "unit": s.metric.unit,
+                "better": s.metric.better.value}
+        for p in s.points:
+            d = p.as_dict()
+            out.append({**base, "scope": "pooled", **{k: d.get(k) for k in CSV_FIELDS if k in d},
+                        "run_ids": " ".join(str(r.id) for r in s.runs),
+                        "runs": len(p.run_medians)})
+        for run in s.runs:
+            for rec in s.results.get(run.id, []):
+                vals = s.metric.values(rec.times, rec.bytes_per_sample, rec.messages_per_sample)
+                sm = summarize(vals).as_dict()
+                out.append({**base, "scope": "run", "size": rec.size, "run_ids": str(run.id),
+                            "runs": 1, **sm, "selected": run.selected_transport or ""})
+    return [_clean(r) for r in out]
+
+
+def write_csv(report: Report, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows(report):
+            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in CSV_FIELDS})
+    return path
+
+
+def as_json(report: Report, samples: bool = False) -> dict[str, Any]:
+    runs = []
+    for r in [*report.runs, *report.excluded]:
+        runs.append({"id": r.id, "campaign_id": r.campaign_id, "kernel": r.kernel,
+                     "configuration": config_label(r), "transport": r.transport, "mpi": r.mpi,
+                     "ranks": r.ranks, "launcher": r.launcher, "repeat": r.repeat,
+                     "status": r.status, "reason": r.reason,
+                     "selected_transport": r.selected_transport,
+                     "oversubscribed": r.oversubscribed, "notes": r.notes, "flags": r.flags,
+                     "command": r.command, "settings": r.settings,
+                     "kernel_meta": r.kernel_meta, "provenance": r.provenance})
+    table = []
+    for row in report.table:
+        cells = {}
+        for col in TABLE_COLUMNS:
+            cell = row.cells[col]
+            if cell is not None:
+                p, s = cell
+                cells[col] = {"size": p.size, "median": p.summary.median, "unit": s.metric.unit,
+                              "ci_low": p.ci.low, "ci_high": p.ci.high,
+                              "runs": len(p.run_medians), "repeat_cv": p.repeat_cv}
+        table.append({"fabric": row.fabric, **cells})
+    out: dict[str, Any] = {
+        "title": report.title, "generated": report.generated, "campaigns": report.campaigns,
+        "runs": runs, "summary_table": table, "warnings": report.warnings,
+        "comparisons": [c.as_dict() for c in report.comparisons], "rows": rows(report)}
+    if samples:
+        seen: dict[int, list[Any]] = {}
+        for s in report.series:
+            for rid, recs in s.results.items():
+                seen.setdefault(rid, recs)
+        out["samples"] = [
+            {"run_id": rid, "size": rec.size, "times": rec.times, "times_min": rec.times_min,
+             "times_mean": rec.times_mean}
+            for rid, recs in sorted(seen.items()) for rec in recs]
+    return _clean(out)
+
+
+def write_json(report: Report, path: Path, samples: bool = False) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(as_json(report, samples), indent=1, allow_nan=False))
+    return path

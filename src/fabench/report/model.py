@@ -1,0 +1,202 @@
+"""What a report says, computed once and rendered as HTML, CSV and JSON."""
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..compare import Comparison, compare_series
+from ..selection import (
+    Series,
+    SizeEstimate,
+    config_label,
+    group_series,
+    load_results,
+    run_metrics,
+    run_source,
+)
+from ..store import RunRow, Store
+
+SMALL_SIZE = 8  # document 004 tabulates small-message latency ...
+LARGE_SIZE = 4 << 20  # ... and bandwidth at 4 MiB
+LOAD_PRESSURE_WARN = 0.10  # share of the run's wall time some task waited for a CPU
+REPEAT_CV_WARN = 0.02
+OUTLIER_WARN = 0.01
+
+
+@dataclass
+class TableRow:
+    fabric: str
+    cells: dict[str, tuple[SizeEstimate, Series] | None]
+
+
+@dataclass
+class Report:
+    title: str
+    runs: list[RunRow]
+    excluded: list[RunRow]  # selected but not ok (failed, skipped, interrupted)
+    series: list[Series]
+    comparisons: list[Comparison]
+    table: list[TableRow]
+    warnings: list[str]
+    campaigns: list[dict[str, Any]]
+    generated: float = field(default_factory=time.time)
+
+
+TABLE_COLUMNS = {  # column -> (kernel suffix, metric, size)
+    "latency": ("latency", "latency", SMALL_SIZE),
+    "bandwidth": ("bw", "bandwidth", LARGE_SIZE),
+    "bibw": ("bibw", "bandwidth", LARGE_SIZE),
+}
+
+
+def _family(kernel: str) -> str:
+    return kernel.split(".", 1)[0]
+
+
+def _nearest(series: Series, size: int) -> SizeEstimate | None:
+    if not series.points:
+        return None
+    exact = series.at(size)
+    if exact is not None:
+        return exact
+    return min(series.points, key=lambda p: abs(math.log2(max(p.size, 1)) - math.log2(size)))
+
+
+def summary_table(series: list[Series]) -> list[TableRow]:
+    rows: dict[str, TableRow] = {}
+    for s in series:
+        suffix = s.kernel.split(".", 1)[-1]
+        for col, (ksuf, metric, size) in TABLE_COLUMNS.items():
+            if suffix != ksuf or s.metric.name != metric:
+                continue
+            fabric = f"{_family(s.kernel).upper()} {s.label}"
+            row = rows.setdefault(fabric, TableRow(fabric, {c: None for c in TABLE_COLUMNS}))
+            p = _nearest(s, size)
+            if p is not None:
+                row.cells[col] = (p, s)
+    return list(rows.values())
+
+
+def _pressure_share(run: RunRow) -> float | None:
+    prov = run.provenance
+    try:
+        a, b = prov["load_start"], prov["load_end"]
+        waited = (float(b["cpu_pressure_some"]["total"]) -
+                  float(a["cpu_pressure_some"]["total"])) / 1e6
+        wall = float(b["time"]) - float(a["time"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return waited / wall if wall > 0.5 else None
+
+
+def run_warnings(run: RunRow) -> list[str]:
+    who = f"run {run.id} ({config_label(run, with_kernel=True)})"
+    out = []
+    for flag in run.flags:
+        out.append(f"{who}: {flag}")
+    return out
+
+
+def load_of(run: RunRow) -> tuple[float | None, float | None]:
+    """(CPU-pressure share during the run, highest 1-min load average at its ends)."""
+    la = [run.provenance[k].get("loadavg", [0])[0] for k in ("load_start", "load_end")
+          if isinstance(run.provenance.get(k), dict)]
+    return _pressure_share(run), (max(la) if la else None)
+
+
+def load_warning(runs: list[RunRow], cores: int | None) -> str | None:
+    """One line for all runs measured on a loaded host (the host is shared, so often all)."""
+    hit, worst_share, worst_la = [], 0.0, 0.0
+    for r in runs:
+        share, la = load_of(r)
+        loaded = (share is not None and share > LOAD_PRESSURE_WARN) or (
+            bool(cores) and la is not None and la > (cores or 0))
+        if loaded:
+            hit.append(r.id)
+            worst_share = max(worst_share, share or 0.0)
+            worst_la = max(worst_la, la or 0.0)
+    if not hit:
+        return None
+    ids = ", ".join(map(str, hit[:12])) + (" ..." if len(hit) > 12 else "")
+    return (f"host loaded during {len(hit)} of {len(runs)} runs ({ids}): load average up to "
+            f"{worst_la:.1f} on {cores or '?'} cores, some task waiting for a CPU up to "
+            f"{worst_share:.0%} of a run; repeats and medians absorb part of this, not all")
+
+
+def build_report(store: Store, runs: list[RunRow], excluded: list[RunRow] | None = None,
+                 title: str = "fabench report", compare: bool = True) -> Report:
+    results = load_results(store, runs)
+    series = group_series(runs, results)
+    series.sort(key=lambda s: (s.kernel, s.metric.name, s.runs[0].ranks, s.runs[0].id))
+    comparisons = _baseline_comparisons(series) if compare else []
+    cids = sorted({r.campaign_id for r in runs if r.campaign_id is not None})
+    campaigns = [c for c in store.campaigns() if c["id"] in cids]
+    prov = {c["id"]: _campaign_provenance(store, c["id"]) for c in campaigns}
+    for c in campaigns:
+        c["provenance"] = prov[c["id"]]
+    warnings: list[str] = []
+    cores = next((p.get("cores") for p in prov.values() if p.get("cores")), None)
+    lw = load_warning(runs, cores)
+    if lw:
+        warnings.append(lw)
+    over = [r for r in runs if r.oversubscribed]
+    if over:
+        warnings.append(f"{len(over)} runs oversubscribed (more ranks than cores; "
+                        f"{', '.join(sorted({config_label(r, True) for r in over}))}): their "
+                        "latencies are noise")
+    for r in runs:
+        warnings += run_warnings(r)
+        for rec in results.get(r.id, []):
+            if rec.validated is False:
+                warnings.append(f"run {r.id}: data validation FAILED at {rec.size} B")
+    for r in excluded or []:
+        warnings.append(f"run {r.id} ({config_label(r, with_kernel=True)}) {r.status}: "
+                        f"{r.reason or 'no reason recorded'}")
+    warnings += _stat_warnings(series)
+    return Report(title, runs, list(excluded or []), series, comparisons,
+                  summary_table(series), warnings, campaigns)
+
+
+def _campaign_provenance(store: Store, cid: int) -> dict[str, Any]:
+    import json
+
+    row = store.db.execute("SELECT provenance FROM campaigns WHERE id = ?", (cid,)).fetchone()
+    return json.loads(row[0] or "{}") if row else {}
+
+
+def _stat_warnings(series: list[Series]) -> list[str]:
+    out = []
+    for s in series:
+        if s.metric is not run_metrics(s.runs[0])[0]:
+            continue
+        noisy = [p for p in s.points if len(p.run_medians) >= 2 and p.repeat_cv > REPEAT_CV_WARN]
+        if noisy:
+            worst = max(noisy, key=lambda p: p.repeat_cv)
+            out.append(f"{s.kernel} {s.label}: repeats disagree by more than "
+                       f"{REPEAT_CV_WARN:.0%} (CV of run medians) at {len(noisy)} of "
+                       f"{len(s.points)} sizes, worst {worst.repeat_cv:.1%} at {worst.size} B")
+        heavy = [p for p in s.points if p.summary.n >= 100 and
+                 (p.summary.outliers_high + p.summary.outliers_low) / p.summary.n > OUTLIER_WARN]
+        if heavy:
+            out.append(f"{s.kernel} {s.label}: more than {OUTLIER_WARN:.0%} far-out samples "
+                       f"(> 3 IQR) at {len(heavy)} sizes (kept; the median resists them)")
+        if any(run_source(r) != "fabench" for r in s.runs) and all(
+                p.summary.n <= 1 for p in s.points):
+            out.append(f"{s.kernel} {s.label}: imported aggregates only (one value per size): "
+                       "no confidence interval")
+    return out
+
+
+def _baseline_comparisons(series: list[Series]) -> list[Comparison]:
+    """Within each kernel, metric and rank count: every configuration against the first."""
+    groups: dict[tuple[str, str, int], list[Series]] = {}
+    for s in series:
+        if s.metric is run_metrics(s.runs[0])[0]:
+            groups.setdefault((s.kernel, s.metric.name, s.runs[0].ranks), []).append(s)
+    out = []
+    for members in groups.values():
+        base = members[0]
+        for other in members[1:]:
+            out.append(compare_series(base, other))
+    return out

@@ -1,0 +1,126 @@
+"""Execute a plan: launch each run, write every result to the store as it arrives."""
+
+import shlex
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .adaptive import refine
+from .errors import FabenchError
+from .kernels import get_kernel
+from .launch import Launcher, LaunchRequest
+from .plan import PlannedRun
+from .progress import Progress
+from .provenance import load_snapshot, run_environment
+from .records import ResultRecord
+from .store import Store
+
+SKIP_EXIT = 77  # the kernels' "cannot run here" status (automake's convention)
+
+
+@dataclass
+class RunOutcome:
+    run_id: int
+    planned: PlannedRun
+    status: str  # ok, failed, skipped, interrupted
+    reason: str | None = None
+    selected_transport: str | None = None
+    results: list[ResultRecord] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _failure_reason(stderr: str, returncode: int, errors: list[dict[str, Any]]) -> str:
+    if errors:
+        e = errors[0]
+        return (f"validation mismatch: size {e.get('size')} iteration {e.get('iteration')} "
+                f"rank {e.get('rank')} offset {e.get('offset')}: expected {e.get('expected')}, "
+                f"got {e.get('got')}")
+    tail = [ln for ln in stderr.strip().splitlines() if ln.strip()][-6:]
+    return f"exit status {returncode}" + (": " + " | ".join(tail) if tail else "")
+
+
+def execute_run(store: Store, launcher: Launcher, planned: PlannedRun,
+                campaign_id: int | None,
+                on_result: Callable[[ResultRecord], None] | None = None) -> RunOutcome:
+    kernel = get_kernel(planned.kernel)
+    run_id = store.begin_run(
+        campaign_id=campaign_id, key=planned.key, kernel=planned.kernel,
+        transport=planned.transport, mpi=planned.mpi, ranks=planned.ranks,
+        launcher=launcher.name, repeat=planned.repeat, settings=planned.settings())
+    load_start = load_snapshot()
+    t_start = time.monotonic()
+    outcome = RunOutcome(run_id, planned, "failed")
+
+    def on_record(obj: dict[str, Any]) -> None:
+        if obj.get("type") == "result":
+            rec = ResultRecord.from_json(obj)
+            store.add_result(run_id, rec)
+            outcome.results.append(rec)
+            if on_result is not None:
+                on_result(rec)
+
+    req = LaunchRequest(kernel=kernel, kernel_args=planned.kernel_args, ranks=planned.ranks,
+                        transport=planned.transport, mpi=planned.mpi, env=planned.env,
+                        timeout_s=planned.timeout_s)
+    try:
+        res = launcher.run(req, on_record)
+    except KeyboardInterrupt:
+        store.finish_run(run_id, status="interrupted", reason="interrupted by the user",
+                         provenance={"load_start": load_start, "load_end": load_snapshot(),
+                                     **run_environment(planned.env)})
+        outcome.status = "interrupted"
+        raise
+    except FabenchError as exc:
+        store.finish_run(run_id, status="failed", reason=str(exc),
+                         provenance={"load_start": load_start, "load_end": load_snapshot(),
+                                     **run_environment(planned.env)})
+        outcome.reason = str(exc)
+        return outcome
+    out = res.output
+    if out.skip_reason or res.returncode == SKIP_EXIT:
+        status, reason = "skipped", out.skip_reason or "kernel reported it cannot run here"
+    elif res.returncode == 0 and not out.errors and out.results:
+        status, reason = "ok", None
+    elif res.returncode == 0 and not out.results:
+        status, reason = "failed", "kernel produced no results"
+    else:
+        status, reason = "failed", _failure_reason(res.stderr, res.returncode, out.errors)
+    provenance = {
+        "load_start": load_start, "load_end": load_snapshot(),
+        # the launchers start the ranks under os.environ + what fabench set: record both
+        **run_environment({**res.extra.get("env", {}), **planned.env}),
+        "launcher": launcher.describe(),
+        "elapsed_s": res.extra.get("elapsed_s"),
+        **{k: v for k, v in res.extra.items() if k not in ("env", "elapsed_s")},
+    }
+    store.finish_run(
+        run_id, status=status, reason=reason, selected_transport=res.selected_transport,
+        oversubscribed=res.oversubscribed, notes=res.notes,
+        command=shlex.join(res.command), stderr_tail=res.stderr[-8192:],
+        kernel_meta=out.meta, provenance=provenance, flags=res.flags)
+    outcome.status, outcome.reason = status, reason
+    outcome.selected_transport, outcome.notes = res.selected_transport, res.notes
+    if status == "ok" and planned.precision:
+        outcome.notes.append(refine(store, launcher, planned, run_id, t_start)["text"])
+        outcome.results = list(store.results(run_id))  # with every batch's samples
+    return outcome
+
+
+def execute_plan(store: Store, launcher: Launcher, plan: list[PlannedRun], campaign_id: int,
+                 progress: Progress | None = None,
+                 skip_keys: set[str] | None = None) -> list[RunOutcome]:
+    outcomes = []
+    todo = [p for p in plan if p.key not in (skip_keys or set())]
+    progress = progress or Progress(len(todo), enabled=False)
+    for planned in todo:
+        progress.begin(planned.label)
+        t0 = time.monotonic()
+        oc = execute_run(store, launcher, planned, campaign_id)
+        status = oc.status if oc.status != "failed" else f"FAILED ({oc.reason})"
+        if oc.status == "ok" and oc.selected_transport:
+            status = f"ok via {oc.selected_transport}"
+        progress.end(planned.label, status, time.monotonic() - t0)
+        outcomes.append(oc)
+    progress.finish()
+    return outcomes

@@ -1,0 +1,1 @@
+"""SimGrid SMPI: generated platforms and the smpirun driver (docs/model.md)."""

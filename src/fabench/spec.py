@@ -1,0 +1,114 @@
+"""Campaign specs: YAML, validated, with errors that name the key and the line."""
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .errors import FabenchError, SpecError
+from .kernels import get_kernel
+from .units import parse_sizes
+from .yamlconf import parse_yaml_model
+
+
+def _listify(v: Any) -> Any:
+    return v if isinstance(v, list) else [v]
+
+
+class RunGroup(BaseModel):
+    """One block of a campaign: the cross product of its lists becomes runs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kernel: list[str] = Field(min_length=1)
+    transport: list[str] = Field(default_factory=lambda: ["shm"], min_length=1)
+    ranks: list[int] = Field(default_factory=lambda: [2], min_length=1)
+    mpi: list[str] | None = None
+    sizes: str | None = None
+    iterations: int | None = Field(default=None, gt=0)
+    warmup: int | None = Field(default=None, ge=0)
+    window: int | None = Field(default=None, gt=0)
+    validate_data: bool | None = Field(default=None, alias="validate")
+    env: dict[str, str] = Field(default_factory=dict)
+    args: list[str] = Field(default_factory=list)  # kernel options, e.g. [--streams, "8"]
+    precision: float | None = Field(default=None, gt=0, lt=1)  # see docs/statistics.md
+    budget_s: float | None = Field(default=None, gt=0)
+
+    _listify_kernel = field_validator("kernel", "transport", "ranks", "mpi",
+                                      mode="before")(_listify)
+
+    @field_validator("kernel")
+    @classmethod
+    def _known_kernels(cls, v: list[str]) -> list[str]:
+        for name in v:
+            try:
+                get_kernel(name)
+            except FabenchError as exc:
+                raise ValueError(str(exc)) from None
+        return v
+
+    @field_validator("transport")
+    @classmethod
+    def _known_transports(cls, v: list[str]) -> list[str]:
+        from .mpi import parse_transport
+
+        for t in v:
+            parse_transport(t)  # its ValueError names the accepted forms
+        return v
+
+    @field_validator("ranks")
+    @classmethod
+    def _positive_ranks(cls, v: list[int]) -> list[int]:
+        for r in v:
+            if r < 1:
+                raise ValueError(f"ranks must be >= 1, got {r}")
+        return v
+
+    @field_validator("sizes")
+    @classmethod
+    def _sizes_parse(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_sizes(v)
+        return v
+
+
+class CampaignSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "campaign"
+    description: str = ""
+    repeats: int = Field(default=1, ge=1)
+    mpi: str = "openmpi"
+    launcher: str = "local"
+    timeout_s: float = Field(default=1800.0, gt=0)
+    runs: list[RunGroup] = Field(min_length=1)
+
+
+DEFAULT_SPEC: dict[str, Any] = {
+    "name": "default",
+    "description": "The core experiment of the source documents at laptop scale: "
+                   "point-to-point over shared memory and TCP, collectives at 2 and 4 ranks.",
+    "runs": [
+        {"kernel": ["mpi.latency", "mpi.bw", "mpi.bibw"], "transport": ["shm", "tcp"],
+         "ranks": [2]},
+        {"kernel": ["mpi.allreduce", "mpi.alltoall", "mpi.allgather", "mpi.gather"],
+         "transport": ["shm"], "ranks": [2, 4]},
+    ],
+}
+
+
+def load_spec(path: str | Path | None) -> CampaignSpec:
+    if path is None:
+        return CampaignSpec.model_validate(DEFAULT_SPEC)
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpecError(f"cannot read spec {path}: {exc.strerror}") from exc
+    return parse_spec(text, str(path))
+
+
+def parse_spec(text: str, source: str = "<spec>") -> CampaignSpec:
+    return parse_yaml_model(text, source, CampaignSpec, what="campaign spec",
+                            hint="at least 'runs:'", docs="docs/campaign-spec.md",
+                            error=SpecError)

@@ -1,0 +1,233 @@
+"""Robust summaries of per-iteration samples, and confidence intervals for them.
+
+The median is the headline figure: on a shared host a few preempted iterations drag the mean
+(OSU's headline) by tens of percent while the median moves a few percent. Nothing is dropped:
+the mean and the tail percentiles are reported beside it, and samples beyond Tukey's far-out
+fences (3 x IQR outside the quartiles) are counted, not removed, so outliers stay visible.
+
+Confidence intervals come from scipy's bootstrap (percentile method). A latency size has up to
+10000 samples; resampling all of them 1000 times costs 1-2 s per size, so above
+MAX_BOOTSTRAP_SAMPLES the bootstrap runs on an evenly strided subsample of m samples and the
+interval's half-widths are scaled by sqrt(m / n) around the full sample's median -- the
+m-out-of-n bootstrap rescaling, valid because the median's standard error falls as 1/sqrt(n).
+docs/statistics.md explains the choice and its limits (iid resampling ignores the correlation
+between consecutive iterations; run-to-run variation is judged from repeats, not from this).
+"""
+
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import stats as _sps
+
+CONFIDENCE = 0.95
+N_RESAMPLES = 800
+MAX_BOOTSTRAP_SAMPLES = 500
+SEED = 20240501  # fixed: the same store gives the same report
+FAR_OUT_IQR = 3.0
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    median: float
+    mean: float
+    min: float
+    max: float
+    p5: float
+    p95: float
+    p99: float
+    stdev: float
+    cv: float  # stdev / mean; robust_cv below is the one used for stability checks
+    robust_cv: float  # 1.4826 * MAD / median: a normal-consistent CV that ignores outliers
+    outliers_low: int = 0  # samples below Q1 - 3 IQR (counted, never removed)
+    outliers_high: int = 0  # samples above Q3 + 3 IQR: preemptions, interrupts
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def summarize(values: Sequence[float] | np.ndarray) -> Summary:
+    a = np.asarray(values, dtype=float)
+    a = a[np.isfinite(a)]
+    if a.size == 0:
+        nan = float("nan")
+        return Summary(0, nan, nan, nan, nan, nan, nan, nan, nan, nan, nan)
+    p5, med, p95, p99 = np.percentile(a, [5, 50, 95, 99])
+    mean = float(a.mean())
+    stdev = float(a.std(ddof=1)) if a.size > 1 else 0.0
+    mad = float(np.median(np.abs(a - med)))
+    low, high = outlier_counts(a)
+    return Summary(
+        n=int(a.size), median=float(med), mean=mean, min=float(a.min()), max=float(a.max()),
+        p5=float(p5), p95=float(p95), p99=float(p99), stdev=stdev,
+        cv=stdev / mean if mean else float("nan"),
+        robust_cv=1.4826 * mad / float(med) if med else float("nan"),
+        outliers_low=low, outliers_high=high,
+    )
+
+
+def outlier_counts(values: np.ndarray) -> tuple[int, int]:
+    """Samples beyond Tukey's far-out fences, (below, above). Counted for the report only."""
+    if values.size < 4:
+        return 0, 0
+    q1, q3 = np.percentile(values, [25, 75])
+    iqr = q3 - q1
+    return (int(np.count_nonzero(values < q1 - FAR_OUT_IQR * iqr)),
+            int(np.count_nonzero(values > q3 + FAR_OUT_IQR * iqr)))
+
+
+def coefficient_of_variation(values: Sequence[float]) -> float:
+    """CV across repeats (e.g. three runs' medians): sample stdev / mean."""
+    a = np.asarray(values, dtype=float)
+    if a.size < 2 or a.mean() == 0:
+        return float("nan")
+    return float(a.std(ddof=1) / a.mean())
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval and how it was obtained."""
+
+    low: float
+    high: float
+    confidence: float = CONFIDENCE
+    method: str = "bootstrap-percentile"
+    n: int = 0  # samples behind it (per side for two-sample intervals)
+    n_boot: int = 0  # samples the bootstrap resampled (< n when subsampled)
+
+    @property
+    def defined(self) -> bool:
+        return math.isfinite(self.low) and math.isfinite(self.high)
+
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2
+
+
+NO_INTERVAL = Interval(float("nan"), float("nan"), method="none")
+
+
+def _finite(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    a = np.asarray(values, dtype=float)
+    return a[np.isfinite(a)]
+
+
+def subsample(a: np.ndarray, m: int = MAX_BOOTSTRAP_SAMPLES) -> np.ndarray:
+    """At most m samples, evenly strided over the iterations (deterministic; keeps the spread
+    over the run's duration, so a slow phase is neither lost nor over-weighted)."""
+    if a.size <= m:
+        return a
+    idx = np.linspace(0, a.size - 1, m).round().astype(int)
+    return a[idx]
+
+
+def _median(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.median(samples[0], axis=axis)
+
+
+def _bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., np.ndarray],
+               n_resamples: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    # scipy >= 1.15 names the generator `rng`; older releases `random_state`.
+    seed_kw = "rng" if "rng" in inspect.signature(_sps.bootstrap).parameters else "random_state"
+    res = _sps.bootstrap(data, statistic, n_resamples=n_resamples, confidence_level=confidence,
+                         method="percentile", vectorized=True,
+                         **{seed_kw: np.random.default_rng(SEED)})
+    ci = res.confidence_interval
+    return np.asarray(ci.low, dtype=float), np.asarray(ci.high, dtype=float)
+
+
+def median_ci(values: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE,
+              n_resamples: int = N_RESAMPLES,
+              max_samples: int = MAX_BOOTSTRAP_SAMPLES) -> Interval:
+    """Bootstrap confidence interval of the median (see the module note on subsampling)."""
+    a = _finite(values)
+    if a.size < 2 or np.all(a == a[0]):
+        if a.size >= 2:  # constant samples: the interval is the point
+            return Interval(float(a[0]), float(a[0]), confidence, "degenerate", int(a.size),
+                            int(a.size))
+        return NO_INTERVAL
+    med = float(np.median(a))
+    sub = subsample(a, max_samples)
+    lo, hi = _bootstrap((sub,), _median, n_resamples, confidence)
+    scale = math.sqrt(sub.size / a.size)
+    sub_med = float(np.median(sub))
+    return Interval(med - (sub_med - float(lo)) * scale, med + (float(hi) - sub_med) * scale,
+                    confidence, "bootstrap-percentile" + ("" if scale == 1 else "-m-of-n"),
+                    int(a.size), int(sub.size))
+
+
+@dataclass(frozen=True)
+class TwoSample:
+    """B against A: difference and ratio of medians with their bootstrap intervals."""
+
+    median_a: float
+    median_b: float
+    diff: float  # median(B) - median(A)
+    diff_ci: Interval
+    ratio: float  # median(B) / median(A)
+    ratio_ci: Interval
+
+
+def _diff_ratio(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    ma = np.median(a, axis=axis)
+    mb = np.median(b, axis=axis)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.stack([mb - ma, mb / ma])
+
+
+def compare_medians(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray,
+                    confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
+                    max_samples: int = MAX_BOOTSTRAP_SAMPLES) -> TwoSample:
+    """Bootstrap of the difference (and ratio) of two medians, the sides resampled
+    independently. A side with a single value (an imported aggregate) is held fixed: the
+    interval then carries only the other side's uncertainty."""
+    xa, xb = _finite(a), _finite(b)
+    if xa.size == 0 or xb.size == 0:
+        nan = float("nan")
+        return TwoSample(nan, nan, nan, NO_INTERVAL, nan, NO_INTERVAL)
+    ma, mb = float(np.median(xa)), float(np.median(xb))
+    diff, ratio = mb - ma, (mb / ma if ma else float("nan"))
+    var_a, var_b = xa.size >= 2 and np.ptp(xa) > 0, xb.size >= 2 and np.ptp(xb) > 0
+    if not var_a and not var_b:
+        return TwoSample(ma, mb, diff, NO_INTERVAL, ratio, NO_INTERVAL)
+    sa, sb = subsample(xa, max_samples), subsample(xb, max_samples)
+    if var_a and var_b:
+        lo, hi = _bootstrap((sa, sb), _diff_ratio, n_resamples, confidence)
+        # m-out-of-n rescaling per side: the variance of the difference is the sum of the
+        # sides' variances, each shrunk by its own m/n.
+        ka, kb = sa.size / xa.size, sb.size / xb.size
+        scale = math.sqrt((ka * _mvar(sa) + kb * _mvar(sb)) / (_mvar(sa) + _mvar(sb)))
+        sub = _diff_ratio(sa, sb)
+        method = "bootstrap-percentile" + ("" if scale == 1 else "-m-of-n")
+    else:
+        fixed = float(np.median(xb if var_a else xa))
+        varying, full = (sa, xa) if var_a else (sb, xb)
+        b_varies = not var_a
+
+        def stat(x: np.ndarray, axis: int = -1) -> np.ndarray:
+            mx = np.median(x, axis=axis)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                if b_varies:
+                    return np.stack([mx - fixed, mx / fixed])
+                return np.stack([fixed - mx, fixed / mx])
+
+        lo, hi = _bootstrap((varying,), stat, n_resamples, confidence)
+        scale = math.sqrt(varying.size / full.size)
+        sub = stat(varying)
+        method = "bootstrap-percentile, one side fixed"
+    center = np.array([diff, ratio])
+    low = center - (sub - lo) * scale
+    high = center + (hi - sub) * scale
+    n = int(min(xa.size, xb.size))
+    nb = int(min(sa.size, sb.size))
+    return TwoSample(ma, mb, diff, Interval(float(low[0]), float(high[0]), confidence, method,
+                                            n, nb),
+                     ratio, Interval(float(low[1]), float(high[1]), confidence, method, n, nb))
+
+
+def _mvar(a: np.ndarray) -> float:
+    """Asymptotic variance of the median up to a constant (1 / f(m)^2 ~ IQR^2) over n."""
+    q1, q3 = np.percentile(a, [25, 75])
+    return float((q3 - q1) ** 2 / a.size) or 1e-300

@@ -1,0 +1,389 @@
+"""`tune check`: audit a target against a profile, plus what every audit reports.
+
+Each finding has the current value, the recommended one, why (with its source) and the risk.
+Nothing here changes anything.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from . import state
+from .apply import NOOP_SYSCTLS, merge_fields
+from .profiles import (
+    CpuSetting,
+    EnvSetting,
+    MtuSetting,
+    NumaSetting,
+    OffloadSetting,
+    Profile,
+    QuickackSetting,
+    SocketSetting,
+    SysctlSetting,
+)
+from .target import Target, sysctl_path
+
+# FACTS.md (checked on this kernel): writable inside a child network namespace.
+PER_NETNS = {"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_notsent_lowat",
+             "net.ipv4.tcp_autocorking", "net.ipv4.tcp_slow_start_after_idle",
+             "net.ipv4.tcp_mtu_probing", "net.ipv4.tcp_congestion_control"}
+FACTS = "FACTS.md (verified on this host)"
+
+
+@dataclass
+class Finding:
+    target: str
+    area: str  # sysctl, mtu, offload, delayed-ack, numa, irq, cpu, env, socket
+    item: str
+    current: str
+    recommended: str
+    status: str  # ok, differs, no-op, info, unknown
+    scope: str  # per-netns, host-wide, root-ns only, per-interface, run-time
+    why: str = ""
+    source: str = ""
+    risk: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def check(profile: Profile | None, targets: list[Target]) -> list[Finding]:
+    out: list[Finding] = []
+    for t in targets:
+        if t.meta.get("role") != "switch":  # a testbed's switch only follows its hosts' MTU
+            out += check_target(profile, t)
+    return out
+
+
+def check_target(profile: Profile | None, t: Target) -> list[Finding]:
+    found: list[Finding] = []
+    covered: set[str] = set()
+    links = [i for i in state.interfaces(t) if i != "lo"]
+    settings = profile.settings if profile else []
+    scopes = _sysctl_scopes(t, [s.name for s in settings if isinstance(s, SysctlSetting)])
+    for s in settings:
+        covered.add(s.kind)
+        if isinstance(s, SysctlSetting):
+            found.append(_sysctl_finding(t, s, scopes.get(s.name, "?")))
+        elif isinstance(s, MtuSetting):
+            for i in (i for i in links if s.matches(i)):
+                cur = state.mtu(t, i)
+                found.append(Finding(t.name, "mtu", f"{i} mtu", str(cur), str(s.value),
+                                     "ok" if cur == s.value else "differs",
+                                     _iface_scope(t), s.why, s.source, s.risk))
+        elif isinstance(s, OffloadSetting):
+            for i in (i for i in links if s.matches(i)):
+                feats = state.offloads(t, i)
+                on = state.feature_on(feats, s.long_name) if feats else None
+                cur = "unknown" if on is None else ("on" if on else "off")
+                st = "unknown" if on is None else ("ok" if cur == s.value else "differs")
+                found.append(Finding(t.name, "offload", f"{i} {s.long_name}", cur, s.value,
+                                     st, _iface_scope(t), s.why, s.source, s.risk))
+        elif isinstance(s, QuickackSetting):
+            found += _quickack(t, s.value, s.why, s.source, s.risk, s)
+        elif isinstance(s, CpuSetting):
+            found += _cpu(t, s.name, s.value, s.why, s.source, s.risk)
+        elif isinstance(s, NumaSetting):
+            found += _numa(t, links, s.why, s.source, s.risk)
+        elif isinstance(s, EnvSetting):
+            found.append(_env(t, s))
+        elif isinstance(s, SocketSetting):
+            want = ("set" if s.value else "unset") if s.name in ("nodelay", "quickack") \
+                else str(s.value)
+            found.append(Finding(t.name, "socket", s.name, "per socket (kernel default: "
+                                 "unset)", want, "info", "run-time", s.why, s.source, s.risk))
+    # What every audit reports, whatever the profile asks.
+    if "mtu" not in covered:
+        for i in links:
+            found.append(Finding(t.name, "mtu", f"{i} mtu", str(state.mtu(t, i)), "-",
+                                 "info", _iface_scope(t)))
+    if "offload" not in covered:
+        for i in links:
+            feats = state.offloads(t, i)
+            if feats:
+                desc = ", ".join(f"{n} {'on' if state.feature_on(feats, long) else 'off'}"
+                                 for n, long in (("rx", "rx-checksumming"),
+                                                 ("tx", "tx-checksumming"),
+                                                 ("tso", "tcp-segmentation-offload"),
+                                                 ("gso", "generic-segmentation-offload"),
+                                                 ("gro", "generic-receive-offload"))
+                                 if long in feats)
+                found.append(Finding(t.name, "offload", f"{i} offloads", desc, "-", "info",
+                                     _iface_scope(t), "with TSO/GSO/GRO on, MTU barely "
+                                     "matters on veth (64 KB GSO frames)", FACTS))
+    if "quickack" not in covered:
+        found += _quickack(t, None, "", "", "")
+    found += _low_latency_note(t, settings)
+    if "numa" not in covered:
+        found += _numa(t, links, "the NIC-near cores cut latency (004: 1.9 -> 1.4 us)",
+                       "DOMAIN.md 004", "")
+    found += _irqs(t, links)
+    if "cpu" not in covered:
+        for name in ("governor", "turbo", "smt"):
+            found += _cpu(t, name, None, "", "", "")
+    found += _mpi_env(t, {s.name for s in settings if isinstance(s, EnvSetting)})
+    return found
+
+
+def _iface_scope(t: Target) -> str:
+    return "per-interface (this host)" if t.host_wide else "per-interface (namespace)"
+
+
+def _sysctl_scopes(t: Target, names: list[str]) -> dict[str, str]:
+    """Whether each sysctl is per network namespace, decided by trying a throwaway namespace
+    (the kernel's answer, not a table), falling back to FACTS.md's list."""
+    out: dict[str, str] = {}
+    if not names:
+        return out
+    if not t.host_wide:
+        for n in names:
+            p = sysctl_path(n)
+            if t.read(p) is None:
+                out[n] = "root-ns only"
+            else:
+                out[n] = "per-netns" if t.writable(p) else "host-wide (read-only here)"
+        return out
+    script = "; ".join(
+        f'if [ ! -e {sysctl_path(n)} ]; then echo absent; elif [ -w {sysctl_path(n)} ]; '
+        f'then echo rw; else echo ro; fi' for n in names)
+    if shutil.which("unshare"):
+        p = subprocess.run(["unshare", "--net", "sh", "-c", script], capture_output=True,
+                           text=True, check=False)
+        res = p.stdout.split()
+        if p.returncode == 0 and len(res) == len(names):
+            for n, r in zip(names, res, strict=True):
+                out[n] = {"rw": "per-netns", "ro": "host-wide (read-only in namespaces)",
+                          "absent": "root-ns only"}[r]
+            return out
+    for n in names:
+        out[n] = "per-netns" if n in PER_NETNS else ("host-wide" if n.startswith("net.core")
+                                                     else "?")
+    return out
+
+
+def _sysctl_finding(t: Target, s: SysctlSetting, scope: str) -> Finding:
+    st = state.sysctl(t, s.name)
+    rec = {"exact": "", "at-least": ">= ", "at-most": "<= "}[s.match] + state.normalize(s.value)
+    if s.name in NOOP_SYSCTLS:
+        return Finding(t.name, "sysctl", s.name, st.value or "(absent here)", rec, "no-op",
+                       scope,
+                       f"{s.why}; but {NOOP_SYSCTLS[s.name]}: changing it does nothing",
+                       f"{s.source}; {FACTS}", s.risk)
+    if st.value is None:
+        return Finding(t.name, "sysctl", s.name, "(absent)", rec, "unknown", scope,
+                       s.why, s.source, s.risk)
+    ok = merge_fields(st.value, state.normalize(s.value), s.match) == st.value
+    return Finding(t.name, "sysctl", s.name, st.value, rec, "ok" if ok else "differs",
+                   scope, s.why, s.source, s.risk)
+
+
+def _low_latency_note(t: Target, settings: list[Any]) -> list[Finding]:
+    name = "net.ipv4.tcp_low_latency"
+    if any(isinstance(s, SysctlSetting) and s.name == name for s in settings):
+        return []
+    st = state.sysctl(t, name)
+    if st.value is None:
+        return []
+    return [Finding(t.name, "sysctl", name, st.value, "(any)", "no-op", "root-ns only",
+                    f"{NOOP_SYSCTLS[name]}; 001's tcp_low_latency=1 does nothing on this kernel",
+                    f"DOMAIN.md 001; {FACTS}", "none")]
+
+
+def _quickack(t: Target, want: int | None, why: str, source: str, risk: str,
+              s: QuickackSetting | None = None) -> list[Finding]:
+    out = []
+    for r in state.routes(t):
+        if r.dev is None or r.dev == "lo" or (s is not None and not s.matches(r.dev)):
+            continue
+        cur = str(r.quickack or 0)
+        if want is None:
+            out.append(Finding(t.name, "delayed-ack", f"route {r.line.split()[0]} quickack",
+                               cur, "-", "info", "per-route",
+                               "without quickack a small reply waits for the delayed ACK: "
+                               "Nagle x delayed ACK costs ~44 ms per round trip", FACTS))
+        else:
+            out.append(Finding(t.name, "delayed-ack", f"route {r.line.split()[0]} quickack",
+                               cur, str(want), "ok" if cur == str(want) else "differs",
+                               "per-route", why, source, risk))
+    return out
+
+
+def _device_dir(t: Target, iface: str) -> Path | None:
+    # Network namespaces share /sys/devices: resolve through the target's own /sys/class/net.
+    p = t.run(["readlink", "-f", f"/sys/class/net/{iface}/device"], check=False)
+    d = Path(p.stdout.strip()) if p.returncode == 0 and p.stdout.strip() else None
+    return d if d and d.exists() else None
+
+
+def _walk_up(d: Path, name: str) -> Path | None:
+    for parent in (d, *d.parents):
+        if (parent / name).exists():
+            return parent / name
+        if parent == Path("/sys/devices"):
+            break
+    return None
+
+
+def _numa(t: Target, links: list[str], why: str, source: str, risk: str) -> list[Finding]:
+    out = []
+    cpus = sorted(os.sched_getaffinity(0))
+    nodes = _cpu_nodes()
+    used = sorted({nodes.get(c, 0) for c in cpus})
+    for i in links:
+        d = _device_dir(t, i)
+        if d is None:
+            out.append(Finding(t.name, "numa", f"{i} NUMA node", "virtual (no device)",
+                               "nic-local", "info", "run-time", why, source, risk))
+            continue
+        f = _walk_up(d, "numa_node")
+        node = int(f.read_text().strip()) if f else -1
+        if node < 0:
+            cur = f"no NUMA affinity reported (node {node}); cores {_ranges(cpus)}"
+            st = "ok" if len(set(nodes.values()) or {0}) <= 1 else "unknown"
+        else:
+            cur = f"NIC on node {node}; this run's cores {_ranges(cpus)} on node(s) {used}"
+            st = "ok" if used == [node] else "differs"
+        out.append(Finding(t.name, "numa", f"{i} NUMA node", cur,
+                           f"ranks on node {node} cores" if node >= 0 else "nic-local", st,
+                           "run-time", why, source, risk or "binding all ranks near one NIC "
+                           "can crowd one socket"))
+    return out
+
+
+def _cpu_nodes() -> dict[int, int]:
+    out: dict[int, int] = {}
+    for nd in Path("/sys/devices/system/node").glob("node[0-9]*"):
+        try:
+            for c in _parse_ranges((nd / "cpulist").read_text()):
+                out[c] = int(nd.name[4:])
+        except OSError:
+            continue
+    return out
+
+
+def _parse_ranges(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.strip().split(","):
+        if "-" in part:
+            a, b = part.split("-")
+            out += range(int(a), int(b) + 1)
+        elif part:
+            out.append(int(part))
+    return out
+
+
+def _ranges(cpus: list[int]) -> str:
+    if not cpus:
+        return "-"
+    parts, start, prev = [], cpus[0], cpus[0]
+    for c in [*cpus[1:], None]:
+        if c is not None and c == prev + 1:
+            prev = c
+            continue
+        parts.append(f"{start}-{prev}" if prev != start else str(start))
+        if c is not None:
+            start = prev = c
+    return ",".join(parts)
+
+
+def _irqs(t: Target, links: list[str]) -> list[Finding]:
+    out = []
+    for i in links:
+        d = _device_dir(t, i)
+        f = _walk_up(d, "msi_irqs") if d else None
+        if f is None:
+            continue
+        irqs = sorted(int(x.name) for x in f.iterdir() if x.name.isdigit())
+        aff = []
+        for n in irqs:
+            try:
+                aff.append(f"{n}:{Path(f'/proc/irq/{n}/smp_affinity_list').read_text().strip()}")
+            except OSError:
+                aff.append(f"{n}:?")
+        out.append(Finding(t.name, "irq", f"{i} IRQ affinity", " ".join(aff) or "-",
+                           "on the NIC's NUMA node, away from the benchmark's cores", "info",
+                           "host-wide", "interrupt handling competes with the ranks for the "
+                           "cores near the NIC", "DOMAIN.md 004 (placement near the NIC)"))
+    return out
+
+
+def _cpu(t: Target, name: str, want: str | None, why: str, source: str, risk: str
+         ) -> list[Finding]:
+    why = why or "turbo and hyper-threading off remove noise between runs"
+    source = source or "DOMAIN.md 000"
+    scope = "host-wide" + ("" if t.host_wide else " (shared by every namespace)")
+    if name == "governor":
+        govs = state.cpu_governors(t)
+        cur = ", ".join(sorted(set(govs.values()))) if govs else \
+            "not exposed (no cpufreq: a VM or fixed frequency)"
+    elif name == "turbo":
+        tf = state.turbo_file(t)
+        if tf is None:
+            cur = "not exposed (no intel_pstate/no_turbo or cpufreq/boost)"
+        else:
+            v = t.read(tf[0])
+            cur = ("off" if v == "1" else "on") if tf[1] else ("on" if v == "1" else "off")
+    else:
+        control, active = state.smt(t)
+        cur = f"control {control}, active {active}" if control else "not exposed"
+    if want is None:
+        st = "info"
+    elif "not exposed" in cur or "notsupported" in cur:
+        st = "unknown"
+    else:
+        st = "ok" if cur == want or cur.startswith(f"control {want}") else "differs"
+    return [Finding(t.name, "cpu", name, cur, want or "-", st, scope, why, source, risk)]
+
+
+def _env(t: Target, s: EnvSetting) -> Finding:
+    cur = os.environ.get(s.name)
+    default = _mca_default(s.name)
+    shown = cur if cur is not None else (f"unset (library default {default})" if default
+                                         else "unset")
+    ok = cur == s.value
+    return Finding(t.name, "env", s.name, shown, s.value if s.value is not None else "unset",
+                   "ok" if ok else "differs", "run-time", s.why, s.source, s.risk)
+
+
+def _mpi_env(t: Target, covered: set[str]) -> list[Finding]:
+    out = []
+    for name in ("OMPI_MCA_btl_tcp_sndbuf", "OMPI_MCA_btl_tcp_rcvbuf", "UCX_TLS",
+                 "FI_PROVIDER"):
+        if name in covered:
+            continue
+        cur = os.environ.get(name)
+        default = _mca_default(name)
+        shown = cur if cur is not None else (f"unset (library default {default})"
+                                             if default else "unset")
+        why = {"UCX_TLS": "UCX picks transports per peer; a pinned list can send intra-node "
+                          "traffic to the NIC (003)",
+               "FI_PROVIDER": "the libfabric provider decides the path (002: verbs;ofi_rxm vs "
+                              "tcp;ofi_rxm)"}.get(name, "2 MiB MPI TCP socket buffers gave "
+                                                        "1.5x (004)")
+        src = {"UCX_TLS": "DOMAIN.md 003", "FI_PROVIDER": "DOMAIN.md 002"}.get(
+            name, "DOMAIN.md 004")
+        out.append(Finding(t.name, "env", name, shown, "-", "info", "run-time", why, src))
+    return out
+
+
+_MCA_CACHE: dict[str, str | None] = {}
+
+
+def _mca_default(name: str) -> str | None:
+    """Open MPI's own value for an OMPI_MCA_ variable (0 = leave the OS default)."""
+    if not name.startswith("OMPI_MCA_btl_tcp_"):
+        return None
+    if not _MCA_CACHE and shutil.which("ompi_info"):
+        try:
+            p = subprocess.run(["ompi_info", "--param", "btl", "tcp", "--level", "9",
+                                "--parsable"], capture_output=True, text=True, timeout=30,
+                               check=False)
+        except subprocess.TimeoutExpired:
+            return None
+        for m in re.finditer(r"^mca:btl:tcp:param:(\w+):value:(.*)$", p.stdout, re.MULTILINE):
+            _MCA_CACHE[m.group(1)] = m.group(2)
+    return _MCA_CACHE.get(name.removeprefix("OMPI_MCA_"))

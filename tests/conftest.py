@@ -1,0 +1,52 @@
+"""Shared fixtures: the installed fabench (with its compiled kernels) and MPI availability."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fabench.native import mpi_flavours_built
+
+ROOT = Path(__file__).resolve().parent.parent
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Slow tests run in CI (which has 90 minutes) and when asked for; a developer's quick
+    # `pytest` skips them.
+    if IN_CI or os.environ.get("FABENCH_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow: set FABENCH_SLOW=1 (CI runs these)")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def openmpi() -> str:
+    if "openmpi" not in mpi_flavours_built() or shutil.which("mpirun.openmpi") is None:
+        pytest.skip("Open MPI kernels not built (install openmpi-bin libopenmpi-dev)")
+    return "openmpi"
+
+
+@pytest.fixture(scope="session")
+def mpich() -> str:
+    if "mpich" not in mpi_flavours_built() or shutil.which("mpirun.mpich") is None:
+        pytest.skip("MPICH kernels not built (install mpich libmpich-dev)")
+    return "mpich"
+
+
+def fabench_cli(*args: str, check: bool = True, timeout: float = 600,
+                cwd: Path | None = None, env: dict[str, str] | None = None
+                ) -> subprocess.CompletedProcess[str]:
+    """Run the CLI as a user would: a separate process, the installed entry point."""
+    proc = subprocess.run([sys.executable, "-m", "fabench", *args], capture_output=True,
+                          text=True, timeout=timeout, cwd=cwd,
+                          env={**os.environ, **(env or {})}, check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"fabench {' '.join(args)} exited {proc.returncode}\n"
+                             f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+    return proc

@@ -1,0 +1,112 @@
+"""SimGrid: generated platforms and real smpirun runs of the C kernels."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import fabench_cli
+from fabench.model.collectives import Cluster, predict
+from fabench.model.fabric import Fabric, Segment, save_fabric
+from fabench.model.presets import PRESETS
+from fabench.model.topology import FatTree
+from fabench.native import native_root
+from fabench.sim.platform import make_platform, smpi_factors
+from fabench.store import Store
+
+
+@pytest.fixture(scope="module")
+def simgrid() -> None:
+    if shutil.which("smpirun") is None:
+        pytest.skip("smpirun not found (Debian: apt-get install libsimgrid-dev)")
+    if not (native_root() / "simgrid" / "fb-mpi-latency").is_file():
+        pytest.skip("kernels not built with smpicc (SimGrid was missing at build time)")
+
+
+def test_platforms_follow_facts() -> None:
+    f = PRESETS["roce-100g"]()
+    ft = make_platform(f, "fat-tree", 240, hosts_per_leaf=24)
+    assert 'topo_parameters="2;24,10;1,24;1,1"' in ft.xml and len(ft.hosts) == 240
+    torus = make_platform(f, "torus", 240, dims=(6, 8, 5))
+    assert 'topology="TORUS" topo_parameters="6,8,5"' in torus.xml
+    small = make_platform(f, "fat-tree", 8, hosts_per_leaf=24)
+    assert "FAT_TREE" not in small.xml and len(small.hosts) == 8
+
+
+def test_smpi_factors_split_alpha_into_wire_and_endpoint() -> None:
+    f = Fabric("x", [Segment(0, 5.0, 1 / 1000), Segment(65536, 20.0, 1 / 2000)],
+               calibrated_hops=1, hop_latency_us=0.5, link_bandwidth_MBps=4000)
+    cfg = smpi_factors(f)
+    # wire = 2 links x 0.5 us; endpoint = alpha - wire, half on each side
+    assert cfg["smpi/os"] == "0:2e-06:0;65535:9.5e-06:0"
+    assert cfg["smpi/bw-factor"] == "0:0.25;65535:0.5"
+    assert cfg["smpi/lat-factor"] == "0:1"
+
+
+def _medians(store: Store, run_id: int) -> dict[int, float]:
+    import numpy as np
+
+    return {r.size: float(np.median(r.times)) for r in store.results(run_id)}
+
+
+def test_simulated_ping_pong_reproduces_the_fabric(simgrid: None, tmp_path: Path) -> None:
+    """The SMPI settings derived from a fabric give back its point-to-point curve: the
+    simulator and the analytic model share one calibration."""
+    fab = Fabric("two-seg", [Segment(0, 4.0, 1 / 3000), Segment(65536, 16.0, 1 / 7000)],
+                 origin="calibrated", calibrated_hops=1, hop_latency_us=0.4,
+                 link_bandwidth_MBps=7000)
+    save_fabric(fab, tmp_path)
+    fabench_cli("sim", "mpi.latency", "--fabric", "two-seg", "--nodes", "2", "--topology",
+                "single", "--sizes", "8,32K,64K,1M", "--iterations", "3",
+                "--out", str(tmp_path), timeout=120)
+    with Store(tmp_path / "fabench.sqlite") as store:
+        (run,) = store.runs()
+        assert run.launcher == "simgrid" and "simulated" in run.flags
+        assert run.mpi == "simgrid" and run.kernel_meta["flavour"] == "simgrid"
+        sim = _medians(store, run.id)
+        assert run.provenance["simulation"]["peak_rss_anon_mb"] > 0
+    for size, t in sim.items():
+        assert t == pytest.approx(fab.time(size), rel=0.02), size
+
+
+def test_simulated_allreduce_on_a_fat_tree_against_the_model(simgrid: None,
+                                                             tmp_path: Path) -> None:
+    """16 ranks on two leaves, recursive doubling pinned: the simulated times are stored as a
+    run and agree with the analytic prediction on the same fabric (within 25 %: SimGrid
+    shares links by max-min fairness where the model assumes whole-link steps)."""
+    # SMPI does not charge the local reduction's compute (it runs inside the simulated MPI
+    # call, outside any benchmarked user code), so the model is compared with gamma = 0.
+    f = PRESETS["roce-100g"]()
+    f.name, f.reduce_us_per_byte = "roce-no-gamma", 0.0
+    save_fabric(f, tmp_path)
+    proc = fabench_cli("sim", "mpi.allreduce", "--fabric", f.name, "--nodes", "16",
+                       "--hosts-per-leaf", "8", "--algorithm", "recursive_doubling",
+                       "--sizes", "8,4K,256K", "--iterations", "3", "--out", str(tmp_path),
+                       timeout=180)
+    assert "smpi/allreduce:rdb" in proc.stdout
+    with Store(tmp_path / "fabench.sqlite") as store:
+        (run,) = store.runs()
+        sim = _medians(store, run.id)
+        assert run.provenance["simulation"]["cfg"]["smpi/allreduce"] == "rdb"
+    cluster = Cluster(16, 1, FatTree(16, 8))
+    pred = predict(f, cluster, "allreduce", "recursive_doubling", sorted(sim))
+    for (size, t), p in zip(sorted(sim.items()), pred, strict=True):
+        assert t == pytest.approx(p, rel=0.25), (size, t, p)
+    # and the simulation is monotonic in size
+    times = [sim[s] for s in sorted(sim)]
+    assert times == sorted(times)
+    # the HTML report draws the prediction for exactly this simulated setup beside it
+    from fabench.report.model import build_report
+    from fabench.report.prediction import prediction_section
+
+    with Store(tmp_path / "fabench.sqlite") as store:
+        html = prediction_section(build_report(store, store.runs()).series)
+    assert "predicted (roce-no-gamma, recursive_doubling)" in html
+    assert "simulated (roce-no-gamma, recursive_doubling)" in html and "<svg" in html
+
+
+def test_in_network_cannot_be_simulated(simgrid: None, tmp_path: Path) -> None:
+    bad = fabench_cli("sim", "mpi.allreduce", "--fabric", "roce-100g", "--nodes", "4",
+                      "--algorithm", "in_network", "--out", str(tmp_path), check=False)
+    assert bad.returncode != 0
+    assert "switches cannot compute" in bad.stdout + bad.stderr

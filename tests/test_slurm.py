@@ -1,0 +1,159 @@
+"""Slurm for real: a private munged, slurmctld and slurmd on this host (one node), a 2-rank
+campaign `--on slurm`, and the kept sbatch script submitted again by hand."""
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import fabench_cli
+from fabench.store import Store
+
+pytestmark = pytest.mark.skipif(
+    not all(shutil.which(t) for t in ("slurmctld", "slurmd", "munged", "sbatch")),
+    reason="slurm-wlm and munge are not installed (scripts/debian-packages.txt)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _conf(d: Path) -> str:
+    node = socket.gethostname().split(".")[0]
+    return f"""ClusterName=fbtest
+SlurmctldHost={node}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket={d}/munge.sock
+CredType=cred/munge
+SlurmctldPort={_free_port()}
+SlurmdPort={_free_port()}
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd.pid
+SlurmctldLogFile={d}/slurmctld.log
+SlurmdLogFile={d}/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SchedulerType=sched/builtin
+MpiDefault=none
+ReturnToService=2
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+NodeName={node} CPUs={os.cpu_count()} State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+@pytest.fixture(scope="module")
+def slurm() -> Iterator[dict[str, str]]:
+    if os.geteuid() != 0:
+        pytest.skip("a private slurmd needs root (SlurmUser=root, proctrack/linuxproc)")
+    # A short path: munge's socket path must fit a sockaddr_un.
+    d = Path(tempfile.mkdtemp(prefix="fbslurm"))
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        for sub in ("state", "spool"):
+            (d / sub).mkdir()
+        subprocess.run(["mungekey", "-c", "-k", str(d / "munge.key")], check=True,
+                       capture_output=True)
+        (d / "munge.key").chmod(0o600)
+        conf = d / "slurm.conf"
+        conf.write_text(_conf(d))
+        env = {**os.environ, "SLURM_CONF": str(conf)}
+        log = (d / "daemons.log").open("ab")
+        procs.append(subprocess.Popen(
+            ["munged", "-F", "--force", f"--key-file={d}/munge.key", f"--socket={d}/munge.sock",
+             f"--pid-file={d}/munged.pid", f"--log-file={d}/munged.log",
+             f"--seed-file={d}/munged.seed"], stdout=log, stderr=log))
+        for _ in range(50):
+            if (d / "munge.sock").exists():
+                break
+            time.sleep(0.1)
+        for daemon in ("slurmctld", "slurmd"):
+            procs.append(subprocess.Popen([daemon, "-D", "-f", str(conf)], env=env,
+                                          stdout=log, stderr=log))
+        for _ in range(100):
+            p = subprocess.run(["sinfo", "-h", "-o", "%t"], env=env, capture_output=True,
+                               text=True, check=False)
+            if "idle" in p.stdout:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("slurmd never became idle:\n" + (d / "daemons.log").read_text()[-2000:])
+        yield {"SLURM_CONF": str(conf), "dir": str(d)}
+    finally:
+        for p in reversed(procs):  # the daemons this fixture started, by PID
+            p.send_signal(signal.SIGTERM)
+        for p in reversed(procs):
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+SPEC = """\
+name: slurm-two-settings
+runs:
+  - kernel: [mpi.latency, mpi.bw]
+    transport: [shm, tcp]
+    ranks: 2
+    sizes: "8,64K"
+    iterations: 100
+    warmup: 10
+"""
+
+
+@pytest.mark.slow  # ~33 s here: daemons, four jobs, and the whole campaign again by hand
+def test_campaign_on_slurm_and_script_kept(openmpi: str, slurm: dict[str, str],
+                                           tmp_path: Path) -> None:
+    spec = tmp_path / "c.yaml"
+    spec.write_text(SPEC)
+    out = tmp_path / "out"
+    env = {"SLURM_CONF": slurm["SLURM_CONF"]}
+    proc = fabench_cli("run", str(spec), "--on", "slurm", "--out", str(out), "--no-progress",
+                       env=env, timeout=300)
+    assert "on slurm" in proc.stdout
+    with Store(out / "fabench.sqlite") as st:
+        runs = st.runs(1)
+        assert len(runs) == 4
+        for r in runs:
+            assert r.status == "ok", (r.reason, r.stderr_tail[-500:])
+            assert r.launcher == "slurm"
+            job = r.provenance["slurm"]
+            assert job["state"] == "COMPLETED"
+            assert job["script"].startswith("#!/bin/bash\n#SBATCH")
+            assert Path(job["script_path"]).is_file()
+            assert len(list(st.results(r.id))) == 2
+        # The library's own report travels back through the job's stderr file.
+        assert {r.selected_transport for r in runs} == {"ob1/vader", "ob1/tcp"}
+
+    # The campaign as one job, as a user would submit it by hand.
+    campaign = out / "slurm" / "campaign.sbatch"
+    text = campaign.read_text()
+    assert text.count("mpirun.openmpi") == 4 and "#SBATCH --ntasks=2" in text
+    hand_out = tmp_path / "by-hand.out"
+    sub = subprocess.run(["sbatch", "--parsable", "--wait", f"--output={hand_out}",
+                          str(campaign)], env={**os.environ, **env}, capture_output=True,
+                         text=True, timeout=240, check=False)
+    assert sub.returncode == 0, sub.stderr
+    records = [json.loads(ln) for ln in hand_out.read_text().splitlines()
+               if ln.startswith("{")]
+    results = [r for r in records if r.get("type") == "result"]
+    assert len(results) == 8  # 4 runs x 2 sizes
+    assert {r["kernel"] for r in results} == {"mpi.latency", "mpi.bw"}

@@ -1,0 +1,73 @@
+import pytest
+
+from fabench.errors import SpecError
+from fabench.plan import make_plan
+from fabench.spec import load_spec, parse_spec
+
+
+def test_default_spec_plan_matches_the_issue() -> None:
+    plan = make_plan(load_spec(None))
+    combos = {(p.kernel, p.transport, p.ranks) for p in plan}
+    for k in ("mpi.latency", "mpi.bw", "mpi.bibw"):
+        assert (k, "shm", 2) in combos and (k, "tcp", 2) in combos
+    for k in ("mpi.allreduce", "mpi.alltoall", "mpi.allgather", "mpi.gather"):
+        assert (k, "shm", 2) in combos and (k, "shm", 4) in combos
+    assert len(plan) == 14
+    assert len({p.key for p in plan}) == len(plan)
+
+
+def test_scalars_become_lists_and_repeats_interleave() -> None:
+    spec = parse_spec("repeats: 2\nruns:\n  - kernel: mpi.latency\n    transport: [shm, tcp]\n")
+    plan = make_plan(spec)
+    assert [p.repeat for p in plan] == [0, 0, 1, 1]
+
+
+def test_unknown_key_names_key_and_line() -> None:
+    text = "name: x\nruns:\n  - kernel: mpi.latency\n    transprot: tcp\n"
+    with pytest.raises(SpecError) as exc:
+        parse_spec(text, "s.yaml")
+    msg = str(exc.value)
+    assert "s.yaml line 4" in msg and "runs[0].transprot" in msg and "unknown key" in msg
+
+
+def test_bad_transport_is_explained() -> None:
+    text = "runs:\n  - kernel: mpi.bw\n    transport: [shm, infiniband]\n"
+    with pytest.raises(SpecError) as exc:
+        parse_spec(text, "s.yaml")
+    msg = str(exc.value)
+    assert "line 3" in msg and "runs[0].transport" in msg and "infiniband" in msg
+
+
+def test_unknown_kernel_lists_known_ones() -> None:
+    with pytest.raises(SpecError, match=r"line 2.*unknown kernel 'mpi\.latencyy'.*mpi\.latency"):
+        parse_spec("runs:\n  - kernel: mpi.latencyy\n", "s.yaml")
+
+
+def test_bad_sizes_and_ranks() -> None:
+    with pytest.raises(SpecError, match="runs\\[0\\].sizes"):
+        parse_spec("runs:\n  - kernel: mpi.bw\n    sizes: 4M:1K\n")
+    with pytest.raises(SpecError, match="ranks must be >= 1"):
+        parse_spec("runs:\n  - kernel: mpi.bw\n    ranks: 0\n")
+
+
+def test_yaml_syntax_error_has_line() -> None:
+    with pytest.raises(SpecError, match="line 3: not valid YAML"):
+        parse_spec("runs:\n  - kernel: mpi.bw\n  transport: [shm\n", "s.yaml")
+
+
+def test_missing_runs() -> None:
+    with pytest.raises(SpecError, match="runs: required key is missing"):
+        parse_spec("name: x\n")
+
+
+def test_quick_sets_fewer_iterations() -> None:
+    plan = make_plan(load_spec(None), quick=True)
+    lat = next(p for p in plan if p.kernel == "mpi.latency")
+    assert lat.kernel_args[lat.kernel_args.index("--iterations") + 1] == "1000"
+    coll = next(p for p in plan if p.kernel == "mpi.allreduce")
+    assert coll.kernel_args[coll.kernel_args.index("--iterations") + 1] == "100"
+
+
+def test_odd_ranks_dropped_for_pair_kernels() -> None:
+    plan = make_plan(parse_spec("runs:\n  - kernel: mpi.mbw_mr\n    ranks: [2, 3, 4]\n"))
+    assert [p.ranks for p in plan] == [2, 4]

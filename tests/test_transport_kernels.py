@@ -1,0 +1,254 @@
+"""Real loopback runs of every transport kernel through the pair launcher (server, then client),
+checked against docs/kernel-protocol.md and docs/transports.md."""
+
+import os
+import shutil
+import statistics
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fabench.kernels import get_kernel
+from fabench.kernels_transport import stream_results
+from fabench.launch.base import LaunchRequest, LaunchResult
+from fabench.launch.pair_run import run_pair_kernel
+from fabench.metrics import BANDWIDTH
+from fabench.native import native_root
+
+
+def built(name: str) -> bool:
+    return (native_root() / "bin" / get_kernel(name).executable).is_file()
+
+
+def run(name: str, *args: str, transport: str = "shm", env: dict[str, str] | None = None,
+        timeout: float = 120) -> LaunchResult:
+    if not built(name):
+        pytest.skip(f"{name} not built here")
+    req = LaunchRequest(kernel=get_kernel(name), kernel_args=list(args), transport=transport,
+                        env=env or {}, timeout_s=timeout)
+    seen: list[dict] = []
+    res = run_pair_kernel(req, seen.append, hosts=None)
+    assert [r["type"] for r in seen][:1] == ["meta"] or res.returncode != 0
+    return res
+
+
+def check_protocol(res: LaunchResult, kernel: str, sizes: list[int], iters: int) -> None:
+    assert res.returncode == 0, res.stderr
+    meta = res.output.meta
+    assert meta["kernel"] == kernel and meta["ranks"] == 2 and meta["bootstrap"] == "tcp"
+    assert res.selected_transport == meta["selected_transport"]
+    assert [r.size for r in res.output.results] == sizes
+    for r in res.output.results:
+        assert r.iterations == iters and len(r.times) == iters
+        assert all(t > 0 for t in r.times)
+        assert r.bytes_per_sample > 0 and r.messages_per_sample > 0
+        for side in ("client", "server"):
+            assert r.extra[f"{side}_cpu_user_s"] >= 0 and r.extra[f"{side}_cpu_sys_s"] >= 0
+            assert f"{side}_cpu_s_per_gb" in r.extra
+        # the client's CPU time cannot exceed the wall time of the timed part (one thread)
+        cpu = r.extra["client_cpu_user_s"] + r.extra["client_cpu_sys_s"]
+        assert cpu <= r.extra["timed_s"] * 1.05 + 0.02
+    assert res.output.end is not None
+
+
+@pytest.mark.parametrize("kernel,per_msg,per_sample", [
+    ("tcp.latency", 1, 1), ("tcp.bw", 1, 8), ("tcp.bibw", 2, 16),
+])
+def test_tcp_kernels_validated(kernel: str, per_msg: int, per_sample: int) -> None:
+    res = run(kernel, "--sizes", "1,4K,256K", "--iterations", "20", "--warmup", "2",
+              "--window", "8", "--validate")
+    check_protocol(res, kernel, [1, 4096, 262144], 20)
+    assert res.selected_transport == "tcp"
+    for r in res.output.results:
+        assert r.validated is True
+        assert r.bytes_per_sample == r.size * per_sample
+        # TCP_INFO's retransmit counter over this size: a whole count, and a retransmitted
+        # segment carries at least one byte, so there can be no more than bytes moved (an
+        # unsigned difference taken the wrong way round would be ~4e9)
+        for side in ("client", "server"):
+            n = r.extra[f"{side}_retransmits"]
+            assert float(n).is_integer() and 0 <= n <= r.extra["bytes_moved"], (side, n)
+        assert r.extra["bytes_moved"] == (2 * r.size if kernel == "tcp.latency"
+                                          else r.bytes_per_sample) * 20
+
+
+def test_tcp_streams_total_and_per_stream() -> None:
+    res = run("tcp.streams", "--sizes", "64K", "--iterations", "10", "--warmup", "1",
+              "--window", "16", "--streams", "3", "--validate")
+    check_protocol(res, "tcp.streams", [65536], 10)
+    rec = res.output.results[0]
+    assert res.output.meta["streams"] == 3
+    assert rec.bytes_per_sample == 3 * 16 * 65536
+    per = stream_results(rec)
+    assert [p.extra["stream"] for p in per] == [0, 1, 2]
+    for p in per:
+        assert p.bytes_per_sample == 16 * 65536 and len(p.times) == 10
+        # a stream finishes within its window: never after the window's last ack
+        assert all(s <= t + 1e-3 for s, t in zip(p.times, rec.times, strict=True))
+    # total bandwidth is at least the best single stream's (same window, more bytes)
+    total = statistics.median(BANDWIDTH.values(rec.times, rec.bytes_per_sample))
+    best = max(statistics.median(BANDWIDTH.values(p.times, p.bytes_per_sample)) for p in per)
+    assert total >= best * 0.99
+
+
+def _socket_buffer_limit() -> int:
+    """The smaller of this host's net.core.wmem_max and rmem_max (read only, never written)."""
+    vals = []
+    for name in ("wmem_max", "rmem_max"):
+        try:
+            vals.append(int(Path(f"/proc/sys/net/core/{name}").read_text()))
+        except (OSError, ValueError):
+            pytest.skip(f"net.core.{name} is not readable here")
+    return min(vals)
+
+
+def test_tcp_options_reach_the_socket() -> None:
+    # A request under the host's caps (stock Linux: 212992), whatever they are here: up to
+    # 256 KiB, at most half the smaller cap, whole KiB.
+    want = min(256 * 1024, _socket_buffer_limit() // 2) // 1024 * 1024
+    assert want >= 4096, "net.core.[rw]mem_max is implausibly small"
+    res = run("tcp.bw", "--sizes", "64K", "--iterations", "5", "--warmup", "1",
+              "--sndbuf", str(want), "--rcvbuf", str(want), "--nodelay", "--zerocopy")
+    check_protocol(res, "tcp.bw", [65536], 5)
+    meta = res.output.meta
+    assert meta["nodelay"] is True and meta["zerocopy"] is True
+    # Linux doubles the request (bookkeeping overhead); below rmem_max/wmem_max it is 2x.
+    # The kernel reports what getsockopt returned, not the request.
+    assert meta["sndbuf_actual"] == 2 * want
+    assert meta["rcvbuf_actual"] == 2 * want
+    rec = res.output.results[0]
+    # every MSG_ZEROCOPY send got its completion (loopback copies: counted as copied)
+    assert rec.extra["client_zerocopy_sends"] > 0
+    assert rec.extra["client_zerocopy_copied"] <= rec.extra["client_zerocopy_sends"]
+
+
+def test_nagle_delayed_ack_stall_and_its_two_cures() -> None:
+    """write-write-read: Nagle holds the 2nd write until the 1st is ACKed, the server delays
+    that ACK (~40 ms). TCP_NODELAY or TCP_QUICKACK each remove the stall."""
+    medians = {}
+    for opt in ("", "--nodelay", "--quickack"):
+        args = ["--pattern", "wwr", "--sizes", "200", "--iterations", "12", "--warmup", "3"]
+        res = run("tcp.latency", *args, *([opt] if opt else []))
+        assert res.returncode == 0, res.stderr
+        assert res.output.meta["pattern"] == "wwr"
+        medians[opt or "default"] = statistics.median(res.output.results[0].times)
+    assert medians["default"] > 20 * medians["--nodelay"], medians
+    assert medians["default"] > 20 * medians["--quickack"], medians
+
+
+def test_udp_latency() -> None:
+    res = run("udp.latency", "--sizes", "8,1K,32K", "--iterations", "200", "--warmup", "20",
+              "--validate")
+    check_protocol(res, "udp.latency", [8, 1024, 32768], 200)
+    assert res.selected_transport == "udp"
+    # Every ping gets exactly one echo, so a reply that matched no outstanding ping (stale) is
+    # the echo of a ping sent again after a timeout (a lost round trip), in this size or an
+    # earlier one: counted cumulatively, stale replies never outnumber lost round trips.
+    lost = stale = 0
+    for r in res.output.results:
+        assert r.validated is True
+        x = r.extra
+        assert float(x["lost_round_trips"]).is_integer()
+        assert float(x["stale_replies"]).is_integer()
+        lost += x["lost_round_trips"]
+        stale += x["stale_replies"]
+        assert 0 <= stale <= lost, (r.size, x)
+
+
+def test_udp_stream_counts_add_up() -> None:
+    res = run("udp.stream", "--sizes", "64,8K", "--iterations", "20", "--warmup", "2",
+              "--window", "32", "--rcvbuf", "4M")
+    check_protocol(res, "udp.stream", [64, 8192], 20)
+    for r in res.output.results:
+        x = r.extra
+        assert x["datagrams_expected"] == 20 * 32
+        assert x["datagrams_sent"] + x["send_errors"] == x["datagrams_expected"]
+        assert x["datagrams_received"] + x["lost"] == x["datagrams_expected"]
+        assert x["loss_ratio"] == pytest.approx(x["lost"] / x["datagrams_expected"], abs=1e-6)
+        # a duplicate is a further copy of a sequence number already received; the first
+        # datagram received cannot be out of order
+        assert float(x["duplicates"]).is_integer() and float(x["reordered"]).is_integer()
+        assert 0 <= x["duplicates"] <= x["datagrams_received"]
+        assert 0 <= x["reordered"] <= max(0, x["datagrams_received"] - 1)
+        assert x["received_bytes"] == x["datagrams_received"] * r.size
+        assert x["sample_side"] == "sender"
+
+
+def test_validation_catches_a_corrupted_byte() -> None:
+    res = run("tcp.bw", "--sizes", "4K", "--iterations", "3", "--warmup", "0", "--validate",
+              env={"FABENCH_CORRUPT": "1"})
+    assert res.returncode != 0
+    assert res.output.errors and res.output.errors[0]["rank"] == 1
+
+
+def test_duration_mode_sets_the_count_from_the_warmup() -> None:
+    res = run("tcp.latency", "--sizes", "64", "--duration", "0.3", "--warmup", "200")
+    assert res.returncode == 0, res.stderr
+    rec = res.output.results[0]
+    assert rec.iterations == len(rec.times) and rec.iterations > 1
+    assert res.output.meta["duration_s"] == 0.3
+    # The count is the duration divided by the warm-up's pace; how long the timed loop then
+    # really took depends on the shared host's load, so it is not asserted.
+    pace = rec.extra["warmup_pace_us"]
+    assert pace > 0 and rec.extra["timed_s"] > 0
+    assert abs(rec.iterations - 0.3e6 / pace) <= max(2.0, 0.01 * rec.iterations)
+
+
+@pytest.mark.parametrize("tls", ["posix", "sysv", "tcp"])
+def test_ucx_reports_the_transport_it_chose(tls: str) -> None:
+    res = run("ucx.latency", "--sizes", "8,64K", "--iterations", "100", "--warmup", "10",
+              "--validate", transport=f"ucx:{tls}")
+    check_protocol(res, "ucx.latency", [8, 65536], 100)
+    lanes = res.output.meta["ucx_lanes"].split(",")
+    assert lanes and all(lane.startswith(f"{tls}/") for lane in lanes), lanes
+    assert res.selected_transport == f"ucx:{res.output.meta['ucx_lanes']}"
+    assert "lane[0]" in (res.selected_detail or "")
+
+
+@pytest.mark.parametrize("kernel", ["ucx.bw", "ucx.bibw"])
+def test_ucx_bandwidth_kernels(kernel: str) -> None:
+    res = run(kernel, "--sizes", "1K,64K", "--iterations", "5", "--warmup", "1", "--window",
+              "8", "--validate", transport="ucx:posix")
+    check_protocol(res, kernel, [1024, 65536], 5)
+    assert res.output.meta["ucx_lanes"].startswith("posix/")
+
+
+@pytest.mark.parametrize("provider", ["shm", "tcp;ofi_rxm"])
+@pytest.mark.parametrize("kernel", ["ofi.latency", "ofi.bw"])
+def test_ofi_reports_provider_fabric_domain(kernel: str, provider: str) -> None:
+    res = run(kernel, "--sizes", "8,64K", "--iterations", "20", "--warmup", "2", "--window",
+              "8", "--validate", transport=f"ofi:{provider}")
+    check_protocol(res, kernel, [8, 65536], 20)
+    meta = res.output.meta
+    assert meta["ofi_provider"] == provider
+    assert meta["ofi_fabric"] and meta["ofi_domain"]
+    assert res.selected_transport == f"ofi:{provider}"
+
+
+def test_verbs_skips_without_a_device() -> None:
+    # No RDMA device exists on these hosts (no HCA, no rxe/siw): the kernel must say so and
+    # stop before waiting for a peer. The RC data path itself cannot run here.
+    if os.path.isdir("/sys/class/infiniband") and os.listdir("/sys/class/infiniband"):
+        pytest.skip("this host has an RDMA device")
+    res = run("verbs.latency", "--sizes", "8")
+    assert res.returncode == 77
+    assert res.output.skip_reason == "no RDMA device"
+    assert res.output.results == []
+
+
+@pytest.mark.skipif(shutil.which("mpirun.openmpi") is None, reason="Open MPI not installed")
+def test_same_kernel_under_the_mpi_bootstrap() -> None:
+    exe = native_root() / "openmpi" / "fb-tcp-latency"
+    if not exe.is_file():
+        pytest.skip("MPI-bootstrapped transport kernels not built")
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    p = subprocess.run(["mpirun.openmpi", "-np", "2", "--mca", "btl", "self,vader", str(exe),
+                        "--sizes", "8,1K", "--iterations", "50", "--validate"],
+                       capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert p.returncode == 0, p.stderr
+    import json
+    recs = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+    assert recs[0]["type"] == "meta" and recs[0]["bootstrap"] == "mpi"
+    assert [r["size"] for r in recs if r["type"] == "result"] == [8, 1024]
+    assert all(r["validated"] for r in recs if r["type"] == "result")

@@ -1,0 +1,99 @@
+"""tune ab on a real namespace testbed: each effect the sources claim, measured A against B.
+
+The testbed (fabench.testbed) is made with a private name prefix and removed in `finally`.
+Assertions are on ratios of medians far larger than this shared host's noise (a factor of
+~1000 for Nagle x delayed ACK, ~2 for MTU 9000 without offloads), never on absolute times.
+"""
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fabench.kernels import get_kernel
+from fabench.launch import get_launcher
+from fabench.plan import PlannedRun, kernel_args
+from fabench.tune import apply as ap
+from fabench.tune.ab import run_ab
+from fabench.tune.profiles import parse_profile
+from fabench.tune.targets import testbed_targets as tb_targets
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make namespaces")
+
+
+def _profile(kind_line: str) -> str:
+    return f"name: p\nsettings:\n  - {{{kind_line}, why: w, source: FACTS.md, risk: r}}\n"
+
+
+@pytest.fixture(scope="module")
+def testbed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from fabench.testbed import TestbedConfig, create, destroy
+
+    saved = {k: os.environ.get(k) for k in ("FABENCH_TESTBED_PREFIX", "FABENCH_RUN_DIR")}
+    os.environ["FABENCH_TESTBED_PREFIX"] = "tun" + uuid.uuid4().hex[:6]
+    os.environ["FABENCH_RUN_DIR"] = str(tmp_path_factory.mktemp("run"))
+    state = None
+    try:
+        # Offloads off: the configuration where MTU matters (FACTS.md: 3.3 vs 9.1 Gbit/s).
+        state = create("ab", TestbedConfig(hosts=2, offloads=False, rate="20gbit"))
+        yield state.name
+    finally:
+        if state is not None:
+            destroy(state)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _planned(kernel: str, sizes: str, iterations: int, extra: list[str] | None = None
+             ) -> list[PlannedRun]:
+    k = get_kernel(kernel)
+    args = kernel_args(k, sizes=sizes, iterations=iterations, warmup=2) + (extra or [])
+    return [PlannedRun(k.name, "tcp", 2, "openmpi", 0, args, {}, 300.0)]
+
+
+def _route_lines(targets: list) -> list[str]:  # type: ignore[type-arg]
+    from fabench.tune import state
+
+    return [r.line for t in targets if t.meta.get("role") != "switch" for r in state.routes(t)]
+
+
+def test_nodelay_and_route_quickack_remove_the_delayed_ack_stall(testbed: str,
+                                                                 tmp_path: Path) -> None:
+    targets = tb_targets(testbed)
+    launcher = get_launcher("testbed", testbed=testbed)
+    wwr = _planned("tcp.latency", "100", 12, ["--pattern", "wwr"])
+    routes_before = _route_lines(targets)
+    journal = tmp_path / "j.json"
+    # A run-time knob: no system change, the B side gets --nodelay.
+    res = run_ab(parse_profile(_profile("kind: socket, name: nodelay, value: 1")), targets,
+                 wwr, launcher, tmp_path / "s.sqlite", journal, rounds=2)
+    assert res.changes == 0 and not res.failed
+    (d,) = res.deltas
+    assert d.median_a > 100 * d.median_b, d.sentence()  # ~44 ms against tens of us
+    # A system change, applied before each B and reverted after it.
+    res = run_ab(parse_profile(_profile("kind: quickack, value: 1")), targets, wwr, launcher,
+                 tmp_path / "s.sqlite", journal, rounds=2)
+    assert res.changes == 2 and not res.failed
+    (d,) = res.deltas
+    assert d.median_a > 100 * d.median_b, d.sentence()
+    assert len(res.runs_a["tcp.latency tcp np=2"]) == len(res.runs_b["tcp.latency tcp np=2"])
+    assert _route_lines(targets) == routes_before and not journal.exists()
+
+
+def test_mtu_9000_without_offloads_raises_bandwidth(testbed: str, tmp_path: Path) -> None:
+    targets = tb_targets(testbed)
+    prof = parse_profile(_profile("kind: mtu, value: 9000"))
+    plan = ap.make_plan(prof, targets)
+    # Both hosts and the switch's ports and bridge, else the switch drops the jumbo frames.
+    assert len(plan.changes) == 5
+    res = run_ab(prof, targets, _planned("tcp.bw", "1M", 8), get_launcher("testbed",
+                 testbed=testbed), tmp_path / "s.sqlite", tmp_path / "j.json", rounds=2)
+    assert not res.failed
+    (d,) = res.deltas
+    assert d.median_b > 1.2 * d.median_a, d.sentence()
+    assert all(ap.current(c) == c.previous for c in plan.changes)
