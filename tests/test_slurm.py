@@ -146,7 +146,10 @@ def test_campaign_on_slurm_and_script_kept(openmpi: str, slurm: dict[str, str],
     # The campaign as one job, as a user would submit it by hand.
     campaign = out / "slurm" / "campaign.sbatch"
     text = campaign.read_text()
-    assert text.count("mpirun.openmpi") == 4 and "#SBATCH --ntasks=2" in text
+    # Ranks are started by srun itself (Slurm's PMIx), the transport request travels as
+    # OMPI_MCA_* variables.
+    assert text.count("srun --mpi=pmix --ntasks=2") == 4 and "#SBATCH --ntasks=2" in text
+    assert "export OMPI_MCA_btl=tcp,self" in text and "mpirun" not in text
     hand_out = tmp_path / "by-hand.out"
     sub = subprocess.run(["sbatch", "--parsable", "--wait", f"--output={hand_out}",
                           str(campaign)], env={**os.environ, **env}, capture_output=True,
@@ -157,3 +160,25 @@ def test_campaign_on_slurm_and_script_kept(openmpi: str, slurm: dict[str, str],
     results = [r for r in records if r.get("type") == "result"]
     assert len(results) == 8  # 4 runs x 2 sizes
     assert {r["kernel"] for r in results} == {"mpi.latency", "mpi.bw"}
+
+
+@pytest.mark.slow  # ~15 s: two one-run jobs
+def test_bench_on_slurm_with_mpirun_starter_and_mpich(openmpi: str, mpich: str,
+                                                      slurm: dict[str, str],
+                                                      tmp_path: Path) -> None:
+    env = {"SLURM_CONF": slurm["SLURM_CONF"]}
+    common = ["--sizes", "8", "--iterations", "50", "--json", "--transport", "tcp"]
+    # mpirun inside the allocation, for sites whose Slurm has no PMIx plugin.
+    p = fabench_cli("bench", "mpi.latency", "--on", "slurm:mpirun", *common, "--out",
+                    str(tmp_path / "a"), env=env, timeout=240)
+    [row] = [json.loads(ln) for ln in p.stdout.splitlines()]
+    assert row["status"] == "ok" and row["selected_transport"] == "ob1/tcp"
+    [script] = (tmp_path / "a" / "slurm").glob("run-*.sbatch")
+    assert "mpirun.openmpi" in script.read_text()
+    # MPICH started by srun through PMI-2, steered by UCX_TLS, its choice read from UCX.
+    p = fabench_cli("bench", "mpi.latency", "--on", "slurm", "--mpi", mpich, *common, "--out",
+                    str(tmp_path / "b"), env=env, timeout=240)
+    [row] = [json.loads(ln) for ln in p.stdout.splitlines()]
+    assert row["status"] == "ok" and "tcp" in row["selected_transport"]
+    [script] = (tmp_path / "b" / "slurm").glob("run-*.sbatch")
+    assert "srun --mpi=pmi2" in script.read_text()

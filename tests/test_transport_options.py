@@ -128,6 +128,15 @@ def test_cli_bench_and_doctor(tmp_path) -> None:  # type: ignore[no-untyped-def]
                     "--out", str(tmp_path), "--kernel-args=--streams 2 --nodelay")
     rows = [json.loads(ln) for ln in p.stdout.splitlines()]
     assert rows and rows[0]["selected_transport"] == "tcp" and rows[0]["status"] == "ok"
+    assert rows[0]["transport"] == "tcp"  # a transport kernel's default is its own family
+    # The table shows the evidence beside the times: CPU per GB, retransmits, each stream.
+    p = fabench_cli("bench", "tcp.streams", "--sizes", "4K", "--iterations", "3",
+                    "--out", str(tmp_path), "--kernel-args=--streams 2")
+    assert "mpi=" not in p.stdout.splitlines()[0]
+    head = next(ln for ln in p.stdout.splitlines() if "cli s/GB" in ln)
+    assert "retrans" in head and "per-stream" in head
+    row = p.stdout.splitlines()[p.stdout.splitlines().index(head) + 1]
+    assert row.split()[0] == "4K" and "2 streams:" in row
     p = fabench_cli("bench", "verbs.bw", "--sizes", "8", "--out", str(tmp_path), check=False)
     d = fabench_cli("doctor").stdout
     assert "tcp.latency" in d and "verbs.bw" in d

@@ -28,6 +28,12 @@ class Kernel:
         return self.family == "mpi"
 
     @property
+    def default_transport(self) -> str:
+        """MPI kernels default to shared memory, as OSU runs on one host; a transport kernel's
+        default is its own family (the library picks what it carries over)."""
+        return "shm" if self.needs_mpi else self.family
+
+    @property
     def primary(self) -> Metric:
         return self.metrics[0]
 

@@ -28,7 +28,11 @@ def parse_on(values: list[str]) -> tuple[str, dict[str, Any]]:
     if name == "testbed":
         return name, ({"testbed": rest[0]} if rest else {})
     if name == "slurm":
-        return name, ({"sbatch_args": rest} if rest else {})
+        # `--on slurm[:mpirun|:srun] [SBATCH ARGS...]`: the first word may name the starter.
+        opts: dict[str, Any] = {}
+        if rest and rest[0] in ("srun", "mpirun"):
+            opts["starter"], rest = rest[0], rest[1:]
+        return name, ({**opts, "sbatch_args": rest} if rest else opts)
     if rest:
         raise FabenchError(f"--on {name} takes no argument (got {' '.join(rest)})")
     return name, {}

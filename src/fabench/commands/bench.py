@@ -7,7 +7,7 @@ import sys
 from ..campaign import run_bench
 from ..kernels import all_kernels, get_kernel
 from ..launch import get_launcher
-from ..report.table import header_lines, kernel_tables, summaries_json
+from ..report.table import header_lines, kernel_tables, summaries_json, transport_details
 from ._common import add_on_argument, add_out_argument, parse_on, store_path
 
 
@@ -19,9 +19,11 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                     f"Kernels: {names}.")
     p.add_argument("kernel", help="kernel name, e.g. mpi.latency, mpi.allreduce")
     add_on_argument(p)
-    p.add_argument("--transport", default="shm",
-                   help="shm | tcp | ucx[:TLS] | ofi:PROVIDER (default: shm)")
-    p.add_argument("--mpi", default="openmpi", help="openmpi | mpich (default: openmpi)")
+    p.add_argument("--transport",
+                   help="shm | tcp | ucx[:TLS] | ofi:PROVIDER (default: shm for MPI kernels, "
+                        "the kernel's own family for transport kernels)")
+    p.add_argument("--mpi", default="openmpi",
+                   help="openmpi | mpich, for MPI kernels (default: openmpi)")
     p.add_argument("--ranks", "-n", type=int, default=2, help="MPI ranks (default: 2)")
     p.add_argument("--sizes", help="MIN:MAX power-of-two sweep or a,b,c list (4K, 1M ok)")
     p.add_argument("--iterations", type=int, help="timed iterations per size (default: OSU's)")
@@ -47,25 +49,29 @@ def main(args: argparse.Namespace) -> int:
     name, opts = parse_on(args.on)
     launcher = get_launcher(name, **opts)
     launcher.results_dir = str(args.out)
-    outcome = run_bench(kernel.name, launcher, store_path(args.out), transport=args.transport,
+    transport = args.transport or kernel.default_transport
+    outcome = run_bench(kernel.name, launcher, store_path(args.out), transport=transport,
                         mpi=args.mpi, ranks=args.ranks, sizes=args.sizes,
                         iterations=args.iterations, warmup=args.warmup, window=args.window,
                         validate=args.validate, timeout_s=args.timeout,
                         extra_args=[a for text in args.kernel_args for a in shlex.split(text)],
                         precision=args.precision, budget_s=args.budget)
-    context = {"kernel": kernel.name, "transport": args.transport,
+    context = {"kernel": kernel.name, "transport": transport,
                "selected_transport": outcome.selected_transport, "mpi": args.mpi,
                "ranks": args.ranks, "run_id": outcome.run_id, "status": outcome.status}
     if args.json:
         for line in summaries_json(kernel.name, outcome.results, context):
             print(line)
     else:
-        title = (f"fabench {kernel.name}  transport={args.transport} "
-                 f"(selected: {outcome.selected_transport or 'unknown'})  np={args.ranks}  "
-                 f"mpi={args.mpi}  on={name}")
+        mpi = f"  mpi={args.mpi}" if kernel.needs_mpi else ""
+        title = (f"fabench {kernel.name}  transport={transport} "
+                 f"(selected: {outcome.selected_transport or 'unknown'})  np={args.ranks}"
+                 f"{mpi}  on={name}")
         for line in header_lines(title, outcome.notes):
             print(line)
         for line in kernel_tables(kernel.name, outcome.results):
+            print(line)
+        for line in transport_details(kernel.name, outcome.results):
             print(line)
         print(f"# run {outcome.run_id} stored in {store_path(args.out)}")
     if outcome.status != "ok":

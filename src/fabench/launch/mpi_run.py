@@ -47,5 +47,7 @@ def run_mpi_kernel(req: LaunchRequest, on_record: RecordCallback | None = None, 
         stderr=outcome.stderr, selected_transport=selected.summary,
         selected_detail=selected.detail, notes=notes,
         oversubscribed=any(n.startswith("oversubscribed") for n in launch.notes),
-        extra={"env": launch.env, "elapsed_s": outcome.elapsed_s},
+        # What fabench set for the ranks, the launcher's own variables (e.g. the testbed's
+        # UCX_NET_DEVICES) included, so provenance records every steering value it chose.
+        extra={"env": {**launch.env, **(extra_env or {})}, "elapsed_s": outcome.elapsed_s},
     )

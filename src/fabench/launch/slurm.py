@@ -1,5 +1,7 @@
-"""The Slurm launcher: each run becomes an sbatch job (mpirun inside, which starts its ranks
-through srun in the allocation), fabench waits for it and reads the JSON lines it wrote.
+"""The Slurm launcher: each run becomes an sbatch job whose ranks `srun` starts directly
+(Slurm's PMIx for Open MPI, PMI-2 for MPICH; or, with the `mpirun` starter, mpirun inside the
+allocation, which takes its nodes from Slurm), fabench waits for it and reads the JSON lines it
+wrote.
 
 Every job script is kept, and so is `campaign.sbatch`: all the runs of this campaign as the
 steps of ONE job, the way document 002 compares two libfabric providers in a single sbatch
@@ -57,9 +59,16 @@ def _header(job_name: str, ranks: int, minutes: int, sbatch_args: list[str]) -> 
     ]
 
 
+STARTERS = ("srun", "mpirun")
+
+
 class SlurmLauncher(Launcher):
     def __init__(self, sbatch_args: list[str] | None = None, workdir: str | None = None,
-                 poll_s: float = 0.5) -> None:
+                 poll_s: float = 0.5, starter: str = "srun") -> None:
+        if starter not in STARTERS:
+            raise FabenchError(f"--on slurm: starter {starter!r} unknown; use one of "
+                               f"{', '.join(STARTERS)}")
+        self.starter = starter
         self.sbatch_args = list(sbatch_args or [])
         self._workdir = Path(workdir) if workdir else None
         self.poll_s = poll_s
@@ -80,7 +89,7 @@ class SlurmLauncher(Launcher):
 
     def describe(self) -> str:
         extra = f" {shlex.join(self.sbatch_args)}" if self.sbatch_args else ""
-        return f"slurm (sbatch{extra}; scripts in {self.workdir})"
+        return f"slurm (sbatch{extra}, {self.starter} inside; scripts in {self.workdir})"
 
     def _step(self, req: LaunchRequest) -> tuple[list[str], dict[str, str], list[str]]:
         if not req.kernel.needs_mpi:
@@ -93,10 +102,13 @@ class SlurmLauncher(Launcher):
         except ValueError as exc:
             raise FabenchError(str(exc)) from exc
         exe = kernel_executable(req.kernel, flavour.name)
-        # Inside an allocation mpirun takes ranks and nodes from Slurm; the submit host's
-        # core count says nothing about the compute nodes, so no oversubscription guess.
-        launch = flavour.launch(str(exe), req.kernel_args, req.ranks, transport,
-                                oversubscribe=False)
+        if self.starter == "srun":
+            launch = flavour.srun_launch(str(exe), req.kernel_args, req.ranks, transport)
+        else:
+            # Inside an allocation mpirun takes ranks and nodes from Slurm; the submit host's
+            # core count says nothing about the compute nodes, so no oversubscription guess.
+            launch = flavour.launch(str(exe), req.kernel_args, req.ranks, transport,
+                                    oversubscribe=False)
         env = {**launch.env, **req.env}
         lines = [f"# {req.kernel.name} transport={req.transport} np={req.ranks} mpi={req.mpi}"]
         lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]

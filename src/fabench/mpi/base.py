@@ -206,6 +206,14 @@ class MpiFlavour(ABC):
         """What the library reported selecting, parsed from the stderr of a launch() run.
         ``transport`` (the request) is only used to word the detail, never as the answer."""
 
+    def srun_launch(self, exe: str, args: Sequence[str], ranks: int,
+                    transport: Transport) -> MpiLaunch:
+        """Direct launch by Slurm's ``srun`` inside an allocation: the transport request and the
+        verbosity that reports the selection travel as environment variables (srun exports the
+        whole environment to its tasks), and the library wires up through Slurm's PMI."""
+        raise UnsupportedTransport(f"{self.name}: direct launch with srun is not supported; "
+                                   "use the slurm launcher's mpirun starter")
+
     def remote_args(self, *, rsh_agent: str | None = None, iface: str | None = None,
                     subnet: str | None = None) -> list[str]:
         """Extra ``extra_mpirun_args`` for ranks on other hosts: ``rsh_agent`` starts them

@@ -140,6 +140,15 @@ class Mpich(MpiFlavour):
         argv += [exe, *args]
         return MpiLaunch(argv=argv, env=env, notes=notes)
 
+    def srun_launch(self, exe: str, args: Sequence[str], ranks: int,
+                    transport: Transport) -> MpiLaunch:
+        self._check_ranks(ranks)
+        env = self.transport_env(transport)
+        env.update(UCX_VERBOSE_ENV)
+        # MPICH's own PMI client speaks the PMI-2 wire protocol Slurm's pmi2 plugin serves.
+        argv = ["srun", "--mpi=pmi2", f"--ntasks={ranks}", exe, *args]
+        return MpiLaunch(argv=argv, env=env, notes=["started by srun --mpi=pmi2"])
+
     def remote_args(self, *, rsh_agent: str | None = None, iface: str | None = None,
                     subnet: str | None = None) -> list[str]:
         args = ["-launcher", "ssh", "-launcher-exec", rsh_agent] if rsh_agent else []

@@ -202,6 +202,23 @@ class OpenMpi(MpiFlavour):
         argv += [exe, *args]
         return MpiLaunch(argv=argv, env=env, notes=notes)
 
+    def srun_launch(self, exe: str, args: Sequence[str], ranks: int,
+                    transport: Transport) -> MpiLaunch:
+        self._check_ranks(ranks)
+        mca, env = transport_mca(transport)
+        mca += PML_VERBOSE
+        if transport.kind in ("shm", "tcp"):
+            mca += BTL_VERBOSE
+        elif transport.kind == "ofi":
+            mca += MTL_OFI_VERBOSE
+        else:
+            env.update(UCX_VERBOSE_ENV)
+        # "--mca KEY VALUE" is OMPI_MCA_KEY=VALUE for a directly launched rank. Debian's Open
+        # MPI 4.1 wires up through Slurm's PMIx plugin (its PMI-2 path aborts: not built in).
+        env.update({f"OMPI_MCA_{k}": v for k, v in zip(mca[1::3], mca[2::3], strict=True)})
+        argv = ["srun", "--mpi=pmix", f"--ntasks={ranks}", exe, *args]
+        return MpiLaunch(argv=argv, env=env, notes=["started by srun --mpi=pmix"])
+
     def remote_args(self, *, rsh_agent: str | None = None, iface: str | None = None,
                     subnet: str | None = None) -> list[str]:
         args = ["--mca", "plm_rsh_agent", rsh_agent] if rsh_agent else []

@@ -56,3 +56,51 @@ def summaries_json(kernel_name: str, results: list[ResultRecord],
                 "better": metric.better.value, "iterations": r.iterations,
                 "validated": r.validated, **r.summary.as_dict()}))
     return out
+
+
+# Per-size evidence the sockets kernels report beside their times (netperf's service demand,
+# TCP_INFO retransmits, UDP loss), shown when present: (record key, column title, format).
+_DETAIL_COLUMNS = (
+    ("client_cpu_util", "cli CPU", "{:.0%}"),
+    ("server_cpu_util", "srv CPU", "{:.0%}"),
+    ("client_cpu_s_per_gb", "cli s/GB", "{:.3f}"),
+    ("server_cpu_s_per_gb", "srv s/GB", "{:.3f}"),
+    ("client_retransmits", "retrans", "{:.0f}"),
+    ("loss_ratio", "loss", "{:.2%}"),
+    ("reordered", "reorder", "{:.0f}"),
+)
+
+
+def transport_details(kernel_name: str, results: list[ResultRecord]) -> list[str]:
+    """CPU use, CPU seconds per GB moved, retransmits, loss, and for tcp.streams each stream's
+    median bandwidth (lowest..highest stream): the columns a transport tuning decision needs."""
+    from ..kernels_transport import stream_results
+
+    cols = [c for c in _DETAIL_COLUMNS if any(c[0] in r.extra for r in results)]
+    streams = {r.size: stream_results(r) for r in results}
+    # UDP's headline bandwidth is what the sender offered; what arrived is the other half.
+    received = any("received_bytes" in r.extra and r.extra.get("timed_s") for r in results)
+    if not cols and not any(streams.values()):
+        return []
+    head = f"# {'Size':>9}" + "".join(f" {t:>9}" for _, t, _ in cols)
+    if received:
+        head += f" {'recv MB/s':>10}"
+    if any(streams.values()):
+        head += f"  {'per-stream MB/s (median, lowest..highest)':>s}"
+    lines = [head]
+    for r in results:
+        row = f"  {format_size(r.size):>9}"
+        for key, _, fmt in cols:
+            v = r.extra.get(key)
+            row += f" {fmt.format(v) if isinstance(v, int | float) and v == v else '-':>9}"
+        if received:
+            t = r.extra.get("timed_s") or 0
+            row += f" {_fmt(r.extra.get('received_bytes', 0) / t / 1e6) if t else '-':>10}"
+        per = streams.get(r.size) or []
+        if per:
+            meds = [summarize_results(kernel_name, [s], get_kernel(kernel_name).primary)[0]
+                    .summary.median for s in per]
+            row += (f"  {len(per)} streams: {_fmt(sorted(meds)[len(meds) // 2])}, "
+                    f"{_fmt(min(meds))}..{_fmt(max(meds))}")
+        lines.append(row)
+    return lines
