@@ -118,8 +118,7 @@ def _mca(argv: list[str]) -> dict[str, str]:
 
 
 def _cores(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
-    for mod in ("fabench.mpi.openmpi", "fabench.mpi.mpich"):
-        monkeypatch.setattr(f"{mod}.cpu_count", lambda: n)
+    monkeypatch.setattr("fabench.mpi.base.cpu_count", lambda: n)
 
 
 def test_openmpi_argv_shm_tcp(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -398,3 +397,12 @@ def test_version_strings() -> None:
         v = f.version()
         assert v.startswith({"openmpi": "Open MPI ", "mpich": "MPICH "}[f.name])
         assert "unknown" not in v
+
+
+def test_srun_direct_launch_carries_the_request_as_environment() -> None:
+    om = OpenMpi().srun_launch("./k", ["--sizes", "8"], 2, parse_transport("tcp"))
+    assert om.argv == ["srun", "--mpi=pmix", "--ntasks=2", "./k", "--sizes", "8"]
+    assert om.env["OMPI_MCA_pml"] == "ob1" and om.env["OMPI_MCA_btl"] == "tcp,self"
+    assert om.env["OMPI_MCA_pml_base_verbose"] == "10"  # the selection is still reported
+    ucx = OpenMpi().srun_launch("./k", [], 4, parse_transport("ucx:posix"))
+    assert ucx.env["UCX_TLS"] == "posix" and ucx.env["OMPI_MCA_pml"] == "ucx"

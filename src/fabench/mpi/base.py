@@ -226,6 +226,15 @@ class MpiFlavour(ABC):
         if ranks < 1:
             raise ValueError(f"ranks must be >= 1, got {ranks}")
 
+    @staticmethod
+    def _oversubscription(ranks: int, hosts: Sequence[str] | None,
+                          oversubscribe: bool | None) -> tuple[bool, str]:
+        """Whether ranks outnumber what they run on (host slots, else this host's cores), and
+        the words that say so."""
+        capacity, unit = (host_slots(hosts), "host slots") if hosts else (cpu_count(), "cores")
+        over = ranks > capacity if oversubscribe is None else oversubscribe
+        return over, f"oversubscribed: {ranks} ranks on {capacity} {unit}"
+
 
 F = TypeVar("F", bound=type[MpiFlavour])
 _REGISTRY: dict[str, type[MpiFlavour]] = {}

@@ -12,9 +12,7 @@ from fabench.mpi.base import (
     MpiLaunch,
     SelectedTransport,
     UnsupportedTransport,
-    cpu_count,
     dedupe,
-    host_slots,
     parse_ucx_lanes,
     register_flavour,
     run_quiet,
@@ -119,17 +117,11 @@ class Mpich(MpiFlavour):
         argv = [self.mpirun, "-np", str(ranks)]
         if hosts:
             argv += ["-hosts", ",".join(hosts)]
-            capacity, unit = host_slots(hosts), "host slots"
-        else:
-            capacity, unit = cpu_count(), "cores"
-        over = ranks > capacity if oversubscribe is None else oversubscribe
+        over, why = self._oversubscription(ranks, hosts, oversubscribe)
         if over:
             # Hydra starts the extra ranks without being asked, but ch4 busy-polls with no
             # yield option: collectives take 13-55 ms at 4 ranks on 2 cores. Run, but say so.
-            notes.append(
-                f"oversubscribed: {ranks} ranks on {capacity} {unit} "
-                "(MPICH busy-polls; timings are not latency figures)"
-            )
+            notes.append(f"{why} (MPICH busy-polls; timings are not latency figures)")
         # Same reasoning as Open MPI: pin one rank per core on a single host, never bind when
         # ranks share cores or the "hosts" may be namespaces of one machine.
         argv += ["-bind-to", "core" if not hosts and not over else "none"]

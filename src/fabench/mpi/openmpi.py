@@ -12,9 +12,7 @@ from fabench.mpi.base import (
     MpiLaunch,
     SelectedTransport,
     UnsupportedTransport,
-    cpu_count,
     dedupe,
-    host_slots,
     is_root,
     parse_ucx_lanes,
     register_flavour,
@@ -169,15 +167,12 @@ class OpenMpi(MpiFlavour):
         argv = [self.mpirun, "-np", str(ranks)]
         if hosts:
             argv += ["--host", ",".join(hosts)]
-            capacity, unit = host_slots(hosts), "host slots"
-        else:
-            capacity, unit = cpu_count(), "cores"
-        over = ranks > capacity if oversubscribe is None else oversubscribe
+        over, why = self._oversubscription(ranks, hosts, oversubscribe)
         if over:
             # Busy-polling ranks that share a core starve each other; yielding keeps collectives
             # at tens of us instead of tens of ms (the numbers are still not latency figures).
             argv += ["--oversubscribe", "--mca", "mpi_yield_when_idle", "1"]
-            notes.append(f"oversubscribed: {ranks} ranks on {capacity} {unit}")
+            notes.append(why)
         # Binding: with a rank per core on one host, --bind-to core keeps the two ping-pong
         # ranks on different cores and stops migrations; measured here (2 vCPUs, KVM) it is as
         # fast as none and never lands both spinning ranks on one core. With a host list the
