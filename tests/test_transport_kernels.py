@@ -221,9 +221,34 @@ def test_ofi_reports_provider_fabric_domain(kernel: str, provider: str) -> None:
               "8", "--validate", transport=f"ofi:{provider}")
     check_protocol(res, kernel, [8, 65536], 20)
     meta = res.output.meta
-    assert meta["ofi_provider"] == provider
+    assert meta["ofi_provider"] == provider and meta["ofi_ep_type"] == "rdm"
     assert meta["ofi_fabric"] and meta["ofi_domain"]
+    if provider.startswith("tcp"):
+        # The launcher's loopback addresses reach the provider: no traffic on the host's NICs.
+        assert meta["ofi_domain"] == "lo"
     assert res.selected_transport == f"ofi:{provider}"
+
+
+@pytest.mark.parametrize("kernel", ["ofi.latency", "ofi.bw"])
+def test_ofi_msg_endpoints_over_tcp(kernel: str) -> None:
+    # tcp is a native MSG provider: the server listens on a passive endpoint bound to the
+    # launcher's loopback address, the client connects to the name it announced.
+    res = run(kernel, "--endpoint", "msg", "--sizes", "8,64K", "--iterations", "20",
+              "--warmup", "2", "--window", "8", "--validate", transport="ofi:tcp")
+    check_protocol(res, kernel, [8, 65536], 20)
+    meta = res.output.meta
+    assert meta["ofi_ep_type"] == "msg" and meta["ofi_provider"] == "tcp"
+    assert meta["ofi_domain"] == "lo" and "FI_EP_MSG" in (res.selected_detail or "")
+    assert res.selected_transport == "ofi:tcp"
+    assert all(r.validated is True for r in res.output.results)
+
+
+def test_ofi_msg_endpoint_on_a_provider_without_one() -> None:
+    # shm offers RDM endpoints only: both sides say which provider lacks which endpoint type.
+    res = run("ofi.latency", "--endpoint", "msg", "--sizes", "8", "--iterations", "5",
+              transport="ofi:shm")
+    assert res.returncode != 0 and res.output.results == []
+    assert "provider shm has no MSG endpoint (FI_EP_MSG)" in res.stderr
 
 
 def test_verbs_skips_without_a_device() -> None:

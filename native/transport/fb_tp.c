@@ -45,6 +45,8 @@ static const struct optdef OPTS[] = {
     {"--tls", FB_OPT_UCX, "LIST", "UCX transports (as UCX_TLS; the one chosen is reported)"},
     {"--net-devices", FB_OPT_UCX, "LIST", "UCX devices (as UCX_NET_DEVICES)"},
     {"--provider", FB_OPT_OFI, "NAME", "libfabric provider (as FI_PROVIDER, e.g. 'tcp;ofi_rxm')"},
+    {"--endpoint", FB_OPT_OFI, "rdm|msg",
+     "libfabric endpoint: rdm (default, reliable datagram) or msg (connected)"},
     {"--op", FB_OPT_OP, "send|write", "RC send/recv (default) or RDMA write"},
 };
 #define NOPTS (sizeof(OPTS) / sizeof(OPTS[0]))
@@ -172,6 +174,10 @@ static int set_opt(struct fb_tp *t, const char *name, const char *val)
         c->net_devices = val;
     } else if (!strcmp(name, "--provider")) {
         c->provider = val;
+    } else if (!strcmp(name, "--endpoint")) {
+        if (strcmp(val, "rdm") && strcmp(val, "msg"))
+            return opt_fail(t, "--endpoint wants rdm or msg, got '%s'", val);
+        c->endpoint = val;
     } else if (!strcmp(name, "--nodelay")) {
         c->nodelay = true;
     } else if (!strcmp(name, "--quickack")) {
@@ -193,6 +199,7 @@ static int parse(struct fb_tp *t, int argc, char **argv)
     c->pattern = "pingpong";
     c->udp_timeout_ms = 200;
     c->op = "send";
+    c->endpoint = "rdm";
 
     char **rest = calloc((size_t)argc + 1, sizeof(*rest));
     if (!rest)

@@ -36,7 +36,7 @@ enum fb_tp_optbit {
     FB_OPT_DEVICE = 1 << 7,
     FB_OPT_OP = 1 << 8,       /* --op send|write */
     FB_OPT_UCX = 1 << 9,      /* --tls, --net-devices */
-    FB_OPT_OFI = 1 << 10,     /* --provider */
+    FB_OPT_OFI = 1 << 10,     /* --provider, --endpoint */
 };
 
 struct fb_tp_cfg {
@@ -55,6 +55,7 @@ struct fb_tp_cfg {
     const char *op; /* verbs: "send" or "write" */
     const char *tls, *net_devices; /* UCX: set through ucp_config_modify */
     const char *provider;          /* libfabric: hints->fabric_attr->prov_name */
+    const char *endpoint;          /* libfabric: "rdm" or "msg" */
 };
 
 /* What one side measured over the timed part of one size; the server's goes to the client. */
@@ -111,7 +112,7 @@ struct fb_tp {
     /* Extra per-sample series the kernel may fill (e.g. per-stream times), n per timed
      * iteration, written by result(). */
     bool corrupt, corrupted;
-    void *priv; /* the family's state */
+    void *priv; /* the family's state: allocated by its setup hook, freed by its teardown */
 };
 
 /* The whole kernel: parse, bootstrap, set up, loop over sizes, records, exit code. */

@@ -59,8 +59,6 @@ struct sockst {
     long warm_iters;
 };
 
-static struct sockst S;
-
 static bool is_udp(const struct fb_tp *t) { return t->k->family == FB_FAM_UDP; }
 static bool kname(const struct fb_tp *t, const char *n) { return !strcmp(t->k->name, n); }
 
@@ -102,10 +100,10 @@ static void announce(struct fb_tp *t, int port, char *peer_host, size_t cap, int
     }
 }
 
-static int tcp_setup(struct fb_tp *t)
+static int tcp_setup(struct fb_tp *t, struct sockst *sk)
 {
     struct fb_sockopts o = sockopts(t);
-    S.nfd = kname(t, "tcp.streams") ? t->cfg.streams : 1;
+    sk->nfd = kname(t, "tcp.streams") ? t->cfg.streams : 1;
     char host[256] = "";
     int port = 0;
     if (t->index == 1) {
@@ -113,34 +111,34 @@ static int tcp_setup(struct fb_tp *t)
         if (lfd < 0)
             return -1;
         announce(t, port, NULL, 0, NULL);
-        for (int k = 0; k < S.nfd; k++) {
-            S.fd[k] = fb_accept_timeout(lfd, t->cfg.connect_timeout_s);
-            if (S.fd[k] < 0)
+        for (int k = 0; k < sk->nfd; k++) {
+            sk->fd[k] = fb_accept_timeout(lfd, t->cfg.connect_timeout_s);
+            if (sk->fd[k] < 0)
                 fb_tp_die(t, "data connection %d was not made", k);
-            if (fb_sock_apply(S.fd[k], &(struct fb_sockopts){.nodelay = o.nodelay,
+            if (fb_sock_apply(sk->fd[k], &(struct fb_sockopts){.nodelay = o.nodelay,
                                                               .zerocopy = o.zerocopy}))
                 return -1;
         }
         close(lfd);
     } else {
         announce(t, 0, host, sizeof(host), &port);
-        for (int k = 0; k < S.nfd; k++) {
-            S.fd[k] = fb_connect_retry(host, port, t->cfg.connect_timeout_s, &o);
-            if (S.fd[k] < 0)
+        for (int k = 0; k < sk->nfd; k++) {
+            sk->fd[k] = fb_connect_retry(host, port, t->cfg.connect_timeout_s, &o);
+            if (sk->fd[k] < 0)
                 return -1;
         }
     }
     return 0;
 }
 
-static int udp_setup(struct fb_tp *t)
+static int udp_setup(struct fb_tp *t, struct sockst *sk)
 {
     struct fb_sockopts o = {.sndbuf = t->cfg.sndbuf, .rcvbuf = t->cfg.rcvbuf};
     char host[256] = "";
     int port = 0;
     if (t->index == 1) {
-        S.ufd = fb_bind_socket(SOCK_DGRAM, t->cfg.bind, &port, &o);
-        if (S.ufd < 0)
+        sk->ufd = fb_bind_socket(SOCK_DGRAM, t->cfg.bind, &port, &o);
+        if (sk->ufd < 0)
             return -1;
         announce(t, port, NULL, 0, NULL);
     } else {
@@ -148,8 +146,8 @@ static int udp_setup(struct fb_tp *t)
         int lport = 0;
         /* Bind to the family of the peer by resolving the peer first; "any" of AF_UNSPEC
          * gives the first family getaddrinfo returns, which matches for numeric peers. */
-        S.ufd = fb_bind_socket(SOCK_DGRAM, strchr(host, ':') ? "::" : "0.0.0.0", &lport, &o);
-        if (S.ufd < 0 || fb_udp_connect(S.ufd, host, port))
+        sk->ufd = fb_bind_socket(SOCK_DGRAM, strchr(host, ':') ? "::" : "0.0.0.0", &lport, &o);
+        if (sk->ufd < 0 || fb_udp_connect(sk->ufd, host, port))
             return -1;
     }
     return 0;
@@ -157,18 +155,23 @@ static int udp_setup(struct fb_tp *t)
 
 static int sock_setup(struct fb_tp *t)
 {
-    return is_udp(t) ? udp_setup(t) : tcp_setup(t);
+    struct sockst *sk = calloc(1, sizeof(*sk));
+    if (!sk)
+        return -1;
+    t->priv = sk;
+    return is_udp(t) ? udp_setup(t, sk) : tcp_setup(t, sk);
 }
 
 static void sock_meta(struct fb_tp *t, struct fb_json *j)
 {
+    const struct sockst *sk = t->priv;
     struct utsname u;
     char lib[320] = "Linux sockets";
     if (uname(&u) == 0)
         snprintf(lib, sizeof(lib), "Linux %s sockets", u.release);
     fb_json_str(j, "library", lib);
     fb_json_str(j, "selected_transport", is_udp(t) ? "udp" : "tcp");
-    int fd = is_udp(t) ? S.ufd : S.fd[0];
+    int fd = is_udp(t) ? sk->ufd : sk->fd[0];
     int v = 0;
     socklen_t l = sizeof(v);
     /* What the kernel granted (Linux doubles the request and caps it at [rw]mem_max). */
@@ -231,7 +234,7 @@ static int recv_all_qa(const struct fb_tp *t, int fd, void *buf, size_t len)
 }
 
 /* Completions of MSG_ZEROCOPY sends from the error queue; wait for at least one if `block`. */
-static void zc_reap(int fd, bool block)
+static void zc_reap(struct sockst *sk, int fd, bool block)
 {
     for (;;) {
         char ctrl[128];
@@ -251,15 +254,15 @@ static void zc_reap(int fd, bool block)
             if (ee->ee_errno != 0 || ee->ee_origin != SO_EE_ORIGIN_ZEROCOPY)
                 continue;
             unsigned long cnt = (unsigned long)(ee->ee_data - ee->ee_info) + 1;
-            S.zc_done += cnt;
+            sk->zc_done += cnt;
             if (ee->ee_code & SO_EE_CODE_ZEROCOPY_COPIED)
-                S.zc_copied += cnt;
+                sk->zc_copied += cnt;
         }
         block = false;
     }
 }
 
-static int send_msg(struct fb_tp *t, int fd, const char *buf, size_t len)
+static int send_msg(struct fb_tp *t, struct sockst *sk, int fd, const char *buf, size_t len)
 {
     if (!t->cfg.zerocopy)
         return fb_send_all(fd, buf, len);
@@ -269,28 +272,28 @@ static int send_msg(struct fb_tp *t, int fd, const char *buf, size_t len)
             if (errno == EINTR)
                 continue;
             if (errno == ENOBUFS) { /* optmem full of pending notifications: reap, retry */
-                zc_reap(fd, true);
+                zc_reap(sk, fd, true);
                 continue;
             }
             perror("send(MSG_ZEROCOPY)");
             return -1;
         }
-        S.zc_sends++;
+        sk->zc_sends++;
         buf += n;
         len -= (size_t)n;
     }
-    if (S.zc_sends - S.zc_done > 1024)
-        zc_reap(fd, false);
+    if (sk->zc_sends - sk->zc_done > 1024)
+        zc_reap(sk, fd, false);
     return 0;
 }
 
 /* Receive `size` bytes of message `iter` into rbuf, checking them if validating. */
-static int recv_msg(struct fb_tp *t, int fd, size_t size, long iter)
+static int recv_msg(struct fb_tp *t, struct sockst *sk, int fd, size_t size, long iter)
 {
-    if (fb_recv_all(fd, S.rbuf, size))
+    if (fb_recv_all(fd, sk->rbuf, size))
         return -1;
     if (t->opts.validate)
-        fb_tp_check(t, S.rbuf, size, 0, size, iter);
+        fb_tp_check(t, sk->rbuf, size, 0, size, iter);
     return 0;
 }
 
@@ -298,48 +301,48 @@ static int recv_msg(struct fb_tp *t, int fd, size_t size, long iter)
  * on fds with rpending[k] > 0, all at once, without blocking on any one of them. Received
  * bytes are checked against message offsets when validating. stamp[k] gets the time the
  * stream finished (its 1-byte ack when `acks`, else its last byte in either direction). */
-static int multiplex(struct fb_tp *t, size_t size, long iter, size_t *spend, size_t *rpend,
-                     bool acks, double *stamp)
+static int multiplex(struct fb_tp *t, struct sockst *sk, size_t size, long iter, size_t *spend,
+                     size_t *rpend, bool acks, double *stamp)
 {
     struct pollfd p[MAX_STREAMS];
     size_t soff[MAX_STREAMS] = {0}, roff[MAX_STREAMS] = {0};
     bool ackwait[MAX_STREAMS] = {0};
     int left = 0;
-    for (int k = 0; k < S.nfd; k++) {
+    for (int k = 0; k < sk->nfd; k++) {
         ackwait[k] = acks && spend[k] > 0;
         if (spend[k] || rpend[k] || ackwait[k])
             left++;
     }
     while (left) {
-        for (int k = 0; k < S.nfd; k++) {
-            p[k].fd = S.fd[k];
+        for (int k = 0; k < sk->nfd; k++) {
+            p[k].fd = sk->fd[k];
             p[k].events = (short)((spend[k] ? POLLOUT : 0) |
                                   ((rpend[k] || (ackwait[k] && !spend[k])) ? POLLIN : 0));
             p[k].revents = 0;
         }
-        if (poll(p, (nfds_t)S.nfd, -1) < 0) {
+        if (poll(p, (nfds_t)sk->nfd, -1) < 0) {
             if (errno == EINTR)
                 continue;
             perror("poll");
             return -1;
         }
-        for (int k = 0; k < S.nfd; k++) {
+        for (int k = 0; k < sk->nfd; k++) {
             bool busy_before = spend[k] || rpend[k] || ackwait[k];
             if ((p[k].revents & POLLOUT) && spend[k]) {
                 size_t in_msg = soff[k] % size;
                 size_t chunk = size - in_msg;
                 if (chunk > spend[k])
                     chunk = spend[k];
-                ssize_t n = send(S.fd[k], S.sbuf + in_msg, chunk,
+                ssize_t n = send(sk->fd[k], sk->sbuf + in_msg, chunk,
                                  MSG_DONTWAIT | MSG_NOSIGNAL | (t->cfg.zerocopy ? MSG_ZEROCOPY : 0));
                 if (n < 0 && errno == ENOBUFS && t->cfg.zerocopy) {
-                    zc_reap(S.fd[k], true);
+                    zc_reap(sk, sk->fd[k], true);
                 } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
                     perror("send");
                     return -1;
                 } else if (n > 0) {
                     if (t->cfg.zerocopy)
-                        S.zc_sends++;
+                        sk->zc_sends++;
                     soff[k] += (size_t)n;
                     spend[k] -= (size_t)n;
                 }
@@ -350,7 +353,7 @@ static int multiplex(struct fb_tp *t, size_t size, long iter, size_t *spend, siz
                     size_t chunk = size - in_msg;
                     if (chunk > rpend[k])
                         chunk = rpend[k];
-                    ssize_t n = recv(S.fd[k], S.rbuf + in_msg, chunk, MSG_DONTWAIT);
+                    ssize_t n = recv(sk->fd[k], sk->rbuf + in_msg, chunk, MSG_DONTWAIT);
                     if (n == 0) {
                         fprintf(stderr, "recv: the peer closed connection %d\n", k);
                         return -1;
@@ -361,16 +364,16 @@ static int multiplex(struct fb_tp *t, size_t size, long iter, size_t *spend, siz
                     }
                     if (n > 0) {
                         if (t->opts.validate)
-                            fb_tp_check(t, S.rbuf + in_msg, (size_t)n, in_msg, size, iter);
+                            fb_tp_check(t, sk->rbuf + in_msg, (size_t)n, in_msg, size, iter);
                         roff[k] += (size_t)n;
                         rpend[k] -= (size_t)n;
                         if (!rpend[k] && acks) /* the receiver's ack for this stream */
-                            if (fb_send_all(S.fd[k], "a", 1))
+                            if (fb_send_all(sk->fd[k], "a", 1))
                                 return -1;
                     }
                 } else if (ackwait[k] && !spend[k]) {
                     char a;
-                    ssize_t n = recv(S.fd[k], &a, 1, MSG_DONTWAIT);
+                    ssize_t n = recv(sk->fd[k], &a, 1, MSG_DONTWAIT);
                     if (n == 0) {
                         fprintf(stderr, "recv: the peer closed connection %d\n", k);
                         return -1;
@@ -393,18 +396,19 @@ static int multiplex(struct fb_tp *t, size_t size, long iter, size_t *spend, siz
 
 static int sock_begin_size(struct fb_tp *t, size_t size)
 {
+    struct sockst *sk = t->priv;
     size_t w = (size_t)t->opts.window;
     size_t need = size < 64 ? 64 : size;
-    if (need > S.cap) {
-        fb_buf_free(S.sbuf);
-        fb_buf_free(S.rbuf);
-        S.sbuf = fb_buf_alloc(need);
-        S.rbuf = fb_buf_alloc(need);
-        if (!S.sbuf || !S.rbuf)
+    if (need > sk->cap) {
+        fb_buf_free(sk->sbuf);
+        fb_buf_free(sk->rbuf);
+        sk->sbuf = fb_buf_alloc(need);
+        sk->rbuf = fb_buf_alloc(need);
+        if (!sk->sbuf || !sk->rbuf)
             return -1;
-        S.cap = need;
+        sk->cap = need;
     }
-    memset(S.sbuf, 'x', size);
+    memset(sk->sbuf, 'x', size);
     const char *n = t->k->name;
     if (!strcmp(n, "tcp.latency") || !strcmp(n, "udp.latency")) {
         bool wwr = !strcmp(n, "tcp.latency") && !strcmp(t->cfg.pattern, "wwr");
@@ -416,77 +420,77 @@ static int sock_begin_size(struct fb_tp *t, size_t size)
         t->messages_per_sample = 2.0 * (double)w;
         t->bytes_per_iteration = t->bytes_per_sample;
     } else if (!strcmp(n, "tcp.streams")) {
-        t->bytes_per_sample = (double)(size * w) * S.nfd;
-        t->messages_per_sample = (double)w * S.nfd;
+        t->bytes_per_sample = (double)(size * w) * sk->nfd;
+        t->messages_per_sample = (double)w * sk->nfd;
         t->bytes_per_iteration = t->bytes_per_sample;
     } else {
         t->bytes_per_sample = (double)(size * w);
         t->messages_per_sample = (double)w;
         t->bytes_per_iteration = t->bytes_per_sample;
     }
-    for (int k = 0; k < S.nfd; k++) {
+    for (int k = 0; k < sk->nfd; k++) {
         struct tcp_info ti;
-        S.retrans0[k] = tcp_info(S.fd[k], &ti) == 0 ? ti.tcpi_total_retrans : 0;
+        sk->retrans0[k] = tcp_info(sk->fd[k], &ti) == 0 ? ti.tcpi_total_retrans : 0;
     }
-    S.zc_sends = S.zc_done = S.zc_copied = 0;
-    S.nst = 0;
-    S.seq = 0;
-    S.lost_rt = S.stale = S.sent = S.send_err = 0;
-    S.timed_windows = 0;
-    S.warm_iters = 0;
+    sk->zc_sends = sk->zc_done = sk->zc_copied = 0;
+    sk->nst = 0;
+    sk->seq = 0;
+    sk->lost_rt = sk->stale = sk->sent = sk->send_err = 0;
+    sk->timed_windows = 0;
+    sk->warm_iters = 0;
     return 0;
 }
 
-static int tcp_latency(struct fb_tp *t, size_t size, long iter, double *sample)
+static int tcp_latency(struct fb_tp *t, struct sockst *sk, size_t size, long iter, double *sample)
 {
-    int fd = S.fd[0];
+    int fd = sk->fd[0];
     bool wwr = !strcmp(t->cfg.pattern, "wwr");
     size_t reply = wwr ? 8 : size;
     if (t->index == 0) {
         if (t->opts.validate)
-            fb_tp_fill(t, S.sbuf, size, 0, size, iter);
+            fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
         double t0 = fb_now_us();
         if (wwr) {
             /* a request written as header + body, the reply read at once: Nagle holds the
              * second write until the first is ACKed, and the server delays that ACK */
             size_t half = size / 2;
-            if ((half && send_msg(t, fd, S.sbuf, half)) ||
-                send_msg(t, fd, S.sbuf + half, size - half))
+            if ((half && send_msg(t, sk, fd, sk->sbuf, half)) ||
+                send_msg(t, sk, fd, sk->sbuf + half, size - half))
                 return -1;
-            if (recv_all_qa(t, fd, S.rbuf, reply))
+            if (recv_all_qa(t, fd, sk->rbuf, reply))
                 return -1;
         } else {
-            if (send_msg(t, fd, S.sbuf, size) || recv_all_qa(t, fd, S.rbuf, reply))
+            if (send_msg(t, sk, fd, sk->sbuf, size) || recv_all_qa(t, fd, sk->rbuf, reply))
                 return -1;
         }
         double t1 = fb_now_us();
         *sample = wwr ? t1 - t0 : (t1 - t0) / 2.0;
         if (t->opts.validate && !wwr)
-            fb_tp_check(t, S.rbuf, reply, 0, reply, iter);
+            fb_tp_check(t, sk->rbuf, reply, 0, reply, iter);
         return 0;
     }
     if (t->opts.validate)
-        fb_tp_fill(t, S.sbuf, reply, 0, reply, iter);
-    if (recv_all_qa(t, fd, S.rbuf, size))
+        fb_tp_fill(t, sk->sbuf, reply, 0, reply, iter);
+    if (recv_all_qa(t, fd, sk->rbuf, size))
         return -1;
-    if (send_msg(t, fd, S.sbuf, reply))
+    if (send_msg(t, sk, fd, sk->sbuf, reply))
         return -1;
     if (t->opts.validate)
-        fb_tp_check(t, S.rbuf, size, 0, size, iter);
+        fb_tp_check(t, sk->rbuf, size, 0, size, iter);
     return 0;
 }
 
-static int tcp_bw(struct fb_tp *t, size_t size, long iter, double *sample)
+static int tcp_bw(struct fb_tp *t, struct sockst *sk, size_t size, long iter, double *sample)
 {
-    int fd = S.fd[0];
+    int fd = sk->fd[0];
     int w = t->opts.window;
     if (t->index == 0) {
         if (t->opts.validate)
-            fb_tp_fill(t, S.sbuf, size, 0, size, iter);
+            fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
         char ack;
         double t0 = fb_now_us();
         for (int k = 0; k < w; k++)
-            if (send_msg(t, fd, S.sbuf, size))
+            if (send_msg(t, sk, fd, sk->sbuf, size))
                 return -1;
         if (fb_recv_all(fd, &ack, 1))
             return -1;
@@ -494,55 +498,56 @@ static int tcp_bw(struct fb_tp *t, size_t size, long iter, double *sample)
         return 0;
     }
     for (int k = 0; k < w; k++)
-        if (recv_msg(t, fd, size, iter))
+        if (recv_msg(t, sk, fd, size, iter))
             return -1;
     return fb_send_all(fd, "a", 1);
 }
 
 /* tcp.bibw: both sides send and receive a window at once. */
-static int tcp_bibw(struct fb_tp *t, size_t size, long iter, double *sample)
+static int tcp_bibw(struct fb_tp *t, struct sockst *sk, size_t size, long iter, double *sample)
 {
     size_t spend[MAX_STREAMS], rpend[MAX_STREAMS];
     size_t total = size * (size_t)t->opts.window;
-    for (int k = 0; k < S.nfd; k++)
+    for (int k = 0; k < sk->nfd; k++)
         spend[k] = rpend[k] = total;
     if (t->opts.validate)
-        fb_tp_fill(t, S.sbuf, size, 0, size, iter);
+        fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
     double t0 = fb_now_us();
-    if (multiplex(t, size, iter, spend, rpend, false, NULL))
+    if (multiplex(t, sk, size, iter, spend, rpend, false, NULL))
         return -1;
     *sample = fb_now_us() - t0;
     return 0;
 }
 
-static int tcp_streams(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+static int tcp_streams(struct fb_tp *t, struct sockst *sk, size_t size, long iter, bool timed,
+                       double *sample)
 {
     size_t spend[MAX_STREAMS], rpend[MAX_STREAMS];
     double stamp[MAX_STREAMS];
     size_t total = size * (size_t)t->opts.window;
-    for (int k = 0; k < S.nfd; k++) {
+    for (int k = 0; k < sk->nfd; k++) {
         spend[k] = t->index == 0 ? total : 0;
         rpend[k] = t->index == 1 ? total : 0;
     }
     if (t->opts.validate && t->index == 0)
-        fb_tp_fill(t, S.sbuf, size, 0, size, iter);
+        fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
     double t0 = fb_now_us();
-    if (multiplex(t, size, iter, spend, rpend, true, stamp))
+    if (multiplex(t, sk, size, iter, spend, rpend, true, stamp))
         return -1;
     *sample = fb_now_us() - t0;
     if (timed && t->index == 0) {
-        if (S.nst + (size_t)S.nfd > S.capst) {
-            size_t cap = S.capst ? S.capst * 2 : 4096;
-            while (cap < S.nst + (size_t)S.nfd)
+        if (sk->nst + (size_t)sk->nfd > sk->capst) {
+            size_t cap = sk->capst ? sk->capst * 2 : 4096;
+            while (cap < sk->nst + (size_t)sk->nfd)
                 cap *= 2;
-            double *n = realloc(S.stimes, cap * sizeof(*n));
+            double *n = realloc(sk->stimes, cap * sizeof(*n));
             if (!n)
                 return -1;
-            S.stimes = n;
-            S.capst = cap;
+            sk->stimes = n;
+            sk->capst = cap;
         }
-        for (int k = 0; k < S.nfd; k++)
-            S.stimes[S.nst++] = stamp[k] - t0;
+        for (int k = 0; k < sk->nfd; k++)
+            sk->stimes[sk->nst++] = stamp[k] - t0;
     }
     return 0;
 }
@@ -576,48 +581,48 @@ static int wait_readable(int fd, int extra_fd, double ms)
     return 2; /* only the bootstrap connection: the peer has moved on */
 }
 
-static int udp_latency(struct fb_tp *t, size_t size, long iter, double *sample)
+static int udp_latency(struct fb_tp *t, struct sockst *sk, size_t size, long iter, double *sample)
 {
     uint32_t seq = (uint32_t)iter + 1;
     if (t->index == 0) {
         if (t->opts.validate)
-            fb_tp_fill(t, S.sbuf, size, 0, size, iter);
-        put_hdr(S.sbuf, seq, true);
+            fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
+        put_hdr(sk->sbuf, seq, true);
         for (int attempt = 0;; attempt++) {
             if (attempt > 100)
                 fb_tp_die(t, "UDP: 100 round trips in a row were lost");
             double t0 = fb_now_us();
-            if (send(S.ufd, S.sbuf, size, 0) < 0 && errno != ECONNREFUSED) {
+            if (send(sk->ufd, sk->sbuf, size, 0) < 0 && errno != ECONNREFUSED) {
                 perror("send");
                 return -1;
             }
             for (;;) {
-                if (!wait_readable(S.ufd, -1, t->cfg.udp_timeout_ms)) {
-                    S.lost_rt++; /* no reply: send again and time the new attempt */
+                if (!wait_readable(sk->ufd, -1, t->cfg.udp_timeout_ms)) {
+                    sk->lost_rt++; /* no reply: send again and time the new attempt */
                     break;
                 }
-                ssize_t n = recv(S.ufd, S.rbuf, size, 0);
+                ssize_t n = recv(sk->ufd, sk->rbuf, size, 0);
                 if (n < 0)
                     break;
-                if ((size_t)n != size || get_hdr(S.rbuf).seq != seq) {
-                    S.stale++;
+                if ((size_t)n != size || get_hdr(sk->rbuf).seq != seq) {
+                    sk->stale++;
                     continue;
                 }
                 double t1 = fb_now_us();
                 *sample = (t1 - t0) / 2.0;
                 if (t->opts.validate)
-                    fb_tp_check(t, S.rbuf + UDP_HDR, size - UDP_HDR, UDP_HDR, size, iter);
+                    fb_tp_check(t, sk->rbuf + UDP_HDR, size - UDP_HDR, UDP_HDR, size, iter);
                 return 0;
             }
         }
     }
     /* Server: echo every ping; an old one (its reply was lost) is echoed again. */
     if (t->opts.validate)
-        fb_tp_fill(t, S.sbuf, size, 0, size, iter);
+        fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
     for (;;) {
         struct sockaddr_storage from;
         socklen_t fl = sizeof(from);
-        ssize_t n = recvfrom(S.ufd, S.rbuf, size, 0, (struct sockaddr *)&from, &fl);
+        ssize_t n = recvfrom(sk->ufd, sk->rbuf, size, 0, (struct sockaddr *)&from, &fl);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -626,52 +631,54 @@ static int udp_latency(struct fb_tp *t, size_t size, long iter, double *sample)
         }
         if ((size_t)n < UDP_HDR)
             continue;
-        uint32_t got = get_hdr(S.rbuf).seq;
+        uint32_t got = get_hdr(sk->rbuf).seq;
         if (got == seq && t->opts.validate)
-            fb_tp_check(t, S.rbuf + UDP_HDR, (size_t)n - UDP_HDR, UDP_HDR, size, iter);
-        put_hdr(S.sbuf, got, true);
-        sendto(S.ufd, S.sbuf, (size_t)n, 0, (struct sockaddr *)&from, fl);
+            fb_tp_check(t, sk->rbuf + UDP_HDR, (size_t)n - UDP_HDR, UDP_HDR, size, iter);
+        put_hdr(sk->sbuf, got, true);
+        sendto(sk->ufd, sk->sbuf, (size_t)n, 0, (struct sockaddr *)&from, fl);
         if (got == seq)
             return 0;
     }
 }
 
-static int udp_stream(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+static int udp_stream(struct fb_tp *t, struct sockst *sk, size_t size, long iter, bool timed,
+                      double *sample)
 {
     if (t->index == 1) {
         if (!timed)
-            S.warm_iters++;
+            sk->warm_iters++;
         else
-            S.timed_windows++;
+            sk->timed_windows++;
         return 0; /* the server receives everything in end_size */
     }
     int w = t->opts.window;
     if (t->opts.validate)
-        fb_tp_fill(t, S.sbuf, size, 0, size, iter);
+        fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
     double t0 = fb_now_us();
     for (int k = 0; k < w; k++) {
-        put_hdr(S.sbuf, timed ? S.seq++ : 0, timed);
-        if (send(S.ufd, S.sbuf, size, 0) < 0) {
+        put_hdr(sk->sbuf, timed ? sk->seq++ : 0, timed);
+        if (send(sk->ufd, sk->sbuf, size, 0) < 0) {
             if (errno == EINTR) {
                 k--;
                 continue;
             }
             if (timed)
-                S.send_err++; /* ENOBUFS/ECONNREFUSED: a datagram that left no trace */
+                sk->send_err++; /* ENOBUFS/ECONNREFUSED: a datagram that left no trace */
         } else if (timed) {
-            S.sent++;
+            sk->sent++;
         }
     }
     *sample = fb_now_us() - t0;
     if (timed)
-        S.timed_windows++;
+        sk->timed_windows++;
     return 0;
 }
 
 /* Receive the timed datagrams of one size and count what arrived, late, twice or never. */
-static void udp_stream_receive(struct fb_tp *t, size_t size, struct fb_tp_side *me)
+static void udp_stream_receive(struct fb_tp *t, struct sockst *sk, size_t size,
+                               struct fb_tp_side *me)
 {
-    long expect = S.timed_windows * t->opts.window;
+    long expect = sk->timed_windows * t->opts.window;
     unsigned char *seen = calloc((size_t)expect / 8 + 1, 1);
     if (!seen)
         fb_tp_die(t, "out of memory");
@@ -685,17 +692,17 @@ static void udp_stream_receive(struct fb_tp *t, size_t size, struct fb_tp_side *
         /* Once the client is in the bootstrap exchange it has sent everything: wait only
          * briefly for stragglers. */
         double ms = peer_done ? 5 : t->cfg.udp_timeout_ms;
-        int r = wait_readable(S.ufd, peer_done ? -1 : t->boot.fd, ms);
+        int r = wait_readable(sk->ufd, peer_done ? -1 : t->boot.fd, ms);
         if (r == 0)
             break;
         if (r == 2) {
             peer_done = true;
             continue;
         }
-        ssize_t n = recv(S.ufd, S.rbuf, size, MSG_DONTWAIT);
+        ssize_t n = recv(sk->ufd, sk->rbuf, size, MSG_DONTWAIT);
         if (n < (ssize_t)UDP_HDR)
             continue;
-        struct udp_hdr h = get_hdr(S.rbuf);
+        struct udp_hdr h = get_hdr(sk->rbuf);
         if (!h.timed)
             continue;
         double now = fb_now_us();
@@ -714,8 +721,8 @@ static void udp_stream_receive(struct fb_tp *t, size_t size, struct fb_tp_side *
         else
             max_seen = h.seq;
         if (t->opts.validate)
-            fb_tp_check(t, S.rbuf + UDP_HDR, (size_t)n - UDP_HDR, UDP_HDR, size,
-                        S.warm_iters + (long)h.seq / t->opts.window);
+            fb_tp_check(t, sk->rbuf + UDP_HDR, (size_t)n - UDP_HDR, UDP_HDR, size,
+                        sk->warm_iters + (long)h.seq / t->opts.window);
         received++;
         bytes += (double)n;
         if ((long)received == expect && !peer_done)
@@ -740,28 +747,30 @@ static void udp_stream_receive(struct fb_tp *t, size_t size, struct fb_tp_side *
 
 static int sock_iterate(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
+    struct sockst *sk = t->priv;
     const char *n = t->k->name;
     if (!strcmp(n, "tcp.latency"))
-        return tcp_latency(t, size, iter, sample);
+        return tcp_latency(t, sk, size, iter, sample);
     if (!strcmp(n, "tcp.bw"))
-        return tcp_bw(t, size, iter, sample);
+        return tcp_bw(t, sk, size, iter, sample);
     if (!strcmp(n, "tcp.bibw"))
-        return tcp_bibw(t, size, iter, sample);
+        return tcp_bibw(t, sk, size, iter, sample);
     if (!strcmp(n, "tcp.streams"))
-        return tcp_streams(t, size, iter, timed, sample);
+        return tcp_streams(t, sk, size, iter, timed, sample);
     if (!strcmp(n, "udp.latency"))
-        return udp_latency(t, size, iter, sample);
-    return udp_stream(t, size, iter, timed, sample);
+        return udp_latency(t, sk, size, iter, sample);
+    return udp_stream(t, sk, size, iter, timed, sample);
 }
 
 static void sock_end_size(struct fb_tp *t, size_t size, struct fb_tp_side *me)
 {
+    struct sockst *sk = t->priv;
     if (kname(t, "udp.stream")) {
         if (t->index == 1) {
-            udp_stream_receive(t, size, me);
+            udp_stream_receive(t, sk, size, me);
         } else {
-            me->c[0] = S.sent;
-            me->c[1] = S.send_err;
+            me->c[0] = sk->sent;
+            me->c[1] = sk->send_err;
         }
         return;
     }
@@ -770,29 +779,29 @@ static void sock_end_size(struct fb_tp *t, size_t size, struct fb_tp_side *me)
             /* Echo late retries until the client has moved on to the bootstrap exchange
              * (its last reply may have been lost and it may still be asking). */
             for (;;) {
-                int r = wait_readable(S.ufd, t->boot.fd, t->cfg.udp_timeout_ms * 2);
+                int r = wait_readable(sk->ufd, t->boot.fd, t->cfg.udp_timeout_ms * 2);
                 if (r != 1)
                     break;
                 struct sockaddr_storage from;
                 socklen_t fl = sizeof(from);
-                ssize_t n = recvfrom(S.ufd, S.rbuf, size, 0, (struct sockaddr *)&from, &fl);
+                ssize_t n = recvfrom(sk->ufd, sk->rbuf, size, 0, (struct sockaddr *)&from, &fl);
                 if (n > 0)
-                    sendto(S.ufd, S.rbuf, (size_t)n, 0, (struct sockaddr *)&from, fl);
+                    sendto(sk->ufd, sk->rbuf, (size_t)n, 0, (struct sockaddr *)&from, fl);
             }
         }
-        me->c[0] = S.lost_rt;
-        me->c[1] = S.stale;
+        me->c[0] = sk->lost_rt;
+        me->c[1] = sk->stale;
         return;
     }
     if (t->cfg.zerocopy)
-        for (int k = 0; k < S.nfd && S.zc_done < S.zc_sends; k++)
-            for (int tries = 0; tries < 50 && S.zc_done < S.zc_sends; tries++)
-                zc_reap(S.fd[k], true);
+        for (int k = 0; k < sk->nfd && sk->zc_done < sk->zc_sends; k++)
+            for (int tries = 0; tries < 50 && sk->zc_done < sk->zc_sends; tries++)
+                zc_reap(sk, sk->fd[k], true);
     double retrans = 0;
-    for (int k = 0; k < S.nfd; k++) {
+    for (int k = 0; k < sk->nfd; k++) {
         struct tcp_info ti;
-        if (tcp_info(S.fd[k], &ti) == 0) {
-            retrans += (double)(ti.tcpi_total_retrans - S.retrans0[k]);
+        if (tcp_info(sk->fd[k], &ti) == 0) {
+            retrans += (double)(ti.tcpi_total_retrans - sk->retrans0[k]);
             if (k == 0) {
                 me->c[2] = ti.tcpi_rtt;
                 me->c[3] = ti.tcpi_snd_cwnd;
@@ -800,13 +809,14 @@ static void sock_end_size(struct fb_tp *t, size_t size, struct fb_tp_side *me)
         }
     }
     me->retrans = retrans;
-    me->c[0] = (double)S.zc_sends;
-    me->c[1] = (double)S.zc_copied;
+    me->c[0] = (double)sk->zc_sends;
+    me->c[1] = (double)sk->zc_copied;
 }
 
 static void sock_result(struct fb_tp *t, struct fb_json *j, size_t size, long iters,
                         const struct fb_tp_side *c, const struct fb_tp_side *s)
 {
+    const struct sockst *sk = t->priv;
     (void)size;
     if (kname(t, "udp.stream")) {
         double expect = (double)iters * t->opts.window;
@@ -840,32 +850,34 @@ static void sock_result(struct fb_tp *t, struct fb_json *j, size_t size, long it
         fb_json_double(j, "server_zerocopy_copied", s->c[1], 0);
     }
     if (kname(t, "tcp.streams")) {
-        fb_json_int(j, "streams", S.nfd);
+        fb_json_int(j, "streams", sk->nfd);
         fb_json_double(j, "stream_bytes_per_sample",
                        (double)size * (double)t->opts.window, 1);
         /* row-major: stream k's samples are stream_times[k*iterations .. (k+1)*iterations) */
-        double *rows = malloc(S.nst * sizeof(*rows) + 1);
+        double *rows = malloc(sk->nst * sizeof(*rows) + 1);
         if (!rows)
             fb_tp_die(t, "out of memory");
-        size_t n = S.nst / (size_t)S.nfd;
+        size_t n = sk->nst / (size_t)sk->nfd;
         for (size_t i = 0; i < n; i++)
-            for (int k = 0; k < S.nfd; k++)
-                rows[(size_t)k * n + i] = S.stimes[i * (size_t)S.nfd + (size_t)k];
-        fb_json_double_array(j, "stream_times", rows, S.nst, 4);
+            for (int k = 0; k < sk->nfd; k++)
+                rows[(size_t)k * n + i] = sk->stimes[i * (size_t)sk->nfd + (size_t)k];
+        fb_json_double_array(j, "stream_times", rows, sk->nst, 4);
         free(rows);
     }
 }
 
 static void sock_teardown(struct fb_tp *t)
 {
-    (void)t;
-    for (int k = 0; k < S.nfd; k++)
-        close(S.fd[k]);
-    if (S.ufd > 0)
-        close(S.ufd);
-    fb_buf_free(S.sbuf);
-    fb_buf_free(S.rbuf);
-    free(S.stimes);
+    struct sockst *sk = t->priv;
+    for (int k = 0; k < sk->nfd; k++)
+        close(sk->fd[k]);
+    if (sk->ufd > 0)
+        close(sk->ufd);
+    fb_buf_free(sk->sbuf);
+    fb_buf_free(sk->rbuf);
+    free(sk->stimes);
+    free(sk);
+    t->priv = NULL;
 }
 
 #define TCP_OPTS (FB_OPT_NODELAY | FB_OPT_BUFS | FB_OPT_ZEROCOPY)

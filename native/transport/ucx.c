@@ -16,6 +16,7 @@
 #define TAG_DATA 0x100
 #define TAG_ACK 0x101
 #define TAG_MASK ((ucp_tag_t)-1)
+#define LANES_CAP 512
 
 struct ucxst {
     ucp_context_h ctx;
@@ -24,13 +25,11 @@ struct ucxst {
     char *sbuf, *rbuf;
     size_t cap;
     void **reqs;
-    char lanes[512];   /* "posix/memory,cma/memory" */
-    char *ep_info;     /* ucp_ep_print_info text */
+    char lanes[LANES_CAP]; /* "posix/memory,cma/memory" */
+    char *ep_info;         /* ucp_ep_print_info text */
 };
 
-static struct ucxst U;
-
-static int wait_req(struct fb_tp *t, void *req, const char *what)
+static int wait_req(struct fb_tp *t, struct ucxst *u, void *req, const char *what)
 {
     if (req == NULL)
         return 0;
@@ -41,7 +40,7 @@ static int wait_req(struct fb_tp *t, void *req, const char *what)
     }
     ucs_status_t st;
     while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS)
-        ucp_worker_progress(U.worker);
+        ucp_worker_progress(u->worker);
     ucp_request_free(req);
     if (st != UCS_OK) {
         fprintf(stderr, "%s: %s failed: %s\n", t->k->name, what, ucs_status_string(st));
@@ -50,16 +49,16 @@ static int wait_req(struct fb_tp *t, void *req, const char *what)
     return 0;
 }
 
-static void *send_nb(void *buf, size_t len, ucp_tag_t tag)
+static void *send_nb(struct ucxst *u, void *buf, size_t len, ucp_tag_t tag)
 {
     ucp_request_param_t p = {.op_attr_mask = 0};
-    return ucp_tag_send_nbx(U.ep, buf, len, tag, &p);
+    return ucp_tag_send_nbx(u->ep, buf, len, tag, &p);
 }
 
-static void *recv_nb(void *buf, size_t len, ucp_tag_t tag)
+static void *recv_nb(struct ucxst *u, void *buf, size_t len, ucp_tag_t tag)
 {
     ucp_request_param_t p = {.op_attr_mask = 0};
-    return ucp_tag_recv_nbx(U.worker, buf, len, tag, TAG_MASK, &p);
+    return ucp_tag_recv_nbx(u->worker, buf, len, tag, TAG_MASK, &p);
 }
 
 static void ep_err(void *arg, ucp_ep_h ep, ucs_status_t status)
@@ -97,7 +96,7 @@ static void parse_lanes(const char *info, char *out, size_t cap)
             continue;
         char probe[100];
         snprintf(probe, sizeof(probe), ",%s,", tl);
-        char have[sizeof(U.lanes) + 2];
+        char have[LANES_CAP + 2];
         snprintf(have, sizeof(have), ",%s,", out);
         if (strstr(have, probe))
             continue;
@@ -108,6 +107,10 @@ static void parse_lanes(const char *info, char *out, size_t cap)
 
 static int ucx_setup(struct fb_tp *t)
 {
+    struct ucxst *u = calloc(1, sizeof(*u));
+    if (!u)
+        return -1;
+    t->priv = u;
     ucp_config_t *cfg;
     ucs_status_t st = ucp_config_read(NULL, NULL, &cfg);
     if (st != UCS_OK)
@@ -121,78 +124,80 @@ static int ucx_setup(struct fb_tp *t)
         .field_mask = UCP_PARAM_FIELD_FEATURES,
         .features = UCP_FEATURE_TAG,
     };
-    st = ucp_init(&params, cfg, &U.ctx);
+    st = ucp_init(&params, cfg, &u->ctx);
     ucp_config_release(cfg);
     if (st != UCS_OK)
         fb_tp_die(t, "ucp_init: %s", ucs_status_string(st));
     ucp_worker_params_t wp = {.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
                               .thread_mode = UCS_THREAD_MODE_SINGLE};
-    if ((st = ucp_worker_create(U.ctx, &wp, &U.worker)) != UCS_OK)
+    if ((st = ucp_worker_create(u->ctx, &wp, &u->worker)) != UCS_OK)
         fb_tp_die(t, "ucp_worker_create: %s", ucs_status_string(st));
     ucp_address_t *addr;
     size_t alen;
-    if ((st = ucp_worker_get_address(U.worker, &addr, &alen)) != UCS_OK)
+    if ((st = ucp_worker_get_address(u->worker, &addr, &alen)) != UCS_OK)
         fb_tp_die(t, "ucp_worker_get_address: %s", ucs_status_string(st));
     size_t cap = 64 * 1024, got = 0;
     void *peer = malloc(cap);
     if (!peer)
         fb_tp_die(t, "out of memory");
     fb_tp_exchange(t, addr, alen, peer, cap, &got);
-    ucp_worker_release_address(U.worker, addr);
+    ucp_worker_release_address(u->worker, addr);
     ucp_ep_params_t ep = {
         .field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLER,
         .address = peer,
         .err_handler = {.cb = ep_err, .arg = NULL},
     };
-    st = ucp_ep_create(U.worker, &ep, &U.ep);
+    st = ucp_ep_create(u->worker, &ep, &u->ep);
     free(peer);
     if (st != UCS_OK)
         fb_tp_die(t, "ucp_ep_create: %s (UCX found no transport that reaches the peer; "
                   "check --tls / UCX_TLS)", ucs_status_string(st));
     /* One message each way completes wire-up, so the lanes printed below are final. */
     char a = 'w', b = 0;
-    void *r = recv_nb(&b, 1, TAG_ACK);
-    if (wait_req(t, send_nb(&a, 1, TAG_ACK), "wire-up send") || wait_req(t, r, "wire-up recv"))
+    void *r = recv_nb(u, &b, 1, TAG_ACK);
+    if (wait_req(t, u, send_nb(u, &a, 1, TAG_ACK), "wire-up send") ||
+        wait_req(t, u, r, "wire-up recv"))
         return -1;
     char *text = NULL;
     size_t tlen = 0;
     FILE *f = open_memstream(&text, &tlen);
     if (f) {
-        ucp_ep_print_info(U.ep, f);
+        ucp_ep_print_info(u->ep, f);
         fclose(f);
-        U.ep_info = text;
-        parse_lanes(text, U.lanes, sizeof(U.lanes));
+        u->ep_info = text;
+        parse_lanes(text, u->lanes, sizeof(u->lanes));
     }
-    U.reqs = calloc((size_t)t->opts.window * 2 + 2, sizeof(*U.reqs));
-    return U.reqs ? 0 : -1;
+    u->reqs = calloc((size_t)t->opts.window * 2 + 2, sizeof(*u->reqs));
+    return u->reqs ? 0 : -1;
 }
 
 static void ucx_meta(struct fb_tp *t, struct fb_json *j)
 {
-    (void)t;
+    struct ucxst *u = t->priv;
     char lib[64], sel[600];
     snprintf(lib, sizeof(lib), "UCX %s", ucp_get_version_string());
-    snprintf(sel, sizeof(sel), "ucx:%s", U.lanes[0] ? U.lanes : "unknown");
+    snprintf(sel, sizeof(sel), "ucx:%s", u->lanes[0] ? u->lanes : "unknown");
     fb_json_str(j, "library", lib);
     fb_json_str(j, "selected_transport", sel);
-    fb_json_str(j, "ucx_lanes", U.lanes);
-    fb_json_str(j, "selected_detail", U.ep_info ? U.ep_info : "");
+    fb_json_str(j, "ucx_lanes", u->lanes);
+    fb_json_str(j, "selected_detail", u->ep_info ? u->ep_info : "");
 }
 
 static int ucx_begin_size(struct fb_tp *t, size_t size)
 {
+    struct ucxst *u = t->priv;
     size_t w = (size_t)t->opts.window;
     bool lat = !strcmp(t->k->name, "ucx.latency");
     /* Validation gives each message of a window its own receive slot (as the MPI kernels). */
     size_t need = (t->opts.validate && !lat ? w : 1) * (size ? size : 1);
-    if (need > U.cap) {
-        fb_buf_free(U.sbuf);
-        fb_buf_free(U.rbuf);
-        U.sbuf = fb_buf_alloc(need);
-        U.rbuf = fb_buf_alloc(need);
-        if (!U.sbuf || !U.rbuf)
+    if (need > u->cap) {
+        fb_buf_free(u->sbuf);
+        fb_buf_free(u->rbuf);
+        u->sbuf = fb_buf_alloc(need);
+        u->rbuf = fb_buf_alloc(need);
+        if (!u->sbuf || !u->rbuf)
             return -1;
-        U.cap = need;
+        u->cap = need;
     }
     if (lat) {
         t->bytes_per_sample = (double)size;
@@ -207,99 +212,104 @@ static int ucx_begin_size(struct fb_tp *t, size_t size)
     return 0;
 }
 
-static int post_recvs(struct fb_tp *t, size_t size, int w, void **reqs)
+static int post_recvs(struct fb_tp *t, struct ucxst *u, size_t size, int w, void **reqs)
 {
     for (int k = 0; k < w; k++) {
-        char *slot = U.rbuf + (t->opts.validate ? (size_t)k * size : 0);
-        reqs[k] = recv_nb(slot, size, TAG_DATA);
+        char *slot = u->rbuf + (t->opts.validate ? (size_t)k * size : 0);
+        reqs[k] = recv_nb(u, slot, size, TAG_DATA);
         if (UCS_PTR_IS_ERR(reqs[k]))
-            return wait_req(t, reqs[k], "recv");
+            return wait_req(t, u, reqs[k], "recv");
     }
     return 0;
 }
 
-static void check_window(struct fb_tp *t, size_t size, int w, long iter)
+static void check_window(struct fb_tp *t, struct ucxst *u, size_t size, int w, long iter)
 {
     if (t->opts.validate)
         for (int k = 0; k < w; k++)
-            fb_tp_check(t, U.rbuf + (size_t)k * size, size, 0, size, iter);
+            fb_tp_check(t, u->rbuf + (size_t)k * size, size, 0, size, iter);
 }
 
 static int ucx_iterate(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
     (void)timed;
+    struct ucxst *u = t->priv;
     const char *n = t->k->name;
     int w = t->opts.window;
     if (t->opts.validate)
-        fb_tp_fill(t, U.sbuf, size, 0, size, iter);
+        fb_tp_fill(t, u->sbuf, size, 0, size, iter);
     double t0 = fb_now_us();
     if (!strcmp(n, "ucx.latency")) {
-        void *r = recv_nb(U.rbuf, size, TAG_DATA);
+        void *r = recv_nb(u, u->rbuf, size, TAG_DATA);
         if (t->index == 0) {
-            if (wait_req(t, send_nb(U.sbuf, size, TAG_DATA), "send") || wait_req(t, r, "recv"))
+            if (wait_req(t, u, send_nb(u, u->sbuf, size, TAG_DATA), "send") ||
+                wait_req(t, u, r, "recv"))
                 return -1;
             *sample = (fb_now_us() - t0) / 2.0;
-        } else if (wait_req(t, r, "recv") || wait_req(t, send_nb(U.sbuf, size, TAG_DATA), "send")) {
+        } else if (wait_req(t, u, r, "recv") ||
+                   wait_req(t, u, send_nb(u, u->sbuf, size, TAG_DATA), "send")) {
             return -1;
         }
         if (t->opts.validate)
-            fb_tp_check(t, U.rbuf, size, 0, size, iter);
+            fb_tp_check(t, u->rbuf, size, 0, size, iter);
         return 0;
     }
     char ack = 'a', ackin = 0;
     if (!strcmp(n, "ucx.bw")) {
         if (t->index == 0) {
-            void *ra = recv_nb(&ackin, 1, TAG_ACK);
+            void *ra = recv_nb(u, &ackin, 1, TAG_ACK);
             for (int k = 0; k < w; k++)
-                U.reqs[k] = send_nb(U.sbuf, size, TAG_DATA);
+                u->reqs[k] = send_nb(u, u->sbuf, size, TAG_DATA);
             for (int k = 0; k < w; k++)
-                if (wait_req(t, U.reqs[k], "send"))
+                if (wait_req(t, u, u->reqs[k], "send"))
                     return -1;
-            if (wait_req(t, ra, "ack recv"))
+            if (wait_req(t, u, ra, "ack recv"))
                 return -1;
             *sample = fb_now_us() - t0;
             return 0;
         }
-        if (post_recvs(t, size, w, U.reqs))
+        if (post_recvs(t, u, size, w, u->reqs))
             return -1;
         for (int k = 0; k < w; k++)
-            if (wait_req(t, U.reqs[k], "recv"))
+            if (wait_req(t, u, u->reqs[k], "recv"))
                 return -1;
-        if (wait_req(t, send_nb(&ack, 1, TAG_ACK), "ack send"))
+        if (wait_req(t, u, send_nb(u, &ack, 1, TAG_ACK), "ack send"))
             return -1;
-        check_window(t, size, w, iter);
+        check_window(t, u, size, w, iter);
         return 0;
     }
     /* ucx.bibw */
-    if (post_recvs(t, size, w, U.reqs))
+    if (post_recvs(t, u, size, w, u->reqs))
         return -1;
     for (int k = 0; k < w; k++)
-        U.reqs[w + k] = send_nb(U.sbuf, size, TAG_DATA);
+        u->reqs[w + k] = send_nb(u, u->sbuf, size, TAG_DATA);
     for (int k = 0; k < 2 * w; k++)
-        if (wait_req(t, U.reqs[k], k < w ? "recv" : "send"))
+        if (wait_req(t, u, u->reqs[k], k < w ? "recv" : "send"))
             return -1;
     *sample = fb_now_us() - t0;
-    check_window(t, size, w, iter);
+    check_window(t, u, size, w, iter);
     return 0;
 }
 
 static void ucx_teardown(struct fb_tp *t)
 {
-    (void)t;
+    struct ucxst *u = t->priv;
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                              .flags = UCP_EP_CLOSE_FLAG_FORCE};
-    void *r = ucp_ep_close_nbx(U.ep, &p);
+    void *r = ucp_ep_close_nbx(u->ep, &p);
     if (r && !UCS_PTR_IS_ERR(r)) {
         while (ucp_request_check_status(r) == UCS_INPROGRESS)
-            ucp_worker_progress(U.worker);
+            ucp_worker_progress(u->worker);
         ucp_request_free(r);
     }
-    ucp_worker_destroy(U.worker);
-    ucp_cleanup(U.ctx);
-    fb_buf_free(U.sbuf);
-    fb_buf_free(U.rbuf);
-    free(U.reqs);
-    free(U.ep_info);
+    ucp_worker_destroy(u->worker);
+    ucp_cleanup(u->ctx);
+    fb_buf_free(u->sbuf);
+    fb_buf_free(u->rbuf);
+    free(u->reqs);
+    free(u->ep_info);
+    free(u);
+    t->priv = NULL;
 }
 
 #define UCX_HOOKS                                                                               \

@@ -35,8 +35,6 @@ struct verbsst {
     char devname[64];
 };
 
-static struct verbsst V;
-
 /* Before any peer: is there a device at all (and the one asked for)? */
 static int verbs_precheck(struct fb_tp *t)
 {
@@ -50,22 +48,20 @@ static int verbs_precheck(struct fb_tp *t)
     bool found = !t->cfg.device;
     for (int i = 0; i < n && !found; i++)
         found = !strcmp(ibv_get_device_name(list[i]), t->cfg.device);
-    snprintf(V.devname, sizeof(V.devname), "%s",
-             t->cfg.device ? t->cfg.device : ibv_get_device_name(list[0]));
     ibv_free_device_list(list);
     if (!found) {
         char why[160];
         snprintf(why, sizeof(why), "RDMA device %s not found", t->cfg.device);
         fb_tp_skip(t, why);
     }
-    V.write = !strcmp(t->cfg.op, "write");
     return 0;
 }
 
-static struct rdma_cm_event *expect_event(struct fb_tp *t, enum rdma_cm_event_type want)
+static struct rdma_cm_event *expect_event(struct fb_tp *t, struct verbsst *v,
+                                          enum rdma_cm_event_type want)
 {
     struct rdma_cm_event *ev;
-    if (rdma_get_cm_event(V.ch, &ev))
+    if (rdma_get_cm_event(v->ch, &ev))
         fb_tp_die(t, "rdma_get_cm_event: %m");
     if (ev->event != want)
         fb_tp_die(t, "rdma-cm: got %s, expected %s", rdma_event_str(ev->event),
@@ -82,56 +78,61 @@ static size_t max_size(const struct fb_tp *t)
     return m;
 }
 
-static void make_qp(struct fb_tp *t, struct rdma_cm_id *id)
+static void make_qp(struct fb_tp *t, struct verbsst *v, struct rdma_cm_id *id)
 {
     int depth = t->opts.window + 8;
-    V.pd = ibv_alloc_pd(id->verbs);
-    V.cq = V.pd ? ibv_create_cq(id->verbs, 2 * depth, NULL, NULL, 0) : NULL;
-    if (!V.cq)
+    v->pd = ibv_alloc_pd(id->verbs);
+    v->cq = v->pd ? ibv_create_cq(id->verbs, 2 * depth, NULL, NULL, 0) : NULL;
+    if (!v->cq)
         fb_tp_die(t, "cannot allocate a protection domain / completion queue: %m");
     struct ibv_qp_init_attr qa = {
-        .send_cq = V.cq, .recv_cq = V.cq, .qp_type = IBV_QPT_RC,
+        .send_cq = v->cq, .recv_cq = v->cq, .qp_type = IBV_QPT_RC,
         .cap = {.max_send_wr = (uint32_t)depth, .max_recv_wr = (uint32_t)depth,
                 .max_send_sge = 1, .max_recv_sge = 1},
     };
-    if (rdma_create_qp(id, V.pd, &qa))
+    if (rdma_create_qp(id, v->pd, &qa))
         fb_tp_die(t, "rdma_create_qp: %m");
-    V.cap = max_size(t) * (size_t)(t->opts.validate ? t->opts.window : 1);
-    V.sbuf = fb_buf_alloc(V.cap);
-    V.rbuf = fb_buf_alloc(V.cap);
+    v->cap = max_size(t) * (size_t)(t->opts.validate ? t->opts.window : 1);
+    v->sbuf = fb_buf_alloc(v->cap);
+    v->rbuf = fb_buf_alloc(v->cap);
     int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-    V.smr = V.sbuf ? ibv_reg_mr(V.pd, V.sbuf, V.cap, IBV_ACCESS_LOCAL_WRITE) : NULL;
-    V.rmr = V.rbuf ? ibv_reg_mr(V.pd, V.rbuf, V.cap, acc) : NULL;
-    if (!V.smr || !V.rmr)
+    v->smr = v->sbuf ? ibv_reg_mr(v->pd, v->sbuf, v->cap, IBV_ACCESS_LOCAL_WRITE) : NULL;
+    v->rmr = v->rbuf ? ibv_reg_mr(v->pd, v->rbuf, v->cap, acc) : NULL;
+    if (!v->smr || !v->rmr)
         fb_tp_die(t, "ibv_reg_mr: %m");
 }
 
 static int verbs_setup(struct fb_tp *t)
 {
-    V.ch = rdma_create_event_channel();
-    if (!V.ch)
+    struct verbsst *v = calloc(1, sizeof(*v));
+    if (!v)
+        return -1;
+    t->priv = v;
+    v->write = !strcmp(t->cfg.op, "write");
+    v->ch = rdma_create_event_channel();
+    if (!v->ch)
         fb_tp_die(t, "rdma_create_event_channel: %m");
     char blob[320] = "", got[320] = "";
     if (t->index == 1) {
-        if (rdma_create_id(V.ch, &V.listen_id, NULL, RDMA_PS_TCP))
+        if (rdma_create_id(v->ch, &v->listen_id, NULL, RDMA_PS_TCP))
             fb_tp_die(t, "rdma_create_id: %m");
         struct addrinfo hints = {.ai_flags = AI_PASSIVE, .ai_socktype = SOCK_STREAM}, *ai;
         if (getaddrinfo(t->cfg.bind, "0", &hints, &ai))
             fb_tp_die(t, "cannot resolve %s", t->cfg.bind ? t->cfg.bind : "(any)");
-        if (rdma_bind_addr(V.listen_id, ai->ai_addr) || rdma_listen(V.listen_id, 1))
+        if (rdma_bind_addr(v->listen_id, ai->ai_addr) || rdma_listen(v->listen_id, 1))
             fb_tp_die(t, "rdma_bind_addr/listen: %m");
         freeaddrinfo(ai);
         snprintf(blob, sizeof(blob), "%s %u", t->cfg.bind ? t->cfg.bind : "",
-                 (unsigned)ntohs(rdma_get_src_port(V.listen_id)));
+                 (unsigned)ntohs(rdma_get_src_port(v->listen_id)));
         fb_tp_exchange(t, blob, strlen(blob) + 1, got, sizeof(got) - 1, NULL);
-        struct rdma_cm_event *ev = expect_event(t, RDMA_CM_EVENT_CONNECT_REQUEST);
-        V.id = ev->id;
+        struct rdma_cm_event *ev = expect_event(t, v, RDMA_CM_EVENT_CONNECT_REQUEST);
+        v->id = ev->id;
         rdma_ack_cm_event(ev);
-        make_qp(t, V.id);
+        make_qp(t, v, v->id);
         struct rdma_conn_param cp = {.responder_resources = 1, .initiator_depth = 1};
-        if (rdma_accept(V.id, &cp))
+        if (rdma_accept(v->id, &cp))
             fb_tp_die(t, "rdma_accept: %m");
-        rdma_ack_cm_event(expect_event(t, RDMA_CM_EVENT_ESTABLISHED));
+        rdma_ack_cm_event(expect_event(t, v, RDMA_CM_EVENT_ESTABLISHED));
     } else {
         fb_tp_exchange(t, blob, 1, got, sizeof(got) - 1, NULL);
         char host[256] = "", port[16] = "";
@@ -143,67 +144,68 @@ static int verbs_setup(struct fb_tp *t)
         struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai;
         if (getaddrinfo(host, port, &hints, &ai))
             fb_tp_die(t, "cannot resolve %s", host);
-        if (rdma_create_id(V.ch, &V.id, NULL, RDMA_PS_TCP) ||
-            rdma_resolve_addr(V.id, NULL, ai->ai_addr, 2000))
+        if (rdma_create_id(v->ch, &v->id, NULL, RDMA_PS_TCP) ||
+            rdma_resolve_addr(v->id, NULL, ai->ai_addr, 2000))
             fb_tp_die(t, "rdma_resolve_addr: %m");
         freeaddrinfo(ai);
-        rdma_ack_cm_event(expect_event(t, RDMA_CM_EVENT_ADDR_RESOLVED));
-        if (rdma_resolve_route(V.id, 2000))
+        rdma_ack_cm_event(expect_event(t, v, RDMA_CM_EVENT_ADDR_RESOLVED));
+        if (rdma_resolve_route(v->id, 2000))
             fb_tp_die(t, "rdma_resolve_route: %m");
-        rdma_ack_cm_event(expect_event(t, RDMA_CM_EVENT_ROUTE_RESOLVED));
-        make_qp(t, V.id);
+        rdma_ack_cm_event(expect_event(t, v, RDMA_CM_EVENT_ROUTE_RESOLVED));
+        make_qp(t, v, v->id);
         struct rdma_conn_param cp = {.responder_resources = 1, .initiator_depth = 1,
                                      .retry_count = 7, .rnr_retry_count = 7};
-        if (rdma_connect(V.id, &cp))
+        if (rdma_connect(v->id, &cp))
             fb_tp_die(t, "rdma_connect: %m");
-        rdma_ack_cm_event(expect_event(t, RDMA_CM_EVENT_ESTABLISHED));
+        rdma_ack_cm_event(expect_event(t, v, RDMA_CM_EVENT_ESTABLISHED));
     }
-    struct remote_buf mine = {.addr = (uintptr_t)V.rbuf, .rkey = V.rmr->rkey};
-    fb_tp_exchange(t, &mine, sizeof(mine), &V.remote, sizeof(V.remote), NULL);
-    snprintf(V.devname, sizeof(V.devname), "%s", ibv_get_device_name(V.id->verbs->device));
+    struct remote_buf mine = {.addr = (uintptr_t)v->rbuf, .rkey = v->rmr->rkey};
+    fb_tp_exchange(t, &mine, sizeof(mine), &v->remote, sizeof(v->remote), NULL);
+    snprintf(v->devname, sizeof(v->devname), "%s", ibv_get_device_name(v->id->verbs->device));
     return 0;
 }
 
 static void verbs_meta(struct fb_tp *t, struct fb_json *j)
 {
+    struct verbsst *v = t->priv;
     char sel[96];
-    snprintf(sel, sizeof(sel), "verbs:%s:rc-%s", V.devname, t->cfg.op);
+    snprintf(sel, sizeof(sel), "verbs:%s:rc-%s", v->devname, t->cfg.op);
     fb_json_str(j, "library", "rdma-core (libibverbs, librdmacm)");
     fb_json_str(j, "selected_transport", sel);
-    fb_json_str(j, "verbs_device", V.devname);
+    fb_json_str(j, "verbs_device", v->devname);
     fb_json_str(j, "verbs_op", t->cfg.op);
-    fb_json_uint(j, "verbs_port", V.id->port_num);
+    fb_json_uint(j, "verbs_port", v->id->port_num);
 }
 
-static int post_recv(size_t off, size_t len)
+static int post_recv(struct verbsst *v, size_t off, size_t len)
 {
-    struct ibv_sge sge = {.addr = (uintptr_t)(V.rbuf + off), .length = (uint32_t)len,
-                          .lkey = V.rmr->lkey};
+    struct ibv_sge sge = {.addr = (uintptr_t)(v->rbuf + off), .length = (uint32_t)len,
+                          .lkey = v->rmr->lkey};
     struct ibv_recv_wr wr = {.sg_list = &sge, .num_sge = 1}, *bad;
-    return ibv_post_recv(V.id->qp, &wr, &bad);
+    return ibv_post_recv(v->id->qp, &wr, &bad);
 }
 
-static int post_send(size_t len, size_t roff)
+static int post_send(struct verbsst *v, size_t len, size_t roff)
 {
-    struct ibv_sge sge = {.addr = (uintptr_t)V.sbuf, .length = (uint32_t)len,
-                          .lkey = V.smr->lkey};
+    struct ibv_sge sge = {.addr = (uintptr_t)v->sbuf, .length = (uint32_t)len,
+                          .lkey = v->smr->lkey};
     struct ibv_send_wr wr = {.sg_list = &sge, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED},
                        *bad;
-    if (V.write) {
+    if (v->write) {
         wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-        wr.wr.rdma.remote_addr = V.remote.addr + roff;
-        wr.wr.rdma.rkey = V.remote.rkey;
+        wr.wr.rdma.remote_addr = v->remote.addr + roff;
+        wr.wr.rdma.rkey = v->remote.rkey;
     } else {
         wr.opcode = IBV_WR_SEND;
     }
-    return ibv_post_send(V.id->qp, &wr, &bad);
+    return ibv_post_send(v->id->qp, &wr, &bad);
 }
 
-static int wait_cq(struct fb_tp *t, long tx, long rx)
+static int wait_cq(struct fb_tp *t, struct verbsst *v, long tx, long rx)
 {
     struct ibv_wc wc[16];
-    while (V.tx_done < tx || V.rx_done < rx) {
-        int n = ibv_poll_cq(V.cq, 16, wc);
+    while (v->tx_done < tx || v->rx_done < rx) {
+        int n = ibv_poll_cq(v->cq, 16, wc);
         if (n < 0)
             return -1;
         for (int i = 0; i < n; i++) {
@@ -213,9 +215,9 @@ static int wait_cq(struct fb_tp *t, long tx, long rx)
                 return -1;
             }
             if (wc[i].opcode & IBV_WC_RECV)
-                V.rx_done++;
+                v->rx_done++;
             else
-                V.tx_done++;
+                v->tx_done++;
         }
     }
     return 0;
@@ -234,64 +236,67 @@ static int verbs_begin_size(struct fb_tp *t, size_t size)
 static int verbs_iterate(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
     (void)timed;
+    struct verbsst *v = t->priv;
     int w = t->opts.window;
-    long tx0 = V.tx_done, rx0 = V.rx_done;
+    long tx0 = v->tx_done, rx0 = v->rx_done;
     if (t->opts.validate)
-        fb_tp_fill(t, V.sbuf, size, 0, size, iter);
+        fb_tp_fill(t, v->sbuf, size, 0, size, iter);
     double t0 = fb_now_us();
     if (!strcmp(t->k->name, "verbs.latency")) {
-        if (post_recv(0, size))
+        if (post_recv(v, 0, size))
             return -1;
         if (t->index == 0) {
-            if (post_send(size, 0) || wait_cq(t, tx0 + 1, rx0 + 1))
+            if (post_send(v, size, 0) || wait_cq(t, v, tx0 + 1, rx0 + 1))
                 return -1;
             *sample = (fb_now_us() - t0) / 2.0;
-        } else if (wait_cq(t, tx0, rx0 + 1) || post_send(size, 0) ||
-                   wait_cq(t, tx0 + 1, rx0 + 1)) {
+        } else if (wait_cq(t, v, tx0, rx0 + 1) || post_send(v, size, 0) ||
+                   wait_cq(t, v, tx0 + 1, rx0 + 1)) {
             return -1;
         }
         if (t->opts.validate)
-            fb_tp_check(t, V.rbuf, size, 0, size, iter);
+            fb_tp_check(t, v->rbuf, size, 0, size, iter);
         return 0;
     }
     size_t slot = t->opts.validate ? size : 0;
     if (t->index == 0) {
-        if (post_recv(0, 1))
+        if (post_recv(v, 0, 1))
             return -1;
         for (int k = 0; k < w; k++)
-            if (post_send(size, (size_t)k * slot))
+            if (post_send(v, size, (size_t)k * slot))
                 return -1;
-        if (wait_cq(t, tx0 + w, rx0 + 1))
+        if (wait_cq(t, v, tx0 + w, rx0 + 1))
             return -1;
         *sample = fb_now_us() - t0;
         return 0;
     }
     for (int k = 0; k < w; k++)
-        if (post_recv((size_t)k * slot, size))
+        if (post_recv(v, (size_t)k * slot, size))
             return -1;
-    if (wait_cq(t, tx0, rx0 + w) || post_send(1, 0) || wait_cq(t, tx0 + 1, rx0 + w))
+    if (wait_cq(t, v, tx0, rx0 + w) || post_send(v, 1, 0) || wait_cq(t, v, tx0 + 1, rx0 + w))
         return -1;
     if (t->opts.validate)
         for (int k = 0; k < w; k++)
-            fb_tp_check(t, V.rbuf + (size_t)k * size, size, 0, size, iter);
+            fb_tp_check(t, v->rbuf + (size_t)k * size, size, 0, size, iter);
     return 0;
 }
 
 static void verbs_teardown(struct fb_tp *t)
 {
-    (void)t;
-    rdma_disconnect(V.id);
-    rdma_destroy_qp(V.id);
-    ibv_dereg_mr(V.smr);
-    ibv_dereg_mr(V.rmr);
-    ibv_destroy_cq(V.cq);
-    ibv_dealloc_pd(V.pd);
-    rdma_destroy_id(V.id);
-    if (V.listen_id)
-        rdma_destroy_id(V.listen_id);
-    rdma_destroy_event_channel(V.ch);
-    fb_buf_free(V.sbuf);
-    fb_buf_free(V.rbuf);
+    struct verbsst *v = t->priv;
+    rdma_disconnect(v->id);
+    rdma_destroy_qp(v->id);
+    ibv_dereg_mr(v->smr);
+    ibv_dereg_mr(v->rmr);
+    ibv_destroy_cq(v->cq);
+    ibv_dealloc_pd(v->pd);
+    rdma_destroy_id(v->id);
+    if (v->listen_id)
+        rdma_destroy_id(v->listen_id);
+    rdma_destroy_event_channel(v->ch);
+    fb_buf_free(v->sbuf);
+    fb_buf_free(v->rbuf);
+    free(v);
+    t->priv = NULL;
 }
 
 #define VERBS_HOOKS                                                                             \

@@ -36,8 +36,8 @@ _SPECS: list[tuple[str, str, tuple, str, str]] = [
     ("ucx", "latency", (LATENCY,), PT2PT_SIZES, "UCP tag ping-pong (any UCX_TLS)"),
     ("ucx", "bw", (BANDWIDTH,), PT2PT_SIZES, "UCP tag window + ack"),
     ("ucx", "bibw", (BANDWIDTH,), PT2PT_SIZES, "UCP tag, both directions"),
-    ("ofi", "latency", (LATENCY,), PT2PT_SIZES, "libfabric RDM ping-pong (any FI_PROVIDER)"),
-    ("ofi", "bw", (BANDWIDTH,), PT2PT_SIZES, "libfabric RDM window + ack"),
+    ("ofi", "latency", (LATENCY,), PT2PT_SIZES, "libfabric ping-pong, RDM or MSG endpoint"),
+    ("ofi", "bw", (BANDWIDTH,), PT2PT_SIZES, "libfabric window + ack, RDM or MSG endpoint"),
     ("verbs", "latency", (LATENCY,), PT2PT_SIZES, "RC send or RDMA write over rdma-cm"),
     ("verbs", "bw", (BANDWIDTH,), PT2PT_SIZES, "RC send or RDMA write window over rdma-cm"),
 ]

@@ -13,7 +13,8 @@ STORE_NAME = "fabench.sqlite"
 def add_on_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--on", nargs="+", metavar="WHERE", default=["local"],
-        help="where to run: local (default), testbed [NAME], hosts FILE, slurm [ARGS]")
+        help="where to run: local (default), auto, testbed [NAME], hosts FILE, "
+             "slurm[:mpirun] [SBATCH ARGS] (ranks started by srun, or by mpirun)")
 
 
 def parse_on(values: list[str]) -> tuple[str, dict[str, Any]]:
