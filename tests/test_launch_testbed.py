@@ -112,16 +112,18 @@ def test_rate_limit_holds(openmpi: str, prefix: str, tmp_path: Path) -> None:
         gbits.append(_gbit(tmp_path, run))
     med = statistics.median(gbits)
     print(f"mpi.bw 1 MiB at --rate 1gbit: {', '.join(f'{g:.3f}' for g in gbits)} Gbit/s")
-    # Never above the limit (a too large tbf bucket lets 1 MiB messages through at 2x);
-    # well above half of it (a too small bucket starves on a loaded host).
-    assert 0.6 < med <= 1.02
+    # Issue 4: 0.9-1.0 Gbit/s (1 % above for rounding). The payload ceiling is 1448/1514 of
+    # the wire rate, 0.956 Gbit/s at MTU 1500: measured here 0.91-0.94 under load (MPI's
+    # rendezvous costs a few %). Never above the limit (a too large tbf bucket lets 1 MiB
+    # messages through at 2x); a too small one starves on a loaded host (0.73 at 128 kbit).
+    assert 0.9 <= med <= 1.01
     # The transport layer below MPI sees the same limit (client in h1, server in h2).
     run = _bench(tmp_path, "tcp.streams", "--on", "testbed", "rate", "--sizes", "1M",
                  "--iterations", "3", "--warmup", "1")
     assert run.status == "ok" and run.flags == [], run.reason
     streams = _gbit(tmp_path, run)
     print(f"tcp.streams 1 MiB at --rate 1gbit: {streams:.3f} Gbit/s")
-    assert 0.6 < streams <= 1.02
+    assert 0.9 <= streams <= 1.01  # 0.955 measured: the ceiling
 
 
 @pytest.mark.slow

@@ -165,7 +165,8 @@ class Target:
             return False
         net = self._target_netns()
         if net is None:
-            return False
+            raise TargetMismatch(f"{self.name}: cannot read which network namespace "
+                                 f"`{' '.join(self.prefix)}` enters; refusing to write there")
         if net in host_netns():
             raise TargetMismatch(
                 f"{self.name}: `{' '.join(self.prefix)}` now runs in this host's own network "
