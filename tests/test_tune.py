@@ -6,6 +6,7 @@ host's own interfaces and sysctls are only read.
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -97,7 +98,9 @@ def test_builtin_profiles_ship_with_the_package_and_cite_sources() -> None:
     for name in names:
         prof = load_profile(name)
         for s in prof.settings:
-            assert "DOMAIN.md" in s.source or "FACTS.md" in s.source, (name, s)
+            # Every built-in setting cites a source document or our own measurement
+            # (docs/sources.md).
+            assert re.search(r"\[(00[0-4]|measured)\]", s.source), (name, s)
 
 
 def test_profile_errors_name_key_and_line() -> None:
@@ -120,7 +123,7 @@ def test_profile_errors_name_key_and_line() -> None:
 def test_user_profile_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "mine.yaml").write_text(
         "name: mine\nsettings:\n  - {kind: socket, name: nodelay, value: 1, why: w, "
-        "source: FACTS.md, risk: r}\n")
+        "source: '[measured]', risk: r}\n")
     monkeypatch.setenv("FABENCH_PROFILE_PATH", str(tmp_path))
     prof = load_profile("mine")
     assert prof.kernel_args() == ["--nodelay"] and not prof.system_settings

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make na
 
 
 def _profile(kind_line: str) -> str:
-    return f"name: p\nsettings:\n  - {{{kind_line}, why: w, source: FACTS.md, risk: r}}\n"
+    return f"name: p\nsettings:\n  - {{{kind_line}, why: w, source: '[measured]', risk: r}}\n"
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def testbed(tb_env: str) -> Iterator[str]:
 
     state = None
     try:
-        # Offloads off: the configuration where MTU matters (FACTS.md: 3.3 vs 9.1 Gbit/s).
+        # Offloads off: the configuration where MTU matters (measured: 3.3 vs 9.1 Gbit/s).
         state = create("ab", TestbedConfig(hosts=2, offloads=False, rate="20gbit"))
         yield state.name
     finally:

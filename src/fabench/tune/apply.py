@@ -25,7 +25,7 @@ from .target import Target, TargetError, sysctl_path
 
 STEP_DELAY_ENV = "FABENCH_TUNE_STEP_DELAY"  # seconds between changes: to watch an apply
 
-# Present on the root namespace only, and without effect since Linux 4.14 (FACTS.md).
+# Present on the root namespace only, and without effect since Linux 4.14 ([measured]).
 NOOP_SYSCTLS = {"net.ipv4.tcp_low_latency": "no effect since Linux 4.14 (the prequeue it "
                                             "switched was removed)"}
 _ROUTE_FLAGS = {"linkdown", "dead", "offload", "trap", "rt_offload", "rt_trap",

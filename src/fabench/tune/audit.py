@@ -27,11 +27,11 @@ from .profiles import (
 )
 from .target import Target, sysctl_path
 
-# FACTS.md (checked on this kernel): writable inside a child network namespace.
+# [measured] (checked on this kernel): writable inside a child network namespace.
 PER_NETNS = {"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_notsent_lowat",
              "net.ipv4.tcp_autocorking", "net.ipv4.tcp_slow_start_after_idle",
              "net.ipv4.tcp_mtu_probing", "net.ipv4.tcp_congestion_control"}
-FACTS = "FACTS.md (verified on this host)"
+FACTS = "[measured] (verified on this host)"
 
 
 @dataclass
@@ -120,7 +120,7 @@ def check_target(profile: Profile | None, t: Target) -> list[Finding]:
     found += _low_latency_note(t, settings)
     if "numa" not in covered:
         found += _numa(t, links, "the NIC-near cores cut latency (004: 1.9 -> 1.4 us)",
-                       "DOMAIN.md 004", "")
+                       "[004]", "")
     found += _irqs(t, links)
     if "cpu" not in covered:
         for name in ("governor", "turbo", "smt"):
@@ -135,7 +135,7 @@ def _iface_scope(t: Target) -> str:
 
 def _sysctl_scopes(t: Target, names: list[str]) -> dict[str, str]:
     """Whether each sysctl is per network namespace, decided by trying a throwaway namespace
-    (the kernel's answer, not a table), falling back to FACTS.md's list."""
+    (the kernel's answer, not a table), falling back to [measured]'s list."""
     out: dict[str, str] = {}
     if not names:
         return out
@@ -190,7 +190,7 @@ def _low_latency_note(t: Target, settings: list[Any]) -> list[Finding]:
         return []
     return [Finding(t.name, "sysctl", name, st.value, "(any)", "no-op", "root-ns only",
                     f"{NOOP_SYSCTLS[name]}; 001's tcp_low_latency=1 does nothing on this kernel",
-                    f"DOMAIN.md 001; {FACTS}", "none")]
+                    f"[001]; {FACTS}", "none")]
 
 
 def _quickack(t: Target, want: int | None, why: str, source: str, risk: str,
@@ -307,14 +307,14 @@ def _irqs(t: Target, links: list[str]) -> list[Finding]:
         out.append(Finding(t.name, "irq", f"{i} IRQ affinity", " ".join(aff) or "-",
                            "on the NIC's NUMA node, away from the benchmark's cores", "info",
                            "host-wide", "interrupt handling competes with the ranks for the "
-                           "cores near the NIC", "DOMAIN.md 004 (placement near the NIC)"))
+                           "cores near the NIC", "[004] (placement near the NIC)"))
     return out
 
 
 def _cpu(t: Target, name: str, want: str | None, why: str, source: str, risk: str
          ) -> list[Finding]:
     why = why or "turbo and hyper-threading off remove noise between runs"
-    source = source or "DOMAIN.md 000"
+    source = source or "[000]"
     scope = "host-wide" + ("" if t.host_wide else " (shared by every namespace)")
     if name == "governor":
         govs = state.cpu_governors(t)
@@ -364,8 +364,8 @@ def _mpi_env(t: Target, covered: set[str]) -> list[Finding]:
                "FI_PROVIDER": "the libfabric provider decides the path (002: verbs;ofi_rxm vs "
                               "tcp;ofi_rxm)"}.get(name, "2 MiB MPI TCP socket buffers gave "
                                                         "1.5x (004)")
-        src = {"UCX_TLS": "DOMAIN.md 003", "FI_PROVIDER": "DOMAIN.md 002"}.get(
-            name, "DOMAIN.md 004")
+        src = {"UCX_TLS": "[003]", "FI_PROVIDER": "[002]"}.get(
+            name, "[004]")
         out.append(Finding(t.name, "env", name, shown, "-", "info", "run-time", why, src))
     return out
 
