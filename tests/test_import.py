@@ -105,14 +105,14 @@ def test_iperf3_json_from_a_real_loopback_run(tmp_path: Path, server: list) -> N
     if shutil.which("iperf3") is None:
         pytest.skip("iperf3 not installed")
     port = free_port()
-    server.append(subprocess.Popen(["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", str(port)],
+    server.append(subprocess.Popen(["iperf3", "-s", "-B", "127.0.0.1", "-p", str(port)],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     out = tmp_path / "iperf3.json"
     for _ in range(50):
         client = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", "2",
                                  "-i", "0.25", "-J"], capture_output=True, text=True,
                                 timeout=60, check=False)
-        if client.returncode == 0:
+        if client.returncode == 0 and json.loads(client.stdout).get("intervals"):
             break
         time.sleep(0.1)  # server not listening yet
     assert client.returncode == 0, client.stdout[-500:]
@@ -126,6 +126,12 @@ def test_iperf3_json_from_a_real_loopback_run(tmp_path: Path, server: list) -> N
     assert len(rec.times) == len(doc["intervals"]) >= 6
     first = doc["intervals"][0]["sum"]["bits_per_second"] / 8e6
     assert BANDWIDTH.values(rec.times[:1], rec.bytes_per_sample)[0] == pytest.approx(first)
+    # A run iperf3 itself reports as failed is refused with iperf3's own words.
+    bad = tmp_path / "failed.json"
+    bad.write_text(json.dumps({"start": {}, "intervals": [], "end": {},
+                               "error": "unable to connect to server"}))
+    p = fabench_cli("import", "iperf3", str(bad), "--store", str(tmp_path), check=False)
+    assert p.returncode != 0 and "unable to connect to server" in p.stderr
 
 
 def test_sockperf_full_log_and_summary_from_a_real_loopback_run(tmp_path: Path,

@@ -22,8 +22,14 @@ class Iperf3Importer(Importer):
             doc = json.loads(text)
         except json.JSONDecodeError as exc:
             raise FabenchError(f"{source}: not iperf3 JSON (run iperf3 with -J): {exc}") from None
-        docs = doc if isinstance(doc, list) else [doc]
-        return [self._one(d, source) for d in docs if isinstance(d, dict) and "intervals" in d]
+        docs = [d for d in (doc if isinstance(doc, list) else [doc]) if isinstance(d, dict)]
+        runs = [self._one(d, source) for d in docs if d.get("intervals")]
+        if not runs:
+            # iperf3 writes its own failure into the JSON ("error"), sometimes with exit 0.
+            why = "; ".join(str(d["error"]) for d in docs if d.get("error"))
+            raise FabenchError(f"{source}: iperf3 JSON without any reporting interval"
+                               + (f" (iperf3 said: {why})" if why else ""))
+        return runs
 
     @staticmethod
     def _one(doc: dict[str, Any], source: str) -> ImportedRun:
@@ -47,7 +53,7 @@ class Iperf3Importer(Importer):
         rec = ResultRecord(kernel=kernel, size=blk, iterations=len(times), warmup=omitted,
                            unit="us", times=times, bytes_per_sample=blk, messages_per_sample=1,
                            extra={"statistic": "per-interval samples (iperf3)",
-                                  "interval_s": float(doc.get("intervals", [{}])[0]
+                                  "interval_s": float(doc["intervals"][0]
                                                       .get("sum", {}).get("seconds", 0) or 0),
                                   "streams": streams})
         notes = [f"{len(times)} intervals of {streams} stream(s), block {blk} B"]
