@@ -22,7 +22,14 @@ from .errors import FabenchError
 from .kernels import get_kernel
 from .metrics import METRICS, Metric
 from .records import ResultRecord
-from .stats import Interval, Summary, coefficient_of_variation, median_ci, summarize
+from .stats import (
+    Interval,
+    Summary,
+    coefficient_of_variation,
+    median_ci,
+    median_ci_runs,
+    summarize,
+)
 from .store import RunRow, Store
 from .units import format_size
 
@@ -150,6 +157,7 @@ class SizeEstimate:
     size: int
     values: np.ndarray  # pooled metric values
     run_medians: list[float]
+    per_run: list[np.ndarray] = field(default_factory=list, repr=False)
 
     @cached_property
     def summary(self) -> Summary:
@@ -157,6 +165,9 @@ class SizeEstimate:
 
     @cached_property
     def ci(self) -> Interval:
+        # With repeats the interval must carry the run-to-run spread (stats.median_ci_runs).
+        if len(self.per_run) >= 2:
+            return median_ci_runs(self.per_run)
         return median_ci(self.values)
 
     @property
@@ -202,7 +213,7 @@ class Series:
             if not per_run:
                 continue
             meds = [float(np.nanmedian(v)) for v in per_run if v.size]
-            out.append(SizeEstimate(size, np.concatenate(per_run), meds))
+            out.append(SizeEstimate(size, np.concatenate(per_run), meds, per_run))
         return out
 
     def at(self, size: int) -> SizeEstimate | None:
