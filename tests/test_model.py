@@ -2,6 +2,9 @@
 
 import json
 import math
+import os
+import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -10,11 +13,19 @@ import pytest
 from conftest import fabench_cli
 from fabench.errors import FabenchError
 from fabench.model.calibrate import calibrate, fit_segments
-from fabench.model.collectives import ALGORITHMS, Cluster, applicable, predict, predict_all
+from fabench.model.collectives import (
+    ALGORITHMS,
+    OPENMPI_TUNED,
+    Cluster,
+    applicable,
+    predict,
+    predict_all,
+)
 from fabench.model.fabric import Fabric, Segment, load_fabric, save_fabric
 from fabench.model.hpl import HplParams, fit_node_cv, hpl_point, peak_gflops
 from fabench.model.presets import PRESETS
 from fabench.model.topology import FatTree, Torus, make_topology, torus_dims
+from fabench.model.validate import run_algorithm
 from fabench.records import ResultRecord
 from fabench.store import Store
 
@@ -89,6 +100,63 @@ def test_calibrate_from_stored_runs_and_round_trip(tmp_path: Path) -> None:
     assert again.time(1 << 20) == pytest.approx(f.time(1 << 20))
 
 
+def test_calibrate_measures_half_duplex_exchanges_and_the_model_uses_them(
+        tmp_path: Path) -> None:
+    """mpi.bibw at half of 2 x one-way from 64 KiB on (Open MPI's tcp BTL does that): the
+    calibration records the slowdown per size, exchange steps (recursive doubling) pay it,
+    one-way steps (a ring of 4) do not; the link rate is the streaming rate, not a slope."""
+    rng = np.random.default_rng(5)
+    sizes, lat = two_segment_curve(noise=0.01)
+    stream = [max(1.5, m / 2600.0) for m in sizes]
+    # per message of either direction: both directions together at 2 x 2600 below 64 KiB,
+    # at 2600 (each direction 1300) from it
+    bibw = [max(0.75, m / (2 * 2600.0) if m < 65536 else m / 2600.0) for m in sizes]
+    with Store(tmp_path / "fabench.sqlite") as store:
+        ids = [_store_run(store, "mpi.latency", sizes, lat, 1, rng),
+               _store_run(store, "mpi.bw", sizes, stream, 64, rng)]
+        plain = calibrate(store, ids, "plain").fabric
+        ids.append(_store_run(store, "mpi.bibw", sizes, bibw, 128, rng))
+        duplex = calibrate(store, ids, "bibw").fabric
+    assert plain.exchange_slowdown == [] and plain.exchange_factor(1 << 20) == 1.0
+    assert duplex.exchange_factor(4096) == pytest.approx(1.0, abs=0.05)
+    assert duplex.exchange_factor(1 << 20) == pytest.approx(2.0, rel=0.05)
+    assert duplex.link_bandwidth_MBps == pytest.approx(2600, rel=0.05)
+    cluster = Cluster(4, 1, make_topology("single", 4))
+    big = [1 << 20]
+    rd_plain = predict(plain, cluster, "allreduce", "recursive_doubling", big)[0]
+    rd_duplex = predict(duplex, cluster, "allreduce", "recursive_doubling", big)[0]
+    # two exchange steps of 1 MiB, each paying its bytes once more (2500 MB/s ping-pong)
+    assert rd_duplex - rd_plain == pytest.approx(2 * big[0] / 2500, rel=0.1)
+    assert predict(duplex, cluster, "allreduce", "ring", big) == pytest.approx(
+        predict(plain, cluster, "allreduce", "ring", big))
+    small = [4096]
+    assert predict(duplex, cluster, "allreduce", "recursive_doubling", small) == \
+        pytest.approx(predict(plain, cluster, "allreduce", "recursive_doubling", small),
+                      rel=0.05)
+
+
+def test_ring_allreduce_of_fewer_elements_than_ranks_is_recursive_doubling() -> None:
+    """Open MPI's ring cannot cut 2 floats into 4 chunks and runs recursive doubling."""
+    f = PRESETS["tcp-40g"]()
+    cluster = Cluster(4, 1, make_topology("single", 4))
+    assert predict(f, cluster, "allreduce", "ring", [8]) == \
+        predict(f, cluster, "allreduce", "recursive_doubling", [8])
+    assert predict(f, cluster, "allreduce", "ring", [16])[0] > \
+        predict(f, cluster, "allreduce", "recursive_doubling", [16])[0]
+
+
+def test_cores_shared_by_emulated_nodes_stretch_latency_not_link_bytes() -> None:
+    f = PRESETS["tcp-40g"]()
+    own = Cluster(4, 1, make_topology("single", 4))
+    shared = Cluster(4, 1, make_topology("single", 4), cores=2)
+    small, big = [8], [1 << 22]
+    t_own = predict(f, own, "allgather", "ring", small + big)
+    t_shared = predict(f, shared, "allgather", "ring", small + big)
+    assert t_shared[0] == pytest.approx(2 * t_own[0], rel=1e-3)  # 4 ranks on 2 cores
+    # the bytes of a large message are the link's: only the latency part (3 steps) doubles
+    assert t_shared[1] - t_own[1] == pytest.approx(3 * f.alpha(big[0], hops=1))
+
+
 def test_calibrate_needs_a_latency_run(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     with Store(tmp_path / "fabench.sqlite") as store:
@@ -147,7 +215,11 @@ def test_predictions_are_monotonic_in_size_and_scale(fabric: str, topology: str)
                 assert all(b >= a - 1e-9 for a, b in zip(t, t[1:], strict=False)), \
                     (coll, algo, nodes, t)
                 if prev_nodes is not None:
-                    assert all(b >= a - 1e-9 for a, b in zip(prev_nodes, t, strict=True)), \
+                    # Open MPI's ring allreduce runs recursive doubling below one float per
+                    # rank, so more ranks can be faster there: compare above that only
+                    keep = [i for i, m in enumerate(sizes)
+                            if (coll, algo) != ("allreduce", "ring") or m >= 4 * nodes]
+                    assert all(t[i] >= prev_nodes[i] - 1e-9 for i in keep), \
                         (coll, algo, nodes)
                 prev_nodes = t
 
@@ -192,17 +264,167 @@ def test_fabric_time_adds_hops_beyond_the_calibrated_path() -> None:
     assert f.time(0, hops=3) - f.time(0, hops=1) == pytest.approx(1.0)
 
 
-def test_cli_predict_and_hpl(tmp_path: Path) -> None:
+def test_cli_predict(tmp_path: Path) -> None:
     out = fabench_cli("model", "predict", "--fabric", "roce-100g", "--nodes", "240",
                       "--collective", "allreduce", "--sizes", "8,1M", "--json",
                       "--out", str(tmp_path)).stdout
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["size"] for r in rows] == [8, 1 << 20]
     assert set(rows[0]["times_us"]) >= {"ring", "recursive_doubling", "in_network"}
-    hpl = fabench_cli("model", "hpl", "--fabric", "roce-100g", "--nodes", "1,240",
-                      "--peak", "2,12,2.7,8", "--fit-at", "240:0.7299",
-                      "--out", str(tmp_path)).stdout
-    assert "518.4" in hpl and "72.99" in hpl and "77.27" in hpl
     bad = fabench_cli("model", "predict", "--fabric", "nope", "--nodes", "2",
                       "--out", str(tmp_path), check=False)
     assert bad.returncode == 2 and "unknown fabric" in bad.stderr
+
+
+def _hpl_cli(tmp_path: Path, *args: str) -> tuple[str, dict[int, float]]:
+    """(stdout, efficiency % per node count) of `fabench model hpl`."""
+    out = fabench_cli("model", "hpl", "--fabric", "roce-100g", "--peak", "2,12,2.7,8", *args,
+                      "--out", str(tmp_path)).stdout
+    effs = {}
+    for line in out.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        cols = line.split()
+        effs[int(cols[0])] = float(cols[3])
+    return out, effs
+
+
+def test_cli_hpl_declines_with_nodes_and_a_fit_at_one_point_predicts_another(
+        tmp_path: Path) -> None:
+    """Not the fitted value read back (it is hit by construction): the 1-node point is the
+    given single-node efficiency (no fabric term, no spread), efficiency falls with nodes, and
+    a spread fitted at one node count predicts another. The curve made with a known spread
+    (1 %) is the truth; fitting its 64-node value must give back the spread and its 240-node
+    value within 0.05 points (the table's rounding to 0.01 points bounds the fit's error)."""
+    out, truth = _hpl_cli(tmp_path, "--nodes", "1,8,64,240", "--efficiency-1node", "0.8",
+                          "--node-cv", "0.01")
+    assert "518.4" in out  # peak from sockets x cores x GHz x flops/cycle
+    assert truth[1] == pytest.approx(80.0, abs=0.005)
+    effs = [truth[n] for n in (1, 8, 64, 240)]
+    assert all(b < a for a, b in zip(effs, effs[1:], strict=False)), effs
+    out, fitted = _hpl_cli(tmp_path, "--nodes", "1,8,64,240", "--efficiency-1node", "0.8",
+                           "--fit-at", f"64:{truth[64] / 100:.4f}")
+    spread = float(out.split("fitted node-to-node spread:")[1].split("%")[0])
+    assert spread == pytest.approx(1.0, abs=0.05)
+    assert fitted[240] == pytest.approx(truth[240], abs=0.05)
+    assert fitted[8] == pytest.approx(truth[8], abs=0.05)
+    assert fitted[1] == pytest.approx(80.0, abs=0.005)
+    # doc 000's trend: fitted at 240 nodes, every intermediate size lies strictly between the
+    # two published points, and a larger spread is needed than the per-node HPL table shows
+    out, doc = _hpl_cli(tmp_path, "--nodes", "1,8,64,240", "--fit-at", "240:0.7299")
+    assert doc[1] == pytest.approx(77.27, abs=0.005)
+    assert 72.99 < doc[64] < doc[8] < 77.27
+    spread = float(out.split("fitted node-to-node spread:")[1].split("%")[0])
+    assert 0.5 < spread < 5.0
+    # the fabric alone (no spread) costs less than the published drop
+    _, fabric_only = _hpl_cli(tmp_path, "--nodes", "240", "--node-cv", "0")
+    assert 72.99 < fabric_only[240] < 77.27
+
+
+# Open MPI's own names for the model's algorithms where they differ (ompi_info, 4.1).
+_OMPI_NAMES = {("alltoall", "bruck"): "modified_bruck", ("gather", "linear"): "basic_linear",
+               ("bcast", "scatter_allgather"): "scatter_allgather_ring"}
+
+
+def test_openmpi_tuned_numbers_are_distinct_and_read_back_from_a_run(tmp_path: Path) -> None:
+    for coll, nums in OPENMPI_TUNED.items():
+        assert len(set(nums.values())) == len(nums), (coll, nums)
+        assert set(nums) <= set(ALGORITHMS[coll])
+    with Store(tmp_path / "fabench.sqlite") as store:
+        for name, num in OPENMPI_TUNED["bcast"].items():
+            env = {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
+                   "OMPI_MCA_coll_tuned_bcast_algorithm": str(num)}
+            rid = store.begin_run(campaign_id=None, key="b", kernel="mpi.bcast",
+                                  transport="tcp", mpi="openmpi", ranks=4, launcher="local",
+                                  repeat=0, settings={"env": env})
+            assert run_algorithm(store.run(rid), "bcast") == name
+
+
+def test_openmpi_tuned_numbers_match_ompi_info() -> None:
+    """The numbers pin measured runs to the modelled algorithm: check them against the
+    installed Open MPI's own list."""
+    import shutil
+
+    if shutil.which("ompi_info") is None:
+        pytest.skip("ompi_info not found (Open MPI not installed)")
+    out = subprocess.run(["ompi_info", "--param", "coll", "tuned", "--level", "9"],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    for coll, nums in OPENMPI_TUNED.items():
+        m = re.search(rf'"coll_tuned_{coll}_algorithm".*?Valid values: ([^\n]*)', out, re.S)
+        assert m, coll
+        valid = {int(k): v for k, v in re.findall(r'(\d+):"([^"]+)"', m.group(1))}
+        for name, num in nums.items():
+            assert valid.get(num) == _OMPI_NAMES.get((coll, name), name), (coll, name, num)
+
+
+def _testbed_prefix() -> str:
+    return f"fbm{os.getpid() % 100000}"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="makes a root testbed (CI is root)")
+def test_calibrated_model_predicts_4_host_collectives_on_a_testbed(openmpi: str,
+                                                                   tmp_path: Path) -> None:
+    """Issue 7's validation, reduced (bench/model_validate.py is the full one, numbers in
+    docs/model.md): calibrate from 2-host mpi.latency/bw/bibw over tcp on a rate-limited
+    testbed, predict 4-host recursive-doubling allreduce and ring allgather (Open MPI pinned to
+    the same algorithms) at sizes where the link dominates, measure them. The full run gave
+    2-33 % per size there; three runs of this one (~50 s each, 2-core host shared with other
+    jobs) gave medians up to 30 % (recursive doubling) and 13-17 % (ring), hence the 40 %
+    bound on the median over the sizes. Fewer point-to-point sizes or iterations broke it: the
+    breakpoint search then cut at 128 KiB instead of the 64 KiB eager limit."""
+    from fabench.testbed import TestbedConfig, create, destroy_all, leftovers, load_state
+
+    prefix = _testbed_prefix()
+    old = os.environ.get("FABENCH_TESTBED_PREFIX")
+    os.environ["FABENCH_TESTBED_PREFIX"] = prefix
+    try:
+        create("val", TestbedConfig(hosts=4, rate="400mbit", burst="16kb"))
+        st = load_state("val")
+        tbf = ["root", "tbf", "rate", "400mbit", "burst", "16kb", "latency", "5ms"]
+        for h in st.hosts:  # a switch-sized queue (the testbed's 50 ms bloats exchanges)
+            subprocess.run([*h.enter, "tc", "qdisc", "change", "dev", h.ifname, *tbf],
+                           check=True)
+            subprocess.run(["ip", "netns", "exec", st.switch_ns, "tc", "qdisc", "change",
+                            "dev", h.port, *tbf], check=True)
+        env = '{OMPI_MCA_mpi_yield_when_idle: "1"'
+        pin = env + ', OMPI_MCA_coll_tuned_use_dynamic_rules: "1"'
+        spec = tmp_path / "val.yaml"
+        spec.write_text(
+            "name: val\nrepeats: 1\nmpi: openmpi\nruns:\n"
+            # 1 B..1 MiB: enough sizes for the breakpoint search to find the eager limit
+            "  - kernel: [mpi.latency]\n    transport: [tcp]\n"
+            f'    ranks: [2]\n    sizes: "1:1M"\n    iterations: 200\n    env: {env}}}\n'
+            "  - kernel: [mpi.bw, mpi.bibw]\n    transport: [tcp]\n"
+            f'    ranks: [2]\n    sizes: "1:1M"\n    iterations: 10\n    window: 8\n'
+            f"    env: {env}}}\n"
+            "  - kernel: [mpi.allreduce]\n    transport: [tcp]\n    ranks: [4]\n"
+            '    sizes: "32K,128K,512K"\n    iterations: 20\n'
+            f'    env: {pin}, OMPI_MCA_coll_tuned_allreduce_algorithm: "3"}}\n'
+            "  - kernel: [mpi.allgather]\n    transport: [tcp]\n    ranks: [4]\n"
+            '    sizes: "32K,128K,512K"\n    iterations: 20\n'
+            f'    env: {pin}, OMPI_MCA_coll_tuned_allgather_algorithm: "4"}}\n')
+        out = str(tmp_path / "res")
+        fabench_cli("run", str(spec), "--on", "testbed", "val", "--out", out,
+                    "--no-progress", timeout=1200)
+    finally:
+        destroy_all(prefix)
+        if old is None:
+            del os.environ["FABENCH_TESTBED_PREFIX"]
+        else:
+            os.environ["FABENCH_TESTBED_PREFIX"] = old
+    assert leftovers(prefix) == []
+    with Store(Path(out) / "fabench.sqlite") as store:
+        runs = {r.kernel: r.id for r in store.runs()}
+        assert all(r.status == "ok" for r in store.runs())
+    fabench_cli("model", "calibrate", *(str(runs[k]) for k in ("mpi.latency", "mpi.bw",
+                                                                "mpi.bibw")),
+                "--name", "tb", "--out", out)
+    text = fabench_cli("model", "validate", str(runs["mpi.allreduce"]),
+                       str(runs["mpi.allgather"]), "--fabric", "tb", "--topology", "single",
+                       "--cores", str(os.cpu_count()), "--out", out).stdout
+    print(text)
+    errors = {m.group(1): float(m.group(2)) for m in re.finditer(
+        r"^\s+mpi\.\w+\s+(\w+)\s+\d+\s+([\d.]+)%", text, re.M)}
+    assert set(errors) == {"recursive_doubling", "ring"}, text
+    assert all(e <= 40.0 for e in errors.values()), errors

@@ -16,8 +16,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                     "(kernel, transport, mpi, ranks, campaign, run, repeat, selected, launcher, "
                     "label, source, env.NAME). Runs of one configuration are pooled; see "
                     "docs/statistics.md for the interval and the verdict rules.")
-    p.add_argument("a", metavar="A", help="baseline selector")
-    p.add_argument("b", metavar="B", help="selector compared against A")
+    p.add_argument("a", metavar="A", help="baseline selector; several joined by + are one side "
+                                          "(e.g. 1+3+5: those runs, pooled as repeats)")
+    p.add_argument("b", metavar="B", help="selector compared against A (+ joins, as for A)")
     p.add_argument("--metric", help="latency, bandwidth or message_rate (default: each "
                                     "kernel's primary metric)")
     p.add_argument("--kernel", help="only this kernel (e.g. mpi.latency)")
@@ -30,7 +31,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 def main(args: argparse.Namespace) -> int:
     with Store(resolve_store(args.store)) as store:
-        comps = compare_selections(store, [args.a], [args.b], metric=args.metric,
+        comps = compare_selections(store, args.a.split("+"), args.b.split("+"),
+                                   metric=args.metric,
                                    kernel=args.kernel, tolerance=args.tolerance)
     if args.json:
         print(json.dumps([c.as_dict() for c in comps], indent=1))

@@ -17,9 +17,16 @@ from ..model.tables import (
     hpl_lines,
     prediction_json,
     prediction_lines,
+    validation_lines,
+    validation_summary,
 )
 from ..model.topology import make_topology
-from ..model.validate import compare_run, merge_repeats, simulated_as_prediction
+from ..model.validate import (
+    compare_run,
+    merge_repeats,
+    run_algorithm,
+    simulated_as_prediction,
+)
 from ..store import Store
 from ..units import parse_sizes
 from ._common import add_out_argument, store_path
@@ -37,7 +44,9 @@ def add_cluster_arguments(p: argparse.ArgumentParser, nodes_default: int | None 
     p.add_argument("--oversubscription", type=float, default=1.0,
                    help="fat-tree uplink oversubscription (default 1: non-blocking)")
     p.add_argument("--dims", help="torus dimensions, e.g. 6x8x5 (default: most cubic)")
-    p.add_argument("--cores", type=int, default=2, help="loopback: cores of the host")
+    p.add_argument("--cores", type=int, default=None,
+                   help="cores shared by all ranks: loopback (default 2), or nodes emulated "
+                        "on one machine (fabench's testbed); default elsewhere: a core per rank")
     p.add_argument("--switch-reduce-us", type=float, default=None,
                    help="in-network reduction: latency per reducing switch level (0.2)")
 
@@ -54,8 +63,9 @@ def parse_dims(text: str | None) -> tuple[int, ...] | None:
 def cluster_from_args(args: argparse.Namespace) -> Cluster:
     topo = make_topology(args.topology, args.nodes, hosts_per_leaf=args.hosts_per_leaf,
                          oversubscription=args.oversubscription, dims=parse_dims(args.dims),
-                         cores=args.cores)
-    c = Cluster(args.nodes, args.ppn, topo)
+                         cores=args.cores or 2)
+    c = Cluster(args.nodes, args.ppn, topo,
+                cores=args.cores if args.topology != "loopback" else None)
     if args.switch_reduce_us is not None:
         c.switch_reduce_us = args.switch_reduce_us
     return c
@@ -70,7 +80,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     msub = p.add_subparsers(dest="model_command", metavar="ACTION")
     msub.required = True
 
-    c = msub.add_parser("calibrate", help="fit a fabric to stored mpi.latency (+ mpi.bw) runs")
+    c = msub.add_parser("calibrate", help="fit a fabric to stored mpi.latency (+ mpi.bw, "
+                                          "mpi.bibw) runs")
     c.add_argument("runs", nargs="+", type=int, metavar="RUN", help="run ids in the store")
     c.add_argument("--name", required=True, help="name to store the calibration under")
     c.add_argument("--hops", type=int, default=1,
@@ -127,8 +138,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     v.add_argument("runs", nargs="+", type=int, metavar="RUN")
     add_cluster_arguments(v, nodes_default=0)
     v.add_argument("--algorithm", "-a", help="when the runs do not record it")
-    v.add_argument("--simulated", type=int, metavar="SIMRUN",
-                   help="also compare the measured runs with this stored simulated run")
+    v.add_argument("--simulated", type=int, nargs="+", metavar="SIMRUN",
+                   help="stored simulated runs (fabench sim) of the same collectives and "
+                        "algorithms: their times become a column beside the model's")
     add_out_argument(v)
     v.set_defaults(func=cmd_validate)
 
@@ -220,11 +232,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
             comps.append(compare_run(store, rid, fabric, cluster_from_args(args),
                                      args.algorithm))
         merged = merge_repeats(comps)
-        if args.simulated is not None:
-            merged += [simulated_as_prediction(store, c, args.simulated) for c in merged
-                       if not c.simulated]
-    for c in merged:
-        for line in comparison_lines(c):
+        sims = {}
+        for sid in args.simulated or []:
+            srun = store.run(sid)
+            if "simulated" not in srun.flags:
+                raise FabenchError(f"run {sid} is not a simulated run (fabench sim)")
+            coll = srun.kernel.partition(".")[2]
+            sims[(srun.kernel, run_algorithm(srun, coll))] = sid
+        tables = []
+        for c in merged:
+            sid = None if c.simulated else sims.get((c.kernel, c.algorithm))
+            sim = simulated_as_prediction(store, c, sid) if sid is not None else None
+            tables.append((c, sim))
+    for c, sim in tables:
+        for line in validation_lines(c, sim) if sim else comparison_lines(c):
+            print(line)
+    if len(tables) > 1:
+        for line in validation_summary(tables):
             print(line)
     return 0
 

@@ -134,6 +134,14 @@ def merge_curves(curves: Sequence[Curve]) -> Curve:
 
 LATENCY_KERNELS = ("mpi.latency",)
 STREAM_KERNELS = ("mpi.bw",)
+EXCHANGE_KERNELS = ("mpi.bibw",)
+
+
+def _large_bandwidth(curve: Curve) -> float:
+    """Best bytes per us (MB/s) of a curve's large sizes (the top quarter of its range)."""
+    big = [s / x for s, x in zip(curve.sizes, curve.times, strict=True)
+           if s >= max(curve.sizes) // 4]
+    return float(max(big)) if big else 0.0
 
 
 @dataclass
@@ -141,6 +149,7 @@ class Calibration:
     fabric: Fabric
     latency: Curve
     stream: Curve | None
+    exchange: Curve | None = None
 
 
 def calibrate(store: Store, run_ids: Sequence[int], name: str, *, max_breaks: int = 2,
@@ -148,6 +157,7 @@ def calibrate(store: Store, run_ids: Sequence[int], name: str, *, max_breaks: in
               link_bandwidth_MBps: float | None = None) -> Calibration:
     lat_curves: list[Curve] = []
     bw_curves: list[Curve] = []
+    bibw_curves: list[Curve] = []
     transports: set[str] = set()
     for rid in run_ids:
         kernel, curve = run_curve(store, rid)
@@ -157,41 +167,61 @@ def calibrate(store: Store, run_ids: Sequence[int], name: str, *, max_breaks: in
             lat_curves.append(curve)
         elif kernel in STREAM_KERNELS:
             bw_curves.append(curve)
+        elif kernel in EXCHANGE_KERNELS:
+            bibw_curves.append(curve)
         else:
             raise FabenchError(f"run {rid} is {kernel}: calibration takes "
-                               f"{', '.join(LATENCY_KERNELS + STREAM_KERNELS)} runs")
+                               f"{', '.join(LATENCY_KERNELS + STREAM_KERNELS + EXCHANGE_KERNELS)}"
+                               " runs")
     if not lat_curves:
         raise FabenchError("calibration needs at least one mpi.latency run (the ping-pong "
                            "curve); mpi.bw runs add the gap g and the streaming bandwidth")
     lat = merge_curves(lat_curves)
     segs, quality = fit_segments(lat.sizes, lat.times, max_breaks=max_breaks)
     stream = merge_curves(bw_curves) if bw_curves else None
+    exchange = merge_curves(bibw_curves) if bibw_curves else None
     gap = overhead = 0.0
     extra: dict[str, float] = {}
     if stream is not None:
         small = [x for s, x in zip(stream.sizes, stream.times, strict=True) if s <= 64]
         gap = float(np.median(small)) if small else 0.0
-        big = [s / x for s, x in zip(stream.sizes, stream.times, strict=True)
-               if s >= max(stream.sizes) // 4]
-        extra["stream_bandwidth_MBps"] = float(max(big)) if big else 0.0
+        extra["stream_bandwidth_MBps"] = _large_bandwidth(stream)
+    slowdown: list[list[float]] = []
+    if exchange is not None and stream is not None:
+        # per size: one-way rate / per-direction rate of the exchange. mpi.bibw's time per
+        # message counts both directions' messages, so a direction moves m / (2 t) per us.
+        one_way = dict(zip(stream.sizes, stream.times, strict=True))
+        slowdown = [[s, round(max(1.0, 2 * x / one_way[s]), 4)]
+                    for s, x in zip(exchange.sizes, exchange.times, strict=True)
+                    if s in one_way]
+        extra["exchange_bandwidth_MBps"] = _large_bandwidth(exchange) / 2
     # A sender cannot inject faster than its own per-message overhead, so g bounds o from
     # above; L = alpha - 2 o must stay >= 0. Netgauge measures o directly with busy-waits;
     # from two curves, o = min(g, alpha/2) is the assumption (written down in docs/model.md).
     overhead = min(gap, segs[0].alpha_us / 2) if gap else segs[0].alpha_us / 4
-    link = link_bandwidth_MBps or max(extra.get("stream_bandwidth_MBps", 0.0),
-                                      max(s.bandwidth_MBps for s in segs
-                                          if math.isfinite(s.bandwidth_MBps)))
+    # The link rate: what streaming reached (every flow is limited by it), else the last
+    # segment's ping-pong rate. Not an earlier segment's slope: a latency-dominated segment's
+    # fitted slope is no bandwidth (339 MB/s on a 400 Mbit/s testbed link).
+    last = segs[-1].bandwidth_MBps
+    link = link_bandwidth_MBps or (extra.get("stream_bandwidth_MBps")
+                                   or (last if math.isfinite(last) else 0.0))
+    runs_used = lat.runs + (stream.runs if stream else []) + (exchange.runs if exchange else [])
+    assumptions = [
+        "o = min(g, alpha/2): the CPU overhead per side is not measured separately",
+        f"the measured path crossed {calibrated_hops} switch(es); each additional switch "
+        f"adds {hop_latency_us} us",
+    ]
+    if not slowdown:
+        assumptions.append("full duplex: two ranks exchanging at once each get the one-way "
+                           "bandwidth (no mpi.bibw and mpi.bw runs to say otherwise)")
     fabric = Fabric(
         name=name, segments=segs, origin="calibrated",
-        source=f"runs {', '.join(str(r) for r in lat.runs + (stream.runs if stream else []))}"
-               f" in {store.path} over {', '.join(sorted(transports))}",
-        assumptions=[
-            "o = min(g, alpha/2): the CPU overhead per side is not measured separately",
-            f"the measured path crossed {calibrated_hops} switch(es); each additional switch "
-            f"adds {hop_latency_us} us",
-        ],
+        source=f"runs {', '.join(str(r) for r in runs_used)} in {store.path} over "
+               f"{', '.join(sorted(transports))}",
+        assumptions=assumptions,
         overhead_us=overhead, gap_us=gap, calibrated_hops=calibrated_hops,
         hop_latency_us=hop_latency_us, link_bandwidth_MBps=link,
+        exchange_slowdown=slowdown,
         fit={**quality, **extra, "breakpoints": [s.start for s in segs[1:]]},
     )
-    return Calibration(fabric, lat, stream)
+    return Calibration(fabric, lat, stream, exchange)

@@ -33,6 +33,9 @@ class Cluster:
     ppn: int
     topology: Topology
     switch_reduce_us: float = SWITCH_REDUCE_US
+    # Nodes emulated on one machine (fabench's testbed): every rank of every node shares
+    # these cores. None: a core per rank, as on a real cluster.
+    cores: int | None = None
 
     @property
     def ranks(self) -> int:
@@ -52,12 +55,23 @@ class Model:
         return self.c.ranks
 
     def cpu_share(self, active: int) -> float:
-        """Ranks time-sharing cores (one host with more ranks than cores): a step's work is
-        stretched by active ranks / cores. 1 on real clusters (a core per rank)."""
+        """Ranks time-sharing cores (one host, or emulated nodes on one machine, with more
+        ranks than cores): a step's CPU work is stretched by active ranks / cores. 1 on real
+        clusters (a core per rank)."""
         topo = self.c.topology
         if isinstance(topo, Loopback):
             return max(1.0, active / topo.cores)
+        if self.c.cores:
+            return max(1.0, active / self.c.cores)
         return 1.0
+
+    def stretch(self, a: float, b: float, share: float) -> float:
+        """A step's time from its latency part a and bytes part b: on one host (loopback) the
+        bytes are memory copies, CPU work like the rest; between emulated nodes they cross a
+        link (rate-limited veths), so only the latency part (stack, MPI) is time-shared."""
+        if isinstance(self.c.topology, Loopback):
+            return (a + b) * share
+        return a * share + b
 
     def _node_path(self, pattern: str, nd: int) -> tuple[int, float]:
         key = (pattern, nd)
@@ -66,11 +80,16 @@ class Model:
             self._paths[key] = (sp.hops, sp.congestion)
         return self._paths[key]
 
-    def step_parts(self, m: float, d: int, pattern: str = "xor",
-                   active: int | None = None) -> tuple[float, float, float]:
+    def step_parts(self, m: float, d: int, pattern: str = "xor", active: int | None = None,
+                   exchange: bool | None = None) -> tuple[float, float, float]:
         """(latency part, bytes part, cpu share) of a step in which every (active) rank
-        exchanges m bytes with its partner at rank distance d."""
+        sends m bytes to its partner at rank distance d. `exchange`: the partner sends m
+        bytes back at the same time (recursive doubling/halving); for "shift" steps it is
+        found (rank + d and rank - d are one rank). An exchange's bytes cost at least the
+        fabric's exchange slowdown (measured with mpi.bibw) more than a one-way flow."""
         m = max(m, 0.0)
+        if exchange is None:
+            exchange = pattern == "shift" and (2 * d) % max(self.p, 1) == 0
         ppn = self.c.ppn
         share = self.cpu_share(self.p if active is None else active)
         if d < ppn and (pattern == "xor" or ppn == 1):
@@ -87,11 +106,14 @@ class Model:
         if link > 0:
             # one flow is limited by its endpoints (beta); several share the link
             per_byte = max(per_byte, nic * cong / link)
+        if exchange:
+            per_byte *= self.f.exchange_factor(m)
         return self.f.alpha(m, hops), per_byte * m, share
 
-    def step(self, m: float, d: int, pattern: str = "xor", active: int | None = None) -> float:
-        a, b, share = self.step_parts(m, d, pattern, active)
-        return (a + b) * share
+    def step(self, m: float, d: int, pattern: str = "xor", active: int | None = None,
+             exchange: bool | None = None) -> float:
+        a, b, share = self.step_parts(m, d, pattern, active, exchange)
+        return self.stretch(a, b, share)
 
     def reduce_cost(self, m: float) -> float:
         return self.f.reduce_us_per_byte * m
@@ -122,24 +144,31 @@ def allreduce_recursive_doubling(md: Model, m: float) -> float:
     p2 = _pow2_floor(md.p)
     t = _non_pow2_fold(md, m)
     for k in range(int(math.log2(p2))):
-        t += md.step(m, 1 << k, "xor", active=p2) + md.reduce_cost(m)
+        t += md.step(m, 1 << k, "xor", active=p2, exchange=True) + md.reduce_cost(m)
     return t
+
+
+ELEMENT_BYTES = 4  # the kernels reduce float32 (MPI_FLOAT sums)
 
 
 def allreduce_ring(md: Model, m: float) -> float:
     p = md.p
     if p == 1:
         return 0.0
+    if m < ELEMENT_BYTES * p:
+        # fewer elements than ranks cannot be split into p chunks: Open MPI's ring
+        # (coll_base_allreduce_intra_ring) runs recursive doubling instead
+        return allreduce_recursive_doubling(md, m)
     chunk = m / p
     return 2 * (p - 1) * md.step(chunk, 1, "shift") + (p - 1) * md.reduce_cost(chunk)
 
 
-def _halving(md: Model, m: float, reduce: bool) -> float:
+def _halving(md: Model, m: float, reduce: bool, exchange: bool = True) -> float:
     p2 = _pow2_floor(md.p)
     t, size = 0.0, m
     for k in range(int(math.log2(p2))):
         size /= 2
-        t += md.step(size, p2 >> (k + 1), "xor", active=p2)
+        t += md.step(size, p2 >> (k + 1), "xor", active=p2, exchange=exchange)
         if reduce:
             t += md.reduce_cost(size)
     return t
@@ -199,7 +228,8 @@ def reduce_binomial(md: Model, m: float) -> float:
 
 def reduce_rabenseifner(md: Model, m: float) -> float:
     # reduce-scatter by recursive halving, then a binomial gather of the pieces to the root
-    return _non_pow2_fold(md, m) + _halving(md, m, True) + _halving(md, m, False)
+    return (_non_pow2_fold(md, m) + _halving(md, m, True)
+            + _halving(md, m, False, exchange=False))
 
 
 def in_network_reduce(md: Model, m: float) -> float:
@@ -249,7 +279,7 @@ def alltoall_linear(md: Model, m: float) -> float:
     parts = [md.step_parts(m, k, "shift") for k in range(1, p)]
     alpha = max(a for a, _, _ in parts)
     share = parts[0][2]
-    return (alpha + sum(b for _, b, _ in parts) + (p - 2) * md.f.gap_us) * share
+    return md.stretch(alpha + (p - 2) * md.f.gap_us, sum(b for _, b, _ in parts), share)
 
 
 # -- allgather / gather ------------------------------------------------------------------------
@@ -262,7 +292,7 @@ def allgather_recursive_doubling(md: Model, m: float) -> float:
         return allgather_bruck(md, m)
     t, k = 0.0, 1
     while k < md.p:
-        t += md.step(m * k, k, "xor")
+        t += md.step(m * k, k, "xor", exchange=True)
         k <<= 1
     return t
 
@@ -379,7 +409,15 @@ class Prediction:
     times: dict[str, list[float]]  # algorithm -> us per size
 
     def winners(self) -> list[str]:
-        return [min(self.times, key=lambda a: self.times[a][i]) for i in range(len(self.sizes))]
+        return [fastest(self.times, i) for i in range(len(self.sizes))]
+
+
+def fastest(times: dict[str, list[float]], i: int, among: list[str] | None = None) -> str:
+    """The fastest algorithm at size index i. A tie of ring with recursive doubling is the
+    ring allreduce falling back to recursive doubling (fewer floats than ranks): name the one
+    that runs."""
+    names = among if among is not None else list(times)
+    return min(names, key=lambda a: (times[a][i], a == "ring"))
 
 
 def predict_all(fabric: Fabric, cluster: Cluster, collective: str, sizes: list[int],

@@ -50,6 +50,10 @@ class Fabric:
     calibrated_hops: int = 1  # switches on the measured path (0: loopback, one host)
     hop_latency_us: float = 0.4  # per additional switch (doc 004: cut-through 400 ns)
     link_bandwidth_MBps: float = 0.0  # nominal link rate, for the simulator's platform
+    # [size, factor]: a rank exchanging m bytes with its partner (both send at once) moves
+    # them `factor` times slower than a one-way flow, mpi.bw / (mpi.bibw / 2) at that size;
+    # empty: full duplex (not measured). Open MPI's tcp BTL: 1 below 64 KiB, 2 from it.
+    exchange_slowdown: list[list[float]] = field(default_factory=list)
     reduce_us_per_byte: float = 0.00025  # gamma: local reduction (4 GB/s of float sums)
     intra: list[Segment] = field(default_factory=list)  # same-node (shared memory) model
     fit: dict[str, Any] = field(default_factory=dict)
@@ -72,6 +76,17 @@ class Fabric:
 
     def beta(self, m: float, intra: bool = False) -> float:
         return self.segment(m, intra).beta_us_per_byte
+
+    def exchange_factor(self, m: float) -> float:
+        """Slowdown of an exchange's bytes at size m: the factor measured at the largest
+        size <= m (the smallest size's below it); 1 when none was measured."""
+        if not self.exchange_slowdown:
+            return 1.0
+        factor = self.exchange_slowdown[0][1]
+        for size, f in self.exchange_slowdown:
+            if m >= size:
+                factor = f
+        return max(1.0, factor)
 
     def time(self, m: float, hops: int | None = None, intra: bool = False) -> float:
         """Half round trip of an m-byte message across `hops` switches (default: as measured)."""

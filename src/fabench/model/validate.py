@@ -10,7 +10,7 @@ from ..analyse import summarize_results
 from ..errors import FabenchError
 from ..metrics import LATENCY
 from ..store import RunRow, Store
-from .collectives import ALGORITHMS, OPENMPI_TUNED, Cluster, predict
+from .collectives import ALGORITHMS, OPENMPI_TUNED, Cluster, Model, predict
 from .fabric import Fabric
 
 
@@ -56,6 +56,17 @@ def run_algorithm(run: RunRow, collective: str) -> str | None:
     return None
 
 
+def barrier_exit_skew(fabric: Fabric, cluster: Cluster) -> float:
+    """What the collective kernels add to a call: every rank times the call from its own
+    exit from the barrier before it, and the record is the max over ranks, so it holds the
+    wait of the rank that left the barrier first for the last one. Ranks leave a barrier about
+    one small-message step apart (its last exchange): that step, on the same cluster."""
+    if cluster.ranks < 2:
+        return 0.0
+    d = cluster.ppn if cluster.nodes > 1 else 1
+    return Model(fabric, cluster).step(0.0, d, "shift", exchange=False)
+
+
 def compare_run(store: Store, run_id: int, fabric: Fabric, cluster: Cluster,
                 algorithm: str | None = None) -> Comparison:
     run = store.run(run_id)
@@ -77,7 +88,9 @@ def compare_run(store: Store, run_id: int, fabric: Fabric, cluster: Cluster,
     sums = summarize_results(run.kernel, results, LATENCY)
     sizes = [s.size for s in sums if s.size > 0]
     observed = [s.summary.median for s in sums if s.size > 0]
-    predicted = predict(fabric, cluster, collective, algo, sizes)
+    skew = barrier_exit_skew(fabric, cluster)
+    predicted = [t + skew for t in predict(fabric, cluster, collective, algo, sizes)]
+    notes.append(f"predicted + {skew:.1f} us barrier exit skew")
     return Comparison(run_id, run.kernel, algo, "simulated" in run.flags, sizes, observed,
                       predicted, notes)
 

@@ -16,7 +16,7 @@ import numpy as np
 from ..model.collectives import ALGORITHMS, Cluster, predict
 from ..model.fabric import Fabric
 from ..model.topology import make_topology
-from ..model.validate import run_algorithm
+from ..model.validate import barrier_exit_skew, run_algorithm
 from ..selection import Series
 from .charts import Line, line_chart
 
@@ -54,8 +54,11 @@ def prediction_section(series: list[Series]) -> str:
         if algo is None:
             continue
         sizes = [p.size for p in sim.points if p.size > 0]
+        cluster = _cluster(info)
+        # as `fabench model validate`: the kernels' times include the barrier's exit skew
+        skew = barrier_exit_skew(fabric, cluster)
         pred = Line(f"predicted ({fabric.name}, {algo})", sizes,
-                    predict(fabric, _cluster(info), coll, algo, sizes))
+                    [t + skew for t in predict(fabric, cluster, coll, algo, sizes)])
         simline = Line(f"simulated ({fabric.name}, {algo})", sizes,
                        [p.summary.median for p in sim.points if p.size > 0])
         # measured runs of the same collective and ranks, unless they record (pinned) a
