@@ -4,6 +4,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -50,3 +52,22 @@ def fabench_cli(*args: str, check: bool = True, timeout: float = 600,
         raise AssertionError(f"fabench {' '.join(args)} exited {proc.returncode}\n"
                              f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc
+
+
+@contextmanager
+def own_testbeds(prefix: str) -> Iterator[str]:
+    """Testbeds made inside carry the name prefix ``prefix``; every one of them is removed at
+    the end, also on failure, and the test fails if any namespace, link or holder is left."""
+    from fabench.testbed import destroy_all, leftovers
+
+    old = os.environ.get("FABENCH_TESTBED_PREFIX")
+    os.environ["FABENCH_TESTBED_PREFIX"] = prefix
+    try:
+        yield prefix
+    finally:
+        destroy_all(prefix)
+        if old is None:
+            del os.environ["FABENCH_TESTBED_PREFIX"]
+        else:
+            os.environ["FABENCH_TESTBED_PREFIX"] = old
+    assert leftovers(prefix) == []

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import own_testbeds
 from fabench.errors import FabenchError
 from fabench.launch.hosts import HostSlots, on_node_transport, parse_hostfile, place_ranks
 from fabench.report.campaign_summary import campaign_lines
 from fabench.store import Store
-from fabench.testbed import TestbedConfig, TestbedState, create, destroy_all, leftovers
+from fabench.testbed import TestbedConfig, TestbedState, create
 
 
 def test_hostfile_and_placement(tmp_path: Path) -> None:
@@ -44,18 +45,8 @@ def test_hostfile_and_placement(tmp_path: Path) -> None:
 def cluster() -> Iterator[TestbedState]:
     if os.geteuid() != 0:
         pytest.skip("runs on a root testbed (CI is root)")
-    prefix = f"fbh{os.getpid() % 100000}"
-    old = os.environ.get("FABENCH_TESTBED_PREFIX")
-    os.environ["FABENCH_TESTBED_PREFIX"] = prefix
-    try:
+    with own_testbeds(f"fbh{os.getpid() % 100000}"):
         yield create("hosts", TestbedConfig(hosts=3))
-    finally:
-        destroy_all(prefix)
-        if old is None:
-            del os.environ["FABENCH_TESTBED_PREFIX"]
-        else:
-            os.environ["FABENCH_TESTBED_PREFIX"] = old
-    assert leftovers(prefix) == []
 
 
 def _bench_on_login_node(cluster: TestbedState, hostfile: Path, out: Path) -> None:

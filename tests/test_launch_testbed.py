@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli
+from conftest import fabench_cli, own_testbeds
 from fabench.records import ResultRecord
 from fabench.store import RunRow, Store
-from fabench.testbed import TestbedConfig, create, destroy_all, leftovers
+from fabench.testbed import TestbedConfig, create
 from fabench.testbed.counters import crossing_flag
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs on a root testbed (CI is "
@@ -20,18 +20,8 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs on a root testbe
 
 @pytest.fixture(scope="module")
 def prefix() -> Iterator[str]:
-    prefix = f"fbl{os.getpid() % 100000}"
-    old = os.environ.get("FABENCH_TESTBED_PREFIX")
-    os.environ["FABENCH_TESTBED_PREFIX"] = prefix
-    try:
+    with own_testbeds(f"fbl{os.getpid() % 100000}") as prefix:
         yield prefix
-    finally:
-        destroy_all(prefix)
-        if old is None:
-            del os.environ["FABENCH_TESTBED_PREFIX"]
-        else:
-            os.environ["FABENCH_TESTBED_PREFIX"] = old
-    assert leftovers(prefix) == []
 
 
 @pytest.fixture(scope="module")

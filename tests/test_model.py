@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import fabench_cli
+from conftest import fabench_cli, own_testbeds
 from fabench.errors import FabenchError
 from fabench.model.calibrate import calibrate, fit_segments
 from fabench.model.collectives import (
@@ -373,12 +373,9 @@ def test_calibrated_model_predicts_4_host_collectives_on_a_testbed(openmpi: str,
     jobs) gave medians up to 30 % (recursive doubling) and 13-17 % (ring), hence the 40 %
     bound on the median over the sizes. Fewer point-to-point sizes or iterations broke it: the
     breakpoint search then cut at 128 KiB instead of the 64 KiB eager limit."""
-    from fabench.testbed import TestbedConfig, create, destroy_all, leftovers, load_state
+    from fabench.testbed import TestbedConfig, create, load_state
 
-    prefix = _testbed_prefix()
-    old = os.environ.get("FABENCH_TESTBED_PREFIX")
-    os.environ["FABENCH_TESTBED_PREFIX"] = prefix
-    try:
+    with own_testbeds(_testbed_prefix()):
         create("val", TestbedConfig(hosts=4, rate="400mbit", burst="16kb"))
         st = load_state("val")
         tbf = ["root", "tbf", "rate", "400mbit", "burst", "16kb", "latency", "5ms"]
@@ -407,13 +404,6 @@ def test_calibrated_model_predicts_4_host_collectives_on_a_testbed(openmpi: str,
         out = str(tmp_path / "res")
         fabench_cli("run", str(spec), "--on", "testbed", "val", "--out", out,
                     "--no-progress", timeout=1200)
-    finally:
-        destroy_all(prefix)
-        if old is None:
-            del os.environ["FABENCH_TESTBED_PREFIX"]
-        else:
-            os.environ["FABENCH_TESTBED_PREFIX"] = old
-    assert leftovers(prefix) == []
     with Store(Path(out) / "fabench.sqlite") as store:
         runs = {r.kernel: r.id for r in store.runs()}
         assert all(r.status == "ok" for r in store.runs())

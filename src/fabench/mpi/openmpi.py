@@ -77,6 +77,16 @@ def transport_mca(transport: Transport) -> tuple[list[str], dict[str, str]]:
     return args, {}
 
 
+def _selection_verbosity(transport: Transport) -> tuple[list[str], dict[str, str]]:
+    """The MCA arguments and environment that make the library report what it selected for
+    ``transport`` (see the note on the verbosity levels above)."""
+    if transport.kind in ("shm", "tcp"):
+        return PML_VERBOSE + BTL_VERBOSE, {}
+    if transport.kind == "ofi":
+        return PML_VERBOSE + MTL_OFI_VERBOSE, {}
+    return list(PML_VERBOSE), dict(UCX_VERBOSE_ENV)
+
+
 def _grep(lines: Sequence[str], pattern: re.Pattern[str]) -> tuple[list[str], list[str]]:
     """Matching lines and the distinct first groups, in order of appearance."""
     hits = [(ln, m.group(1)) for ln in lines if (m := pattern.search(ln))]
@@ -180,14 +190,9 @@ class OpenMpi(MpiFlavour):
         # (~5 ms per message), and oversubscribed ranks must be free to move: --bind-to none.
         bind = "core" if not hosts and not over else "none"
         argv += ["--bind-to", bind]
-        argv += mca
-        argv += PML_VERBOSE
-        if transport.kind in ("shm", "tcp"):
-            argv += BTL_VERBOSE
-        elif transport.kind == "ofi":
-            argv += MTL_OFI_VERBOSE
-        else:
-            env.update(UCX_VERBOSE_ENV)
+        verbose_mca, verbose_env = _selection_verbosity(transport)
+        argv += mca + verbose_mca
+        env.update(verbose_env)
         # -x forwards the variables to remote ranks too; local ranks inherit them anyway.
         for key in env:
             argv += ["-x", key]
@@ -201,13 +206,9 @@ class OpenMpi(MpiFlavour):
                     transport: Transport) -> MpiLaunch:
         self._check_ranks(ranks)
         mca, env = transport_mca(transport)
-        mca += PML_VERBOSE
-        if transport.kind in ("shm", "tcp"):
-            mca += BTL_VERBOSE
-        elif transport.kind == "ofi":
-            mca += MTL_OFI_VERBOSE
-        else:
-            env.update(UCX_VERBOSE_ENV)
+        verbose_mca, verbose_env = _selection_verbosity(transport)
+        mca += verbose_mca
+        env.update(verbose_env)
         # "--mca KEY VALUE" is OMPI_MCA_KEY=VALUE for a directly launched rank. Debian's Open
         # MPI 4.1 wires up through Slurm's PMIx plugin (its PMI-2 path aborts: not built in).
         env.update({f"OMPI_MCA_{k}": v for k, v in zip(mca[1::3], mca[2::3], strict=True)})
