@@ -67,6 +67,20 @@ def test_shm_stays_on_one_host(openmpi: str, pair: str, tmp_path: Path) -> None:
     assert "interface_bytes" not in run.provenance
 
 
+def test_ranks_beyond_the_machines_cores_yield(openmpi: str, pair: str,
+                                                tmp_path: Path) -> None:
+    # Testbed hosts share this machine's cores: 4 ranks on h1 (shm) have 4 host slots but
+    # only os.cpu_count() cores, and must be run (and flagged) as oversubscribed, with the
+    # yield that keeps busy-polling ranks from starving each other.
+    ranks = (os.cpu_count() or 1) + 2
+    run = _bench(tmp_path, "mpi.allreduce", "--on", "testbed", pair, "--transport", "shm",
+                 "--ranks", str(ranks), "--sizes", "8", "--iterations", "20", "--warmup", "2")
+    assert run.status == "ok", run.reason
+    assert run.oversubscribed
+    assert f"oversubscribed: {ranks} ranks on {os.cpu_count()} cores" in run.notes
+    assert "mpi_yield_when_idle 1" in (run.command or "")
+
+
 def test_crossing_rule() -> None:
     rec = ResultRecord(kernel="mpi.bw", size=1 << 20, iterations=10, warmup=0, unit="us",
                        times=[1.0] * 10, bytes_per_sample=64 << 20, messages_per_sample=64)

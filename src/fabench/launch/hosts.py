@@ -122,7 +122,8 @@ def run_across(req: LaunchRequest, on_record: RecordCallback | None, *,
                placed: list[HostSlots], execs: dict[str, HostExec], crosses: bool,
                counters: Callable[[list[str]], dict[str, IfCounters]],
                mpirun_prefix: tuple[str, ...], remote: dict[str, str | None],
-               extra_env: dict[str, str], where: str) -> LaunchResult:
+               extra_env: dict[str, str], where: str,
+               oversubscribe: bool | None = None) -> LaunchResult:
     """One run over several hosts (testbed or hostfile), with the counter check around it."""
     names = [h.name for h in placed]
     results: list[ResultRecord] = []
@@ -140,7 +141,7 @@ def run_across(req: LaunchRequest, on_record: RecordCallback | None, *,
             subnet=remote.get("subnet"))
         res = run_mpi_kernel(req, collect, hosts=[f"{h.name}:{h.slots}" for h in placed],
                              extra_mpirun_args=extra, extra_env=extra_env,
-                             prefix=mpirun_prefix)
+                             prefix=mpirun_prefix, oversubscribe=oversubscribe)
     else:
         pair = [execs[n] for n in names[:2]]
         if len(pair) < 2:

@@ -13,8 +13,10 @@ from .process import run_streaming
 def run_mpi_kernel(req: LaunchRequest, on_record: RecordCallback | None = None, *,
                    hosts: list[str] | None = None, extra_mpirun_args: list[str] | None = None,
                    extra_env: dict[str, str] | None = None,
-                   prefix: Sequence[str] = ()) -> LaunchResult:
-    """``prefix`` runs mpirun elsewhere, e.g. inside the first testbed host."""
+                   prefix: Sequence[str] = (),
+                   oversubscribe: bool | None = None) -> LaunchResult:
+    """``prefix`` runs mpirun elsewhere, e.g. inside the first testbed host;
+    ``oversubscribe=None`` lets the flavour judge from host slots or this host's cores."""
     try:
         flavour = get_flavour(req.mpi)
     except ValueError as exc:
@@ -29,7 +31,8 @@ def run_mpi_kernel(req: LaunchRequest, on_record: RecordCallback | None = None, 
     exe = kernel_executable(req.kernel, flavour.name)
     try:
         launch = flavour.launch(str(exe), req.kernel_args, req.ranks, transport, hosts=hosts,
-                                extra_mpirun_args=extra_mpirun_args or [])
+                                extra_mpirun_args=extra_mpirun_args or [],
+                                oversubscribe=oversubscribe)
     except ValueError as exc:  # UnsupportedTransport: this MPI cannot carry that transport
         raise FabenchError(f"{flavour.name}: {exc}") from exc
     env = dict(os.environ)

@@ -14,6 +14,7 @@ import sys
 from types import FrameType
 
 from ..errors import FabenchError
+from ..mpi.base import cpu_count
 from ..testbed import TestbedConfig, TestbedState, create, destroy, load_state
 from ..testbed.counters import IfCounters, read_counters
 from .base import (
@@ -101,7 +102,11 @@ class TestbedLauncher(Launcher):
             remote={"agent": str(st.agent), "iface": ifname, "subnet": st.subnet},
             # UCX would otherwise also offer loopback as a network device between hosts.
             extra_env={"UCX_NET_DEVICES": ifname} if crosses else {},
-            where=ifname)
+            where=ifname,
+            # Every testbed host runs on this machine's cores: a host's slots say nothing
+            # about them, and 4 busy-polling ranks on 2 cores take 100-1000x longer unless
+            # they yield.
+            oversubscribe=req.ranks > cpu_count())
         res.extra["testbed"] = {"name": st.name, "subnet": st.subnet, "mode": st.mode,
                                 "mtu": st.config.mtu, "rate": st.config.rate,
                                 "offloads": st.config.offloads, "sysctls": st.config.sysctls}

@@ -231,7 +231,10 @@ class MpiFlavour(ABC):
                           oversubscribe: bool | None) -> tuple[bool, str]:
         """Whether ranks outnumber what they run on (host slots, else this host's cores), and
         the words that say so."""
-        capacity, unit = (host_slots(hosts), "host slots") if hosts else (cpu_count(), "cores")
+        if hosts and oversubscribe is None:
+            capacity, unit = host_slots(hosts), "host slots"
+        else:  # the caller judged from this machine's cores (e.g. testbed hosts share them)
+            capacity, unit = cpu_count(), "cores"
         over = ranks > capacity if oversubscribe is None else oversubscribe
         return over, f"oversubscribed: {ranks} ranks on {capacity} {unit}"
 
