@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fb_pattern.h"
 #include "fb_timer.h"
@@ -212,7 +213,13 @@ void fb_mpi_validation_failed(struct fb_mpi_ctx *ctx, size_t size, long iteratio
             "%s: validation failed on rank %d: size %zu iteration %ld offset %lld: expected %g, "
             "got %g\n",
             ctx->kernel, ctx->rank, size, iteration, offset, expected, got);
+    fflush(stdout);
     fflush(stderr);
+    /* MPI_Abort tears the job down at once; under load the launcher (MPICH's hydra proxy
+     * seen in CI) had not yet forwarded the error record from the pipe, and the run lost the
+     * one line that says what was wrong. A short pause lets it drain; only failing runs pay. */
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = 300 * 1000 * 1000};
+    nanosleep(&pause, NULL);
     MPI_Abort(ctx->comm, 3);
 }
 
