@@ -6,6 +6,7 @@ import pytest
 from fabench.stats import (
     MAX_BOOTSTRAP_SAMPLES,
     compare_medians,
+    compare_medians_runs,
     median_ci,
     median_ci_runs,
     subsample,
@@ -125,3 +126,34 @@ def test_two_stage_interval_covers_the_true_median_across_run_offsets() -> None:
         hits_pooled += pooled.low <= 1.0 <= pooled.high
     assert hits_two / trials >= 0.80
     assert hits_pooled / trials < 0.5
+
+
+def test_two_stage_compare_says_no_change_when_runs_differ_only_by_their_offsets() -> None:
+    # A and B are the same configuration: five runs each, every run offset at random (sd 5 %).
+    # The ratio interval should hold 1 most of the time; the one-stage interval, which sees
+    # only the noise within runs, calls a difference most of the time.
+    rng = np.random.default_rng(5)
+    hits_two, hits_one, trials = 0, 0, 150
+    for _ in range(trials):
+        a, b = ([1.0 + rng.normal(0, 0.05) + rng.normal(0, 0.02, 300) for _ in range(5)]
+                for _ in range(2))
+        two = compare_medians_runs(a, b, n_resamples=400)
+        one = compare_medians(np.concatenate(a), np.concatenate(b))
+        assert two.ratio_ci.method == "two-stage-bootstrap"
+        hits_two += two.ratio_ci.low <= 1.0 <= two.ratio_ci.high
+        hits_one += one.ratio_ci.low <= 1.0 <= one.ratio_ci.high
+    assert hits_two / trials >= 0.80
+    assert hits_one / trials < 0.5
+
+
+def test_two_stage_compare_still_separates_a_real_difference() -> None:
+    rng = np.random.default_rng(6)
+    a = [1.0 + rng.normal(0, 0.01) + rng.normal(0, 0.02, 300) for _ in range(3)]
+    b = [1.3 + rng.normal(0, 0.01) + rng.normal(0, 0.02, 300) for _ in range(3)]
+    t = compare_medians_runs(a, b)
+    assert 1.2 < t.ratio_ci.low <= t.ratio <= t.ratio_ci.high < 1.4
+    assert 0.2 < t.diff_ci.low <= t.diff <= t.diff_ci.high < 0.4
+    # A single-run side is resampled within its run; a constant pair has no interval.
+    one = compare_medians_runs(a[:1], b)
+    assert one.ratio_ci.defined and one.ratio_ci.low > 1.2
+    assert not compare_medians_runs([[2.0, 2.0]], [[3.0], [3.0]]).ratio_ci.defined

@@ -26,7 +26,7 @@ from .selection import (
     run_source,
     select_runs,
 )
-from .stats import Interval, TwoSample, compare_medians
+from .stats import Interval, TwoSample, compare_medians, compare_medians_runs
 from .store import Store
 
 DEFAULT_TOLERANCE = 0.05
@@ -114,7 +114,11 @@ def compare_series(a: Series, b: Series, tolerance: float = DEFAULT_TOLERANCE) -
         pb = b.at(pa.size)
         if pb is None:
             continue
-        two = compare_medians(pa.values, pb.values)
+        # With repeats on either side the interval must carry the run-to-run spread.
+        if max(len(pa.per_run), len(pb.per_run)) >= 2:
+            two = compare_medians_runs(pa.per_run, pb.per_run)
+        else:
+            two = compare_medians(pa.values, pb.values)
         verdict, note = _verdict(two, a.metric, tolerance, pa.run_medians, pb.run_medians)
         if "one side fixed" in two.diff_ci.method:
             note = "; ".join(x for x in (note, "one side is a single aggregate (held fixed)")
