@@ -150,3 +150,17 @@ def test_doctor_lists_what_is_missing() -> None:
         assert "no RDMA device" in rdma["detail"] and rdma["fix"]
     assert any(c["section"] == "MPI" and c["ok"] for c in checks)
     assert any(c["section"] == "Kernels" and c["name"] == "mpi.latency" for c in checks)
+
+
+def test_rounds_pool_into_one_result_per_size(openmpi: str, tmp_path: Path) -> None:
+    rows = _bench_json(tmp_path, "mpi.latency", "--transport", "shm", "--sizes", "8,4K",
+                       "--iterations", "200", "--warmup", "20", "--rounds", "4")
+    assert [(r["size"], r["n"], r["iterations"]) for r in rows] == [(8, 200, 200),
+                                                                    (4096, 200, 200)]
+    with Store(tmp_path / "fabench.sqlite") as st:
+        (run,) = st.runs()
+        recs = list(st.results(run.id))
+    assert "--rounds 4" in run.command
+    assert [(r.size, len(r.times), r.iterations) for r in recs] == [(8, 200, 200),
+                                                                   (4096, 200, 200)]
+    assert all(r.extra.get("rounds") == 4 for r in recs)

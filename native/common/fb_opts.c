@@ -158,6 +158,9 @@ static void print_help(FILE *out, const char *prog, const struct fb_defaults *d)
             "  --window W             messages in flight per window, bandwidth kernels (default %d)\n"
             "  --validate             fill with a pattern, check every received byte\n"
             "  --large-threshold B    size where the large defaults start (default %zu)\n"
+            "  --rounds R             sweep the sizes R times, each sweep running 1/R of the\n"
+            "                         iterations (spreads host-load bursts over all sizes;\n"
+            "                         default 1)\n"
             "  --help                 this text\n",
             prog, d->size_min, d->size_max, d->iters_small, d->iters_large, d->warmup_small,
             d->warmup_large, d->window, d->large_threshold);
@@ -184,6 +187,7 @@ enum fb_opts_status fb_opts_parse(struct fb_opts *o, const struct fb_defaults *d
     o->warmup = -1;
     o->window = d->window;
     o->large_threshold = d->large_threshold;
+    o->rounds = 1;
 
     for (int i = 1; i < argc; i++) {
         char name[64];
@@ -208,7 +212,8 @@ enum fb_opts_status fb_opts_parse(struct fb_opts *o, const struct fb_defaults *d
             continue;
         }
         if (strcmp(name, "--sizes") && strcmp(name, "--iterations") && strcmp(name, "--warmup") &&
-            strcmp(name, "--window") && strcmp(name, "--large-threshold"))
+            strcmp(name, "--window") && strcmp(name, "--large-threshold") &&
+            strcmp(name, "--rounds"))
             return fail(err, prog, "unknown option '%s'%s", arg, "");
         if (eq)
             val = eq + 1;
@@ -231,6 +236,9 @@ enum fb_opts_status fb_opts_parse(struct fb_opts *o, const struct fb_defaults *d
                 return fail(err, prog, "--window wants an integer 1..1000000, got '%s'%s", val,
                             "");
             o->window = (int)w;
+        } else if (!strcmp(name, "--rounds")) {
+            if (parse_long(val, 1, &o->rounds) || o->rounds > 1000)
+                return fail(err, prog, "--rounds wants an integer 1..1000, got '%s'%s", val, "");
         } else {
             if (fb_parse_size(val, &o->large_threshold))
                 return fail(err, prog, "--large-threshold wants a size, got '%s'%s", val, "");
@@ -269,4 +277,16 @@ long fb_opts_warmup(const struct fb_opts *o, size_t size)
     if (o->warmup >= 0)
         return o->warmup;
     return size < o->large_threshold ? o->defaults.warmup_small : o->defaults.warmup_large;
+}
+
+long fb_opts_round_iterations(const struct fb_opts *o, size_t size, long round)
+{
+    long n = fb_opts_iterations(o, size), r = o->rounds > 0 ? o->rounds : 1;
+    return n / r + (round < n % r ? 1 : 0);
+}
+
+long fb_opts_round_warmup(const struct fb_opts *o, size_t size, long round)
+{
+    long w = fb_opts_warmup(o, size), r = o->rounds > 0 ? o->rounds : 1;
+    return round == 0 ? w : (w + r - 1) / r;
 }

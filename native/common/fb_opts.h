@@ -32,6 +32,7 @@ struct fb_opts {
     int window;
     bool validate;
     size_t large_threshold;
+    long rounds; /* passes over the size list; each pass runs its share of the iterations */
     struct fb_defaults defaults;
 };
 
@@ -55,6 +56,14 @@ void fb_opts_free(struct fb_opts *o);
 /* Timed and warm-up iterations for one message size. */
 long fb_opts_iterations(const struct fb_opts *o, size_t size);
 long fb_opts_warmup(const struct fb_opts *o, size_t size);
+
+/* Rounds: the size list is swept `rounds` times and each sweep runs its share of a size's
+ * iterations, so a burst of load on a shared host lands on a slice of every size instead of
+ * on all samples of whichever size was running. Round 0 gets the full warm-up; later rounds a
+ * warm-up of ceil(warmup / rounds) after switching back to the size. A share may be 0 when
+ * iterations < rounds: skip the size in that round. */
+long fb_opts_round_iterations(const struct fb_opts *o, size_t size, long round);
+long fb_opts_round_warmup(const struct fb_opts *o, size_t size, long round);
 
 /* One size: decimal bytes with an optional K, M or G suffix (powers of 1024, optional
  * trailing B or iB). Returns 0 on success, -1 on a malformed or overflowing value. */

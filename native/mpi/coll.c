@@ -210,11 +210,15 @@ int fb_coll_main(enum fb_coll_kind kind, int argc, char **argv)
         MPI_Abort(ctx.comm, 1);
     }
 
+    for (long round = 0; round < o->rounds; round++)
     for (int s = 0; s < nsizes; s++) {
         size_t size = sizes[s];
         if (is_reduction(kind) && size < sizeof(float))
             continue; /* below one MPI_FLOAT element */
-        long iters = fb_opts_iterations(o, size), warmup = fb_opts_warmup(o, size);
+        long iters = fb_opts_round_iterations(o, size, round);
+        long warmup = fb_opts_round_warmup(o, size, round);
+        if (iters == 0)
+            continue;
         run_size(&c, size, warmup, iters, local);
         fb_mpi_reduce_times(ctx.comm, local, (size_t)iters, tmax, tmin, tmean);
 
@@ -231,6 +235,7 @@ int fb_coll_main(enum fb_coll_kind kind, int argc, char **argv)
             .times = tmax,
             .times_min = tmin,
             .times_mean = tmean,
+            .round = round,
         };
         fb_mpi_emit_result(&ctx, &r);
     }

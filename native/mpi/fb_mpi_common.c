@@ -177,6 +177,10 @@ void fb_mpi_emit_result(struct fb_mpi_ctx *ctx, const struct fb_mpi_result *r)
         fb_json_null(j, "validated");
     fb_json_double(j, "bytes_per_sample", r->bytes_per_sample, 0);
     fb_json_double(j, "messages_per_sample", r->messages_per_sample, 0);
+    if (ctx->opts.rounds > 1) {
+        fb_json_int(j, "round", r->round);
+        fb_json_int(j, "rounds", ctx->opts.rounds);
+    }
     fb_json_double_array(j, "times", r->times, n, 4);
     if (r->times_min)
         fb_json_double_array(j, "times_min", r->times_min, n, 4);

@@ -47,6 +47,7 @@ struct fb_mpi_result {
     unsigned long long count;
     double bytes_per_sample, messages_per_sample;
     const double *times, *times_min, *times_mean;
+    long round; /* which sweep over the sizes (--rounds); reported when rounds > 1 */
 };
 void fb_mpi_emit_result(struct fb_mpi_ctx *ctx, const struct fb_mpi_result *r);
 

@@ -224,9 +224,13 @@ int fb_pt2pt_main(enum fb_pt2pt_kind kind, int argc, char **argv)
         MPI_Abort(ctx.comm, 1);
     }
 
-    for (int s = 0; s < o->nsizes && p.comm != MPI_COMM_NULL; s++) {
+    for (long round = 0; round < o->rounds && p.comm != MPI_COMM_NULL; round++)
+    for (int s = 0; s < o->nsizes; s++) {
         size_t size = o->sizes[s];
-        long iters = fb_opts_iterations(o, size), warmup = fb_opts_warmup(o, size);
+        long iters = fb_opts_round_iterations(o, size, round);
+        long warmup = fb_opts_round_warmup(o, size, round);
+        if (iters == 0)
+            continue;
         run_size(&p, size, warmup, iters, local);
 
         double msgs = (double)p.window;
@@ -248,6 +252,7 @@ int fb_pt2pt_main(enum fb_pt2pt_kind kind, int argc, char **argv)
             .bytes_per_sample = msgs * (double)size,
             .messages_per_sample = msgs,
             .times = times,
+            .round = round,
         };
         fb_mpi_emit_result(&ctx, &r);
     }

@@ -409,13 +409,17 @@ static void emit_side(struct fb_json *j, const char *who, const struct fb_tp_sid
     fb_json_double(j, key, bytes > 0 ? cpu / (bytes / 1e9) : NAN, 6);
 }
 
-static int run_size(struct fb_tp *t, size_t size)
+static int run_size(struct fb_tp *t, size_t size, long round)
 {
     const struct fb_tp_kernel *k = t->k;
-    long warm = fb_opts_warmup(&t->opts, size);
-    long iters = fb_opts_iterations(&t->opts, size);
+    long warm = fb_opts_round_warmup(&t->opts, size, round);
+    long iters = fb_opts_round_iterations(&t->opts, size, round);
     double sample = 0, pace_us = 0;
-    if (t->cfg.duration_s > 0 && warm < 1)
+    /* --duration is per size: each round runs its share of it. */
+    double duration_s = t->cfg.duration_s / (double)t->opts.rounds;
+    if (iters == 0 && duration_s <= 0)
+        return 0;
+    if (duration_s > 0 && warm < 1)
         warm = 1;
     t->bytes_per_sample = t->messages_per_sample = t->bytes_per_iteration = 0;
     if (k->begin_size && k->begin_size(t, size))
@@ -426,14 +430,14 @@ static int run_size(struct fb_tp *t, size_t size)
     for (long i = 0; i < warm; i++)
         if (k->iterate(t, size, i, false, &sample))
             return -1;
-    if (t->cfg.duration_s > 0) {
+    if (duration_s > 0) {
         /* The client turns the duration into a count from its warm-up pace and tells the
          * server, so both sides run the same loop with no end-of-run message in the data. */
         long n = 0;
         if (t->index == 0) {
             double per = (fb_now_us() - w0) / (double)warm;
             pace_us = per > 0.01 ? per : 0.01;
-            double want = t->cfg.duration_s * 1e6 / pace_us;
+            double want = duration_s * 1e6 / pace_us;
             n = want < 1 ? 1 : (want > FB_TP_MAX_ITERS ? FB_TP_MAX_ITERS : (long)want);
         }
         long peer_n = 0;
@@ -483,8 +487,12 @@ static int run_size(struct fb_tp *t, size_t size)
         fb_json_double(j, "messages_per_sample", t->messages_per_sample, 1);
         fb_json_double(j, "bytes_moved", moved, 0);
         fb_json_double(j, "timed_s", me.wall_s, 6);
-        if (t->cfg.duration_s > 0)
+        if (duration_s > 0)
             fb_json_double(j, "warmup_pace_us", pace_us, 4);
+        if (t->opts.rounds > 1) {
+            fb_json_int(j, "round", round);
+            fb_json_int(j, "rounds", t->opts.rounds);
+        }
         emit_side(j, "client", &me, moved);
         emit_side(j, "server", &peer, moved);
         if (k->result)
@@ -535,9 +543,10 @@ int fb_tp_main(const struct fb_tp_kernel *k, int argc, char **argv)
         fb_tp_die(&t, "set-up failed");
     if (t.index == 0)
         emit_meta(&t);
-    for (int i = 0; i < t.opts.nsizes; i++)
-        if (run_size(&t, t.opts.sizes[i]))
-            fb_tp_die(&t, "size %zu failed", t.opts.sizes[i]);
+    for (long round = 0; round < t.opts.rounds; round++)
+        for (int i = 0; i < t.opts.nsizes; i++)
+            if (run_size(&t, t.opts.sizes[i], round))
+                fb_tp_die(&t, "size %zu failed", t.opts.sizes[i]);
     if (k->teardown)
         k->teardown(&t);
     t.boot.barrier(&t.boot);

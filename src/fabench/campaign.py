@@ -65,14 +65,16 @@ def _resumable(store: Store, spec: CampaignSpec) -> int:
 def run_bench(kernel_name: str, launcher: Launcher, store_path: Path, *, transport: str,
               mpi: str, ranks: int, sizes: str | None, iterations: int | None,
               warmup: int | None, window: int | None, validate: bool,
-              env: dict[str, str] | None = None, timeout_s: float = 1800.0,
+              rounds: int | None = None, env: dict[str, str] | None = None,
+              timeout_s: float = 1800.0,
               extra_args: list[str] | None = None,
               precision: float | None = None, budget_s: float | None = None) -> RunOutcome:
     from .kernels import get_kernel
 
     kernel = get_kernel(kernel_name)
     args = kernel_args(kernel, sizes=sizes, iterations=iterations, warmup=warmup,
-                       window=window, validate=validate) + list(extra_args or [])
+                       window=window, rounds=rounds,
+                       validate=validate) + list(extra_args or [])
     planned = PlannedRun(kernel_name, transport, ranks, mpi, 0, args, dict(env or {}), timeout_s,
                          precision, budget_s)
     spec: dict[str, Any] = {"bench": planned.settings()}

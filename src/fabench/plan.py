@@ -44,7 +44,8 @@ class PlannedRun:
 
 def kernel_args(kernel: Kernel, *, sizes: str | None = None, iterations: int | None = None,
                 warmup: int | None = None, window: int | None = None,
-                validate: bool = False, quick: bool = False) -> list[str]:
+                rounds: int | None = None, validate: bool = False,
+                quick: bool = False) -> list[str]:
     args: list[str] = []
     if sizes and kernel.default_sizes != "0":
         args += ["--sizes", sizes]
@@ -60,6 +61,8 @@ def kernel_args(kernel: Kernel, *, sizes: str | None = None, iterations: int | N
         args += ["--warmup", str(warmup)]
     if window is not None:
         args += ["--window", str(window)]
+    if rounds is not None and rounds > 1:
+        args += ["--rounds", str(rounds)]
     if validate:
         args.append("--validate")
     return args
@@ -70,7 +73,7 @@ def _group_runs(spec: CampaignSpec, group: RunGroup, quick: bool) -> list[Planne
     for kname in group.kernel:
         kernel = get_kernel(kname)
         args = kernel_args(kernel, sizes=group.sizes, iterations=group.iterations,
-                           warmup=group.warmup, window=group.window,
+                           warmup=group.warmup, window=group.window, rounds=group.rounds,
                            validate=bool(group.validate_data), quick=quick) + list(group.args)
         for transport in group.transport:
             for ranks in group.ranks:

@@ -51,11 +51,17 @@ def execute_run(store: Store, launcher: Launcher, planned: PlannedRun,
     load_start = load_snapshot()
     t_start = time.monotonic()
     outcome = RunOutcome(run_id, planned, "failed")
+    merged_rounds: list[int] = []
 
     def on_record(obj: dict[str, Any]) -> None:
         if obj.get("type") == "result":
             rec = ResultRecord.from_json(obj)
-            store.add_result(run_id, rec)
+            if rec.extra.get("round", 0):
+                # A later sweep (--rounds): its samples join the size's stored result.
+                store.append_samples(run_id, rec)
+                merged_rounds.append(rec.size)
+            else:
+                store.add_result(run_id, rec)
             outcome.results.append(rec)
             if on_result is not None:
                 on_result(rec)
@@ -100,6 +106,8 @@ def execute_run(store: Store, launcher: Launcher, planned: PlannedRun,
         command=shlex.join(res.command), stderr_tail=res.stderr[-8192:],
         kernel_meta=out.meta, provenance=provenance, flags=res.flags)
     outcome.status, outcome.reason = status, reason
+    if merged_rounds:
+        outcome.results = list(store.results(run_id))  # one record per size, rounds pooled
     outcome.selected_transport, outcome.notes = res.selected_transport, res.notes
     if status == "ok" and planned.precision:
         outcome.notes.append(refine(store, launcher, planned, run_id, t_start)["text"])

@@ -28,6 +28,7 @@ class RunGroup(BaseModel):
     iterations: int | None = Field(default=None, gt=0)
     warmup: int | None = Field(default=None, ge=0)
     window: int | None = Field(default=None, gt=0)
+    rounds: int | None = Field(default=None, ge=1, le=1000)  # sweeps over the sizes
     validate_data: bool | None = Field(default=None, alias="validate")
     env: dict[str, str] = Field(default_factory=dict)
     args: list[str] = Field(default_factory=list)  # kernel options, e.g. [--streams, "8"]

@@ -195,8 +195,22 @@ if pytest is not None:
         # aborting rank's stderr (seen under load). The error record and exit status are the
         # contract.
 
+    @pytest.mark.parametrize("kernel", ["latency", "allreduce"])
+    def test_rounds_sweep_the_sizes_again(native, flavour_list, kernel):
+        # 7 iterations over 3 rounds: shares 3, 2, 2, with the sizes in order in each round.
+        rc, recs, err = run(native, flavour_list[0], kernel, 2,
+                            ["--sizes", "8,1K", "--iterations", "7", "--warmup", "3",
+                             "--rounds", "3"])
+        assert rc == 0, err
+        res = [r for r in recs if r["type"] == "result"]
+        assert [(r["round"], r["size"]) for r in res] == [
+            (k, s) for k in range(3) for s in (8, 1024)]
+        assert [r["iterations"] for r in res] == [3, 3, 2, 2, 2, 2]
+        assert [r["warmup"] for r in res] == [3, 3, 1, 1, 1, 1]
+        assert all(r["rounds"] == 3 and len(r["times"]) == r["iterations"] for r in res)
+
     @pytest.mark.parametrize("args", [["--bogus"], ["--sizes", "8:4"], ["--sizes", "1:x"],
-                                      ["--iterations", "0"]])
+                                      ["--iterations", "0"], ["--rounds", "0"]])
     def test_bad_options_exit_2(native, flavour_list, args):
         exe = native / flavour_list[0] / "fb-mpi-latency"
         p = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=30)
