@@ -2,7 +2,9 @@
 """The analytic model and SimGrid against measured 4-host collectives (issue 7's validation).
 
 On a testbed (4 hosts behind one rate-limited bridge, docs/testbed.md):
-  1. measure the 2-host point-to-point curves over tcp: mpi.latency, mpi.bw, mpi.bibw;
+  1. measure the 2-host point-to-point curves over tcp: mpi.latency, mpi.bw, mpi.bibw, and
+     mpi.latency again with one rank on each of the 4 hosts (ranks 0 and 1 ping-pong, the
+     others wait in MPI): the same curve under the CPU contention the collectives will see;
   2. measure 4-host allreduce / alltoall / allgather, one rank per host, each with its Open MPI
      coll/tuned algorithm pinned (OPENMPI_TUNED), so measurement and prediction run the same
      algorithm;
@@ -66,6 +68,10 @@ def yaml_env(env: dict[str, str]) -> str:
 def campaign_spec(args: argparse.Namespace) -> str:
     lines = [f"name: {CAMPAIGN}", f"repeats: {args.repeats}", "mpi: openmpi", "runs:",
              f"  - kernel: [{', '.join(P2P)}]", "    transport: [tcp]", "    ranks: [2]",
+             f'    sizes: "{args.p2p_sizes}"', f"    env: {yaml_env(ENV)}",
+             # the same ping-pong while the other ranks wait: the CPU contention of
+             # `hosts` ranks sharing this machine's cores, for the calibration
+             "  - kernel: [mpi.latency]", "    transport: [tcp]", f"    ranks: [{args.hosts}]",
              f'    sizes: "{args.p2p_sizes}"', f"    env: {yaml_env(ENV)}"]
     for coll, algo in CASES:
         env = {**ENV, "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
@@ -124,7 +130,7 @@ def analyse(args: argparse.Namespace) -> None:
             continue
         out = fabench("sim", f"mpi.{c}", "--fabric", args.fabric, "--nodes", str(args.hosts),
                       "--topology", "single", "--algorithm", algo, "--sizes", args.sizes,
-                      "--out", str(args.out), capture=True)
+                      "--cores", str(args.cores), "--out", str(args.out), capture=True)
         m = re.search(r"# run (\d+) stored", out)
         if m:
             sims.append(m.group(1))

@@ -67,9 +67,9 @@ def test_fit_refuses_too_few_points() -> None:
 
 
 def _store_run(store: Store, kernel: str, sizes: list[int], per_msg_us: list[float],
-               messages: int, rng: np.random.Generator) -> int:
+               messages: int, rng: np.random.Generator, ranks: int = 2) -> int:
     rid = store.begin_run(campaign_id=None, key=kernel, kernel=kernel, transport="tcp",
-                          mpi="openmpi", ranks=2, launcher="local", repeat=0, settings={})
+                          mpi="openmpi", ranks=ranks, launcher="local", repeat=0, settings={})
     for m, t in zip(sizes, per_msg_us, strict=True):
         samples = list(t * messages * (1 + 0.01 * rng.standard_normal(50)))
         store.add_result(rid, ResultRecord(kernel=kernel, size=m, iterations=50, warmup=5,
@@ -155,6 +155,37 @@ def test_cores_shared_by_emulated_nodes_stretch_latency_not_link_bytes() -> None
     assert t_shared[0] == pytest.approx(2 * t_own[0], rel=1e-3)  # 4 ranks on 2 cores
     # the bytes of a large message are the link's: only the latency part (3 steps) doubles
     assert t_shared[1] - t_own[1] == pytest.approx(3 * f.alpha(big[0], hops=1))
+
+
+def test_contended_ping_pong_calibrates_how_shared_cores_stretch_steps(tmp_path: Path) -> None:
+    """A 4-rank mpi.latency (ranks 2 and 3 waiting) at 3x the 2-rank times: the calibration
+    keeps the factor per size, and on 4 ranks sharing 2 cores a small step costs 3x, not the
+    2x that active ranks / cores assumes; with a core per rank nothing changes."""
+    rng = np.random.default_rng(9)
+    sizes, lat = two_segment_curve(noise=0.0)
+    with Store(tmp_path / "fabench.sqlite") as store:
+        base = _store_run(store, "mpi.latency", sizes, lat, 1, rng)
+        plain = calibrate(store, [base], "plain").fabric
+        busy = _store_run(store, "mpi.latency", sizes, [3 * t for t in lat], 1, rng, ranks=4)
+        cont = calibrate(store, [base, busy], "cont").fabric
+    assert cont.segments[0].alpha_us == pytest.approx(plain.segments[0].alpha_us)
+    assert cont.contention_ranks == 4
+    assert cont.contention_factor(8) == pytest.approx(3.0, rel=0.05)
+    assert cont.contention_share(4, 2, 8) == pytest.approx(3.0, rel=0.05)
+    assert cont.contention_share(3, 2, 8) == pytest.approx(2.0, rel=0.05)  # linear in ranks
+    assert cont.contention_share(2, 2, 8) == 1.0 and plain.contention_share(4, 2, 8) == 2.0
+    shared = Cluster(4, 1, make_topology("single", 4), cores=2)
+    own = Cluster(4, 1, make_topology("single", 4))
+    t_plain = predict(plain, shared, "allreduce", "recursive_doubling", [8])[0]
+    t_cont = predict(cont, shared, "allreduce", "recursive_doubling", [8])[0]
+    assert t_cont / t_plain == pytest.approx(1.5, rel=0.05)
+    assert predict(cont, own, "allreduce", "recursive_doubling", [8]) == \
+        pytest.approx(predict(plain, own, "allreduce", "recursive_doubling", [8]))
+    # SimGrid gets the same stretch on its endpoint overheads
+    from fabench.sim.platform import smpi_factors
+    os_plain = smpi_factors(cont)["smpi/os"].split(";")[0].split(":")[1]
+    os_cont = smpi_factors(cont, 4, 2)["smpi/os"].split(";")[0].split(":")[1]
+    assert float(os_cont) / float(os_plain) == pytest.approx(3.0, rel=0.05)
 
 
 def test_calibrate_needs_a_latency_run(tmp_path: Path) -> None:

@@ -35,6 +35,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="model name: ring, recursive_doubling, rabenseifner, binomial, "
                         "pairwise, bruck, linear, scatter_allgather (default: an O(P) one)")
     p.add_argument("--sizes", help="sizes (default: the kernel's)")
+    p.add_argument("--cores", type=int, default=None,
+                   help="cores the nodes shared when the measurement to compare with ran on "
+                        "emulated nodes of one machine: endpoint overheads stretch as the "
+                        "fabric's contention calibration says (default: a core per rank)")
     p.add_argument("--iterations", type=int, default=1,
                    help="simulated iterations per size (default 1: the simulator is "
                         "deterministic, after the warm-up call repeats give the same time "
@@ -52,7 +56,7 @@ def main(args: argparse.Namespace) -> int:
     setup = SimSetup(fabric=fabric, topology=args.topology, nodes=args.nodes, ppn=args.ppn,
                      hosts_per_leaf=args.hosts_per_leaf,
                      oversubscription=args.oversubscription, dims=parse_dims(args.dims),
-                     algorithm=args.algorithm)
+                     algorithm=args.algorithm, cores=args.cores)
     launcher = get_launcher("simgrid", setup=setup)
     # the transport names the whole simulated setup, so reports keep setups apart
     coll = kernel.name.partition(".")[2]

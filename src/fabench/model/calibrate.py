@@ -144,6 +144,20 @@ def _large_bandwidth(curve: Curve) -> float:
     return float(max(big)) if big else 0.0
 
 
+def _contention(lat: Curve, contended: dict[int, list[Curve]]
+                ) -> tuple[int, list[list[float]], list[int]]:
+    """(ranks, [[size, factor], ...], runs) of the most-ranks contended ping-pong: per size
+    its time over the 2-rank ping-pong's. Nothing when no such run was given."""
+    if not contended:
+        return 0, [], []
+    ranks = max(contended)
+    curve = merge_curves(contended[ranks])
+    base = dict(zip(lat.sizes, lat.times, strict=True))
+    factors = [[s, round(max(1.0, x / base[s]), 4)]
+               for s, x in zip(curve.sizes, curve.times, strict=True) if base.get(s)]
+    return (ranks, factors, curve.runs) if factors else (0, [], [])
+
+
 @dataclass
 class Calibration:
     fabric: Fabric
@@ -156,6 +170,7 @@ def calibrate(store: Store, run_ids: Sequence[int], name: str, *, max_breaks: in
               calibrated_hops: int = 1, hop_latency_us: float = 0.4,
               link_bandwidth_MBps: float | None = None) -> Calibration:
     lat_curves: list[Curve] = []
+    contended: dict[int, list[Curve]] = {}
     bw_curves: list[Curve] = []
     bibw_curves: list[Curve] = []
     transports: set[str] = set()
@@ -163,7 +178,11 @@ def calibrate(store: Store, run_ids: Sequence[int], name: str, *, max_breaks: in
         kernel, curve = run_curve(store, rid)
         run = store.run(rid)
         transports.add(run.selected_transport or run.transport)
-        if kernel in LATENCY_KERNELS:
+        if kernel in LATENCY_KERNELS and run.ranks > 2:
+            # ranks 0 and 1 ping-pong while the others wait in MPI: the same curve under the
+            # CPU contention of `ranks` ranks (emulated nodes sharing one machine's cores)
+            contended.setdefault(run.ranks, []).append(curve)
+        elif kernel in LATENCY_KERNELS:
             lat_curves.append(curve)
         elif kernel in STREAM_KERNELS:
             bw_curves.append(curve)
@@ -205,12 +224,22 @@ def calibrate(store: Store, run_ids: Sequence[int], name: str, *, max_breaks: in
     last = segs[-1].bandwidth_MBps
     link = link_bandwidth_MBps or (extra.get("stream_bandwidth_MBps")
                                    or (last if math.isfinite(last) else 0.0))
-    runs_used = lat.runs + (stream.runs if stream else []) + (exchange.runs if exchange else [])
+    contention_ranks, contention, cont_runs = _contention(lat, contended)
+    if contention:
+        assumptions_extra = [
+            f"ranks sharing cores: a step's latency part stretches as measured by the "
+            f"{contention_ranks}-rank ping-pong (runs {', '.join(map(str, cont_runs))}), "
+            "linearly in the ranks around it"]
+    else:
+        assumptions_extra = []
+    runs_used = (lat.runs + (stream.runs if stream else []) + (exchange.runs if exchange else [])
+                 + cont_runs)
     assumptions = [
         "o = min(g, alpha/2): the CPU overhead per side is not measured separately",
         f"the measured path crossed {calibrated_hops} switch(es); each additional switch "
         f"adds {hop_latency_us} us",
     ]
+    assumptions += assumptions_extra
     if not slowdown:
         assumptions.append("full duplex: two ranks exchanging at once each get the one-way "
                            "bandwidth (no mpi.bibw and mpi.bw runs to say otherwise)")
@@ -221,7 +250,7 @@ def calibrate(store: Store, run_ids: Sequence[int], name: str, *, max_breaks: in
         assumptions=assumptions,
         overhead_us=overhead, gap_us=gap, calibrated_hops=calibrated_hops,
         hop_latency_us=hop_latency_us, link_bandwidth_MBps=link,
-        exchange_slowdown=slowdown,
+        exchange_slowdown=slowdown, contention_ranks=contention_ranks, contention=contention,
         fit={**quality, **extra, "breakpoints": [s.start for s in segs[1:]]},
     )
     return Calibration(fabric, lat, stream, exchange)

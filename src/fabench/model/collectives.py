@@ -54,16 +54,16 @@ class Model:
     def p(self) -> int:
         return self.c.ranks
 
-    def cpu_share(self, active: int) -> float:
+    def cpu_share(self, active: int, m: float = 0.0) -> float:
         """Ranks time-sharing cores (one host, or emulated nodes on one machine, with more
-        ranks than cores): a step's CPU work is stretched by active ranks / cores. 1 on real
+        ranks than cores): a step's CPU work is stretched by what the fabric measured under
+        that contention, else by active ranks / cores (Fabric.contention_share). 1 on real
         clusters (a core per rank)."""
         topo = self.c.topology
-        if isinstance(topo, Loopback):
-            return max(1.0, active / topo.cores)
-        if self.c.cores:
-            return max(1.0, active / self.c.cores)
-        return 1.0
+        cores = topo.cores if isinstance(topo, Loopback) else self.c.cores
+        if not cores:
+            return 1.0
+        return max(1.0, self.f.contention_share(active, cores, m))
 
     def stretch(self, a: float, b: float, share: float) -> float:
         """A step's time from its latency part a and bytes part b: on one host (loopback) the
@@ -91,7 +91,7 @@ class Model:
         if exchange is None:
             exchange = pattern == "shift" and (2 * d) % max(self.p, 1) == 0
         ppn = self.c.ppn
-        share = self.cpu_share(self.p if active is None else active)
+        share = self.cpu_share(self.p if active is None else active, m)
         if d < ppn and (pattern == "xor" or ppn == 1):
             return self.f.alpha(m, intra=True), self.f.beta(m, intra=True) * m, share
         if pattern == "xor":
@@ -321,7 +321,7 @@ def gather_linear(md: Model, m: float) -> float:
         return 0.0
     link = md.f.link_bandwidth_MBps
     per_byte = max(md.f.beta(m), 1 / link) if link > 0 else md.f.beta(m)
-    return md.f.alpha(m) + (p - 1) * max(md.f.gap_us, per_byte * m) * md.cpu_share(p)
+    return md.f.alpha(m) + (p - 1) * max(md.f.gap_us, per_byte * m) * md.cpu_share(p, m)
 
 
 Algorithm = Callable[[Model, float], float]

@@ -54,6 +54,11 @@ class Fabric:
     # them `factor` times slower than a one-way flow, mpi.bw / (mpi.bibw / 2) at that size;
     # empty: full duplex (not measured). Open MPI's tcp BTL: 1 below 64 KiB, 2 from it.
     exchange_slowdown: list[list[float]] = field(default_factory=list)
+    # Ranks time-sharing cores (emulated nodes on one machine): a ping-pong measured while
+    # `ranks` ranks in all share the cores, as [size, factor] of its time over the 2-rank
+    # ping-pong's. Empty: not measured (the model then assumes active ranks / cores).
+    contention_ranks: int = 0
+    contention: list[list[float]] = field(default_factory=list)
     reduce_us_per_byte: float = 0.00025  # gamma: local reduction (4 GB/s of float sums)
     intra: list[Segment] = field(default_factory=list)  # same-node (shared memory) model
     fit: dict[str, Any] = field(default_factory=dict)
@@ -87,6 +92,27 @@ class Fabric:
             if m >= size:
                 factor = f
         return max(1.0, factor)
+
+    def contention_factor(self, m: float) -> float:
+        """Measured slowdown of a step's latency part at size m with `contention_ranks`
+        ranks sharing the cores (the factor at the largest size <= m)."""
+        factor = self.contention[0][1] if self.contention else 1.0
+        for size, f in self.contention:
+            if m >= size:
+                factor = f
+        return max(1.0, factor)
+
+    def contention_share(self, active: int, cores: int, m: float) -> float:
+        """Stretch of a step's latency part when `active` ranks share `cores` cores. Measured
+        at contention_ranks: 1 at `cores` ranks, the measured factor at contention_ranks,
+        linear in the ranks between and beyond (each extra rank adds a share of waiting).
+        Without a measurement: active / cores, each rank getting an equal slice."""
+        if active <= cores:
+            return 1.0
+        if not self.contention or self.contention_ranks <= cores:
+            return active / cores
+        per_rank = (self.contention_factor(m) - 1.0) / (self.contention_ranks - cores)
+        return 1.0 + per_rank * (active - cores)
 
     def time(self, m: float, hops: int | None = None, intra: bool = False) -> float:
         """Half round trip of an m-byte message across `hops` switches (default: as measured)."""

@@ -95,8 +95,12 @@ def hostfile_lines(platform: Platform, nodes: int, ppn: int) -> list[str]:
     return [h for h in platform.hosts[:nodes] for _ in range(ppn)]
 
 
-def smpi_factors(fabric: Fabric) -> dict[str, str]:
-    """smpi/os, smpi/or, smpi/bw-factor, smpi/lat-factor from the fabric's segments."""
+def smpi_factors(fabric: Fabric, ranks: int = 0, cores: int | None = None) -> dict[str, str]:
+    """smpi/os, smpi/or, smpi/bw-factor, smpi/lat-factor from the fabric's segments.
+
+    With `cores` (simulating nodes that an emulation ran on one machine's cores), each
+    segment's endpoint overhead is stretched as the analytic model stretches a step's
+    latency part (Fabric.contention_share): SimGrid itself knows nothing of CPU sharing."""
     link_MBps = fabric.link_bandwidth_MBps or fabric.peak_bandwidth_MBps
     # A platform path across h switches has h + 1 links of one hop latency each (same leaf:
     # 2, across the spine: 4), so the wire part of the calibrated path is (h0 + 1) hops and
@@ -109,6 +113,8 @@ def smpi_factors(fabric: Fabric) -> dict[str, str]:
         # 65536 entry does not cover 64 KiB itself); the segments start at their first size
         start = max(s.start - 1, 0)
         endpoint = max(s.alpha_us - wire_us, 0.0)
+        if cores:
+            endpoint *= max(1.0, fabric.contention_share(ranks, cores, s.start))
         os_parts.append(f"{start}:{endpoint / 2 * 1e-6:.6g}:0")
         bwf = 1.0 / (s.beta_us_per_byte * link_MBps) if s.beta_us_per_byte > 0 else 1.0
         bw_parts.append(f"{start}:{min(bwf, 1.0):.6g}")

@@ -40,6 +40,7 @@ class SimSetup:
     oversubscription: float = 1.0
     dims: tuple[int, ...] | None = None
     algorithm: str | None = None  # the model's name (ring, pairwise, ...)
+    cores: int | None = None  # cores the emulated nodes shared (None: a core per rank)
     extra_cfg: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -83,7 +84,7 @@ def build_command(setup: SimSetup, exe: Path, kernel_name: str, kernel_args: lis
         "smpi/simulate-computation": "no",
         "smpi/host-speed": "1Gf",
         "network/crosstraffic": "0",
-        **smpi_factors(setup.fabric),
+        **smpi_factors(setup.fabric, setup.ranks, setup.cores),
     }
     # The calibrated segments already hold the protocols' costs (the rendezvous handshake is
     # in the large segments' alpha). SMPI's own rendezvous path skips smpi/os, which would
