@@ -120,6 +120,12 @@ def test_calibrate_measures_half_duplex_exchanges_and_the_model_uses_them(
     assert plain.exchange_slowdown == [] and plain.exchange_factor(1 << 20) == 1.0
     assert duplex.exchange_factor(4096) == pytest.approx(1.0, abs=0.05)
     assert duplex.exchange_factor(1 << 20) == pytest.approx(2.0, rel=0.05)
+    # SimGrid's links are full duplex: exchange algorithms get the slowdown as a bw factor
+    from fabench.sim.platform import smpi_factors
+
+    def last_bwf(**kw: bool) -> float:
+        return float(smpi_factors(duplex, **kw)["smpi/bw-factor"].split(";")[-1].split(":")[1])
+    assert last_bwf(exchanges=True) == pytest.approx(last_bwf() / 2, rel=0.05)
     assert duplex.link_bandwidth_MBps == pytest.approx(2600, rel=0.05)
     cluster = Cluster(4, 1, make_topology("single", 4))
     big = [1 << 20]

@@ -360,6 +360,11 @@ ALGORITHMS: dict[str, dict[str, tuple[Algorithm, str | None]]] = {
     },
 }
 
+# Algorithms whose every step is a pairwise exchange (both partners send at once): their bytes
+# pay the fabric's exchange slowdown (calibrated from mpi.bibw); the simulator is told so too.
+EXCHANGE_ALGORITHMS = {("allreduce", "recursive_doubling"), ("allreduce", "rabenseifner"),
+                       ("allgather", "recursive_doubling")}
+
 # Open MPI 4.1 coll/tuned algorithm numbers (coll_tuned_<collective>_algorithm), to pin the
 # measured runs that validate the model to the algorithm it predicts. Checked against
 # `ompi_info --param coll tuned --level 9` of Open MPI 4.1.4 (tests/test_model.py does it again

@@ -95,12 +95,16 @@ def hostfile_lines(platform: Platform, nodes: int, ppn: int) -> list[str]:
     return [h for h in platform.hosts[:nodes] for _ in range(ppn)]
 
 
-def smpi_factors(fabric: Fabric, ranks: int = 0, cores: int | None = None) -> dict[str, str]:
+def smpi_factors(fabric: Fabric, ranks: int = 0, cores: int | None = None,
+                 exchanges: bool = False) -> dict[str, str]:
     """smpi/os, smpi/or, smpi/bw-factor, smpi/lat-factor from the fabric's segments.
 
     With `cores` (simulating nodes that an emulation ran on one machine's cores), each
     segment's endpoint overhead is stretched as the analytic model stretches a step's
-    latency part (Fabric.contention_share): SimGrid itself knows nothing of CPU sharing."""
+    latency part (Fabric.contention_share): SimGrid itself knows nothing of CPU sharing.
+    With `exchanges` (a collective pinned to an algorithm made of pairwise exchanges), each
+    segment's bandwidth factor carries the fabric's measured exchange slowdown, which SimGrid's
+    full-duplex links would not show."""
     link_MBps = fabric.link_bandwidth_MBps or fabric.peak_bandwidth_MBps
     # A platform path across h switches has h + 1 links of one hop latency each (same leaf:
     # 2, across the spine: 4), so the wire part of the calibrated path is (h0 + 1) hops and
@@ -117,7 +121,10 @@ def smpi_factors(fabric: Fabric, ranks: int = 0, cores: int | None = None) -> di
             endpoint *= max(1.0, fabric.contention_share(ranks, cores, s.start))
         os_parts.append(f"{start}:{endpoint / 2 * 1e-6:.6g}:0")
         bwf = 1.0 / (s.beta_us_per_byte * link_MBps) if s.beta_us_per_byte > 0 else 1.0
-        bw_parts.append(f"{start}:{min(bwf, 1.0):.6g}")
+        bwf = min(bwf, 1.0)
+        if exchanges:
+            bwf /= fabric.exchange_factor(s.start)
+        bw_parts.append(f"{start}:{bwf:.6g}")
     return {
         "smpi/os": ";".join(os_parts),
         "smpi/or": ";".join(os_parts),

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import FabenchError
-from ..model.collectives import ALGORITHMS
+from ..model.collectives import ALGORITHMS, EXCHANGE_ALGORITHMS
 from ..model.fabric import Fabric
 from .platform import hostfile_lines, make_platform, smpi_factors, write_platform
 from .rss import MARKER
@@ -84,15 +84,17 @@ def build_command(setup: SimSetup, exe: Path, kernel_name: str, kernel_args: lis
         "smpi/simulate-computation": "no",
         "smpi/host-speed": "1Gf",
         "network/crosstraffic": "0",
-        **smpi_factors(setup.fabric, setup.ranks, setup.cores),
     }
+    short = kernel_name.partition(".")[2]
+    algo = smpi_algorithm(short, setup.algorithm)[0] if short in ALGORITHMS else None
+    cfg.update(smpi_factors(setup.fabric, setup.ranks, setup.cores,
+                            exchanges=(short, algo) in EXCHANGE_ALGORITHMS))
     # The calibrated segments already hold the protocols' costs (the rendezvous handshake is
     # in the large segments' alpha). SMPI's own rendezvous path skips smpi/os, which would
     # drop that cost, so every message is sent "detached" (eager) in the simulator.
     cfg["smpi/send-is-detached-thresh"] = str(1 << 30)
     cfg.update({f"smpi/{k}": v for k, v in HELPER_ALGORITHMS.items()})
     notes = [f"simulated: SimGrid SMPI on {platform.description}, fabric {setup.fabric.name}"]
-    short = kernel_name.partition(".")[2]
     if short in ALGORITHMS:
         name, smpi = smpi_algorithm(short, setup.algorithm)
         cfg[f"smpi/{short}"] = smpi
