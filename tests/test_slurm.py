@@ -151,10 +151,15 @@ def test_campaign_on_slurm_and_script_kept(openmpi: str, slurm: dict[str, str],
     assert text.count("srun --mpi=pmix --ntasks=2") == 4 and "#SBATCH --ntasks=2" in text
     assert "export OMPI_MCA_btl=tcp,self" in text and "mpirun" not in text
     hand_out = tmp_path / "by-hand.out"
+    # Submitted from the scripts' directory, as a user would: the job writes its interface
+    # counter snapshots into its working directory.
     sub = subprocess.run(["sbatch", "--parsable", "--wait", f"--output={hand_out}",
                           str(campaign)], env={**os.environ, **env}, capture_output=True,
-                         text=True, timeout=240, check=False)
+                         text=True, timeout=240, check=False, cwd=campaign.parent)
     assert sub.returncode == 0, sub.stderr
+    hand_job = sub.stdout.strip().split(";", 1)[0]
+    # Every run's counters, before and after, on the allocation's one node.
+    assert len(list(campaign.parent.glob(f"run-*.{hand_job}.*.netdev"))) == 4 * 2
     records = [json.loads(ln) for ln in hand_out.read_text().splitlines()
                if ln.startswith("{")]
     results = [r for r in records if r.get("type") == "result"]
@@ -186,3 +191,32 @@ def test_bench_on_slurm_with_mpirun_starter_and_mpich(openmpi: str, mpich: str,
     assert row["status"] == "ok" and row["selected_transport"].startswith("ch4:ucx/")
     [script] = (tmp_path / "b" / "slurm").glob("run-*.sbatch")
     assert "srun --mpi=pmi2" in script.read_text()
+
+
+@pytest.mark.slow  # ~8 s: one one-run job
+def test_slurm_run_records_interface_bytes_of_each_node(openmpi: str, slurm: dict[str, str],
+                                                        tmp_path: Path) -> None:
+    env = {"SLURM_CONF": slurm["SLURM_CONF"]}
+    out = tmp_path / "out"
+    fabench_cli("bench", "mpi.latency", "--on", "slurm", "--transport", "tcp", "--sizes", "8",
+                "--iterations", "50", "--json", "--timeout", "120", "--out", str(out),
+                env=env, timeout=240)
+    node = socket.gethostname().split(".")[0]  # the fixture's NodeName
+    with Store(out / "fabench.sqlite") as st:
+        [run] = st.runs()
+    assert run.status == "ok", (run.reason, run.stderr_tail[-500:])
+    carried = run.provenance["interface_bytes"]
+    assert carried["where"] == "all but lo"
+    assert list(carried["per_host"]) == [node]
+    assert all(v >= 0 for v in carried["per_host"][node].values())
+    # One node: nothing claimed to cross, so no flag, and a note that says why.
+    assert not any(f.startswith("traffic-did-not-cross") for f in run.flags)
+    assert any("one-node allocation" in n for n in run.notes), run.notes
+    # The per-node copies of /proc/net/dev sit next to the kept job script.
+    job = run.provenance["slurm"]["job_id"]
+    script = Path(run.provenance["slurm"]["script_path"])
+    for phase in ("before", "after"):
+        assert (script.parent / f"{script.stem}.{job}.{phase}.{node}.netdev").is_file()
+    # No snapshot failed (its reason would be in an .err of the run), none left half-written.
+    assert not list(script.parent.glob(f"{script.stem}.{job}.*.err"))
+    assert not list(script.parent.glob("*.tmp"))
