@@ -81,5 +81,5 @@ def check_slurm_crossing(res: LaunchResult, *, wd: Path, stem: str, job: str,
         flag = crossing_flag(carried, res.output.results, list(carried))
         if flag:
             res.flags.append(f"{flag}; ranks may have been packed on one node of the "
-                             f"{nodes}-node allocation (ask sbatch for --ntasks-per-node=1, "
-                             f"or -N {ranks})")
+                             f"{nodes}-node allocation (ask sbatch for -N {ranks} "
+                             "--ntasks-per-node=1)")
