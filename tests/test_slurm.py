@@ -1,5 +1,6 @@
 """Slurm for real: a private munged, slurmctld and slurmd on this host (one node), a 2-rank
-campaign `--on slurm`, and the kept sbatch script submitted again by hand."""
+campaign `--on slurm`, and the kept sbatch script submitted again by hand; and a two-node
+Slurm whose nodes are the hosts of a namespace testbed (one slurmd in each)."""
 
 import json
 import os
@@ -7,6 +8,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -14,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli
-from fabench.store import Store
+from conftest import fabench_cli, own_testbeds
+from fabench.records import ResultRecord
+from fabench.store import RunRow, Store
+from fabench.testbed import TestbedConfig, create
 
 pytestmark = pytest.mark.skipif(
     not all(shutil.which(t) for t in ("slurmctld", "slurmd", "munged", "sbatch")),
@@ -151,10 +155,15 @@ def test_campaign_on_slurm_and_script_kept(openmpi: str, slurm: dict[str, str],
     assert text.count("srun --mpi=pmix --ntasks=2") == 4 and "#SBATCH --ntasks=2" in text
     assert "export OMPI_MCA_btl=tcp,self" in text and "mpirun" not in text
     hand_out = tmp_path / "by-hand.out"
+    # Submitted from the scripts' directory, as a user would: the job writes its interface
+    # counter snapshots into its working directory.
     sub = subprocess.run(["sbatch", "--parsable", "--wait", f"--output={hand_out}",
                           str(campaign)], env={**os.environ, **env}, capture_output=True,
-                         text=True, timeout=240, check=False)
+                         text=True, timeout=240, check=False, cwd=campaign.parent)
     assert sub.returncode == 0, sub.stderr
+    hand_job = sub.stdout.strip().split(";", 1)[0]
+    # Every run's counters, before and after, on the allocation's one node.
+    assert len(list(campaign.parent.glob(f"run-*.{hand_job}.*.netdev"))) == 4 * 2
     records = [json.loads(ln) for ln in hand_out.read_text().splitlines()
                if ln.startswith("{")]
     results = [r for r in records if r.get("type") == "result"]
@@ -186,3 +195,175 @@ def test_bench_on_slurm_with_mpirun_starter_and_mpich(openmpi: str, mpich: str,
     assert row["status"] == "ok" and row["selected_transport"].startswith("ch4:ucx/")
     [script] = (tmp_path / "b" / "slurm").glob("run-*.sbatch")
     assert "srun --mpi=pmi2" in script.read_text()
+
+
+@pytest.mark.slow  # ~8 s: one one-run job
+def test_slurm_run_records_interface_bytes_of_each_node(openmpi: str, slurm: dict[str, str],
+                                                        tmp_path: Path) -> None:
+    env = {"SLURM_CONF": slurm["SLURM_CONF"]}
+    out = tmp_path / "out"
+    fabench_cli("bench", "mpi.latency", "--on", "slurm", "--transport", "tcp", "--sizes", "8",
+                "--iterations", "50", "--json", "--timeout", "120", "--out", str(out),
+                env=env, timeout=240)
+    node = socket.gethostname().split(".")[0]  # the fixture's NodeName
+    with Store(out / "fabench.sqlite") as st:
+        [run] = st.runs()
+    assert run.status == "ok", (run.reason, run.stderr_tail[-500:])
+    carried = run.provenance["interface_bytes"]
+    assert carried["where"] == "all but lo"
+    assert list(carried["per_host"]) == [node]
+    assert all(v >= 0 for v in carried["per_host"][node].values())
+    # One node: nothing claimed to cross, so no flag, and a note that says why.
+    assert not any(f.startswith("traffic-did-not-cross") for f in run.flags)
+    assert any("one-node allocation" in n for n in run.notes), run.notes
+    # The per-node copies of /proc/net/dev sit next to the kept job script.
+    job = run.provenance["slurm"]["job_id"]
+    script = Path(run.provenance["slurm"]["script_path"])
+    for phase in ("before", "after"):
+        assert (script.parent / f"{script.stem}.{job}.{phase}.{node}.netdev").is_file()
+    # No snapshot failed (its reason would be in an .err of the run), none left half-written.
+    assert not list(script.parent.glob(f"{script.stem}.{job}.*.err"))
+    assert not list(script.parent.glob("*.tmp"))
+
+
+def _cgroup_mounts() -> str:
+    """Shell that mounts, inside a testbed host, the cgroup hierarchies this machine has:
+    slurmd 22.05 will not start without them, and a host has a sysfs of its own."""
+    cmds = []
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        src, where, fstype, opts, *_ = line.split()
+        if where == "/sys/fs/cgroup" or where.startswith("/sys/fs/cgroup/"):
+            cmds.append(f"mkdir -p {where} && mount -t {fstype} -o {opts} {src} {where}")
+    return " && ".join(cmds) or "true"
+
+
+def _conf2(d: Path, hosts: list[tuple[str, str]]) -> str:
+    """Two nodes that share this machine's files: whatever a node keeps for itself (spool,
+    pid file, log, PMIx's per-step directory under TmpFS) gets the node's name (%n)."""
+    (ctl, ctl_addr) = hosts[0]
+    nodes = "\n".join(f"NodeName={n} NodeAddr={a} CPUs=2 State=UNKNOWN" for n, a in hosts)
+    return f"""ClusterName=fbtest2
+SlurmctldHost={ctl}({ctl_addr})
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket={d}/munge.sock
+CredType=cred/munge
+SlurmctldPort=6817
+SlurmdPort=6818
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool-%n
+TmpFS={d}/tmp-%n
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd-%n.pid
+SlurmctldLogFile={d}/slurmctld.log
+SlurmdLogFile={d}/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SchedulerType=sched/builtin
+MpiDefault=none
+ReturnToService=2
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+{nodes}
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+@pytest.fixture
+def slurm2() -> Iterator[dict[str, list[str] | str]]:
+    """slurmctld and one slurmd in testbed host h1, one slurmd in h2 (each in the host's
+    network, UTS and mount namespace); munged on this host serves both through its socket."""
+    if os.geteuid() != 0:
+        pytest.skip("slurmd in testbed hosts needs root (mounts inside the hosts)")
+    procs: list[subprocess.Popen[bytes]] = []
+    d = Path(tempfile.mkdtemp(prefix="fbs2"))
+    with own_testbeds(f"fbs{os.getpid() % 100000}"):
+        try:
+            st = create("s2", TestbedConfig(hosts=2))
+            hosts = [(h.name, h.address) for h in st.hosts]
+            for sub in ["state", *(f"{k}-{n}" for n, _ in hosts for k in ("spool", "tmp"))]:
+                (d / sub).mkdir()
+            subprocess.run(["mungekey", "-c", "-k", str(d / "munge.key")], check=True,
+                           capture_output=True)
+            (d / "munge.key").chmod(0o600)
+            conf = d / "slurm.conf"
+            conf.write_text(_conf2(d, hosts))
+            env = {**os.environ, "SLURM_CONF": str(conf)}
+            log = (d / "daemons.log").open("ab")
+            procs.append(subprocess.Popen(
+                ["munged", "-F", "--force", f"--key-file={d}/munge.key",
+                 f"--socket={d}/munge.sock", f"--pid-file={d}/munged.pid",
+                 f"--log-file={d}/munged.log", f"--seed-file={d}/munged.seed"],
+                stdout=log, stderr=log))
+            for h in st.hosts:
+                subprocess.run([*h.enter, "sh", "-ec", _cgroup_mounts()], check=True,
+                               capture_output=True)
+            # nsenter without a PID namespace execs the daemon: these PIDs are the daemons'.
+            h1 = st.hosts[0].enter
+            procs.append(subprocess.Popen([*h1, "slurmctld", "-D", "-f", str(conf)], env=env,
+                                          stdout=log, stderr=log))
+            for h in st.hosts:
+                procs.append(subprocess.Popen([*h.enter, "slurmd", "-D", "-N", h.name, "-f",
+                                               str(conf)], env=env, stdout=log, stderr=log))
+            for _ in range(150):
+                p = subprocess.run([*h1, "sinfo", "-h", "-N", "-o", "%t"], env=env,
+                                   capture_output=True, text=True, check=False)
+                if p.stdout.split().count("idle") == len(hosts):
+                    break
+                time.sleep(0.2)
+            else:
+                pytest.fail("slurmd never became idle on both hosts:\n"
+                            + (d / "daemons.log").read_text()[-2000:])
+            yield {"SLURM_CONF": str(conf), "enter": h1}
+        finally:
+            for p in reversed(procs):  # the daemons this fixture started, by PID
+                p.send_signal(signal.SIGTERM)
+            for p in reversed(procs):
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _bench_in_h1(slurm2: dict[str, list[str] | str], out: Path,
+                 on: str) -> tuple[RunRow, list[ResultRecord]]:
+    """`fabench bench` run where a login node would be: in h1, next to the controller."""
+    enter = list(slurm2["enter"])
+    argv = [*enter, sys.executable, "-m", "fabench", "bench", "mpi.latency", "--on", on,
+            "--transport", "tcp", "--sizes", "8,64K", "--iterations", "20", "--warmup", "2",
+            "--timeout", "120", "--out", str(out)]
+    p = subprocess.run(argv, env={**os.environ, "SLURM_CONF": str(slurm2["SLURM_CONF"])},
+                       capture_output=True, text=True, timeout=240, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    with Store(out / "fabench.sqlite") as st:
+        [run] = st.runs()
+        return run, list(st.results(run.id))
+
+
+@pytest.mark.slow  # ~20 s here: a testbed, four daemons, two jobs
+def test_two_node_slurm_counts_both_nodes_and_flags_packed_ranks(
+        openmpi: str, slurm2: dict[str, list[str] | str], tmp_path: Path) -> None:
+    # One rank per node: srun starts them on h1 and h2, and both links carry the payload.
+    run, results = _bench_in_h1(slurm2, tmp_path / "spread", "slurm -N 2 --ntasks-per-node=1")
+    assert run.status == "ok", (run.reason, run.stderr_tail[-500:])
+    assert run.selected_transport == "ob1/tcp"
+    carried = run.provenance["interface_bytes"]["per_host"]
+    assert set(carried) == {"h1", "h2"}
+    moved = sum(r.bytes_per_sample * len(r.times) for r in results)
+    assert all(carried[h]["tx_bytes"] >= moved for h in ("h1", "h2")), (carried, moved)
+    assert run.flags == []
+
+    # Two nodes, but mpirun fills the first node's slots: both ranks on h1, over loopback.
+    out = tmp_path / "packed"
+    run, _ = _bench_in_h1(slurm2, out, "slurm:mpirun -N 2 --ntasks-per-node=2")
+    assert run.status == "ok", (run.reason, run.stderr_tail[-500:])
+    assert set(run.provenance["interface_bytes"]["per_host"]) == {"h1", "h2"}
+    [flag] = run.flags
+    assert flag.startswith("traffic-did-not-cross") and "packed on one node" in flag
+    # The report shows it the way it shows a testbed run's flag.
+    rep = fabench_cli("report", "--store", str(out), "-o", str(tmp_path / "r.html"))
+    assert "traffic-did-not-cross" in rep.stdout

@@ -1,6 +1,7 @@
 """Argument groups shared by several subcommands."""
 
 import argparse
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -14,14 +15,20 @@ def add_on_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--on", nargs="+", metavar="WHERE", default=["local"],
         help="where to run: local (default), auto, testbed [NAME], hosts FILE, "
-             "slurm[:mpirun] [SBATCH ARGS] (ranks started by srun, or by mpirun)")
+             "slurm[:mpirun] [SBATCH ARGS] (ranks started by srun, or by mpirun; sbatch "
+             "options as one quoted word: --on \"slurm -N 2 --ntasks-per-node=1\")")
 
 
 def parse_on(values: list[str]) -> tuple[str, dict[str, Any]]:
+    # argparse refuses a following word that looks like an option (`--on slurm -N 2`), so
+    # launcher options may come as one quoted word, `--on "slurm -N 2 --ntasks-per-node=1"`;
+    # a spec file's `launcher:` line is one word too.
+    if any(c.isspace() for c in values[0]):
+        values = [*shlex.split(values[0]), *values[1:]]
     name, rest = values[0], values[1:]
-    if ":" in name and not rest:
+    if ":" in name:
         name, arg = name.split(":", 1)
-        rest = [arg]
+        rest = [arg, *rest]
     if name == "hosts":
         if not rest:
             raise FabenchError("--on hosts needs a hostfile: --on hosts FILE")

@@ -25,9 +25,11 @@ from ..native import kernel_executable
 from ..records import KernelOutput, parse_line
 from .base import Launcher, LaunchRequest, LaunchResult, RecordCallback, register_launcher
 from .process import STDERR_KEEP, dispatch
+from .slurm_netdev import NETDEV_FUNCTION, check_slurm_crossing, snapshot_line
 
 _STATE_RE = re.compile(r"JobState=(\S+)")
 _EXIT_RE = re.compile(r"ExitCode=(\d+):(\d+)")
+_NODES_RE = re.compile(r"NumNodes=(\d+)")
 _ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED",
            "RESIZING", "SIGNALING", "STAGE_OUT"}
 
@@ -56,6 +58,8 @@ def _header(job_name: str, ranks: int, minutes: int, sbatch_args: list[str]) -> 
         *sbatch_lines(sbatch_args),
         "# Written by fabench. stdout: one JSON record per line (docs/kernel-protocol.md);",
         "# stderr: the MPI library's own report of the transport it selected.",
+        "",
+        *NETDEV_FUNCTION,
     ]
 
 
@@ -91,7 +95,8 @@ class SlurmLauncher(Launcher):
         extra = f" {shlex.join(self.sbatch_args)}" if self.sbatch_args else ""
         return f"slurm (sbatch{extra}, {self.starter} inside; scripts in {self.workdir})"
 
-    def _step(self, req: LaunchRequest) -> tuple[list[str], dict[str, str], list[str]]:
+    def _step(self, req: LaunchRequest,
+              stem: str) -> tuple[list[str], dict[str, str], list[str]]:
         if not req.kernel.needs_mpi:
             raise FabenchError(f"{req.kernel.name}: the slurm launcher starts MPI kernels; "
                                "transport kernels need two hosts of an allocation "
@@ -110,10 +115,13 @@ class SlurmLauncher(Launcher):
             launch = flavour.launch(str(exe), req.kernel_args, req.ranks, transport,
                                     oversubscribe=False)
         env = {**launch.env, **req.env}
-        lines = [f"# {req.kernel.name} transport={req.transport} np={req.ranks} mpi={req.mpi}"]
+        lines = [f"# {req.kernel.name} transport={req.transport} np={req.ranks} mpi={req.mpi}",
+                 snapshot_line(stem, "before")]
         lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
-        lines.append(shlex.join(launch.argv))
+        # The ranks' exit status, kept past the snapshot so the job still reports it.
+        lines += [shlex.join(launch.argv), "fabench_rc=$?"]
         lines += [f"unset {' '.join(env)}"] if env else []
+        lines.append(snapshot_line(stem, "after"))
         return lines, env, launch.notes
 
     def _write_campaign_script(self) -> Path:
@@ -121,22 +129,23 @@ class SlurmLauncher(Launcher):
         body = _header("fabench-campaign", ranks, 60 * len(self._steps), self.sbatch_args)
         body.append("# Every run of the campaign, one after the other, in one allocation.")
         for _, lines in self._steps:
-            body += ["", *lines]
+            body += ["", *lines, '[ "$fabench_rc" = 0 ] || fabench_failed=$fabench_rc']
+        body += ["", "exit ${fabench_failed:-0}"]
         path = self.workdir / "campaign.sbatch"
         path.write_text("\n".join(body) + "\n")
         return path
 
     def run(self, req: LaunchRequest, on_record: RecordCallback | None = None) -> LaunchResult:
-        step, env, notes = self._step(req)
+        stem = f"run-{len(self._steps) + 1:03d}-{req.kernel.name}"
+        step, env, notes = self._step(req, stem)
         wd = self.workdir.resolve()
         wd.mkdir(parents=True, exist_ok=True)
         self._steps.append((req.ranks, step))
         campaign = self._write_campaign_script()
-        n = len(self._steps)
         minutes = max(1, math.ceil(req.timeout_s / 60))
         script = "\n".join([*_header(f"fabench-{req.kernel.name}", req.ranks, minutes,
-                                     self.sbatch_args), *step]) + "\n"
-        path = wd / f"run-{n:03d}-{req.kernel.name}.sbatch"
+                                     self.sbatch_args), *step, "exit $fabench_rc"]) + "\n"
+        path = wd / f"{stem}.sbatch"
         path.write_text(script)
         out, err = path.with_suffix(".out"), path.with_suffix(".err")
         for f in (out, err):
@@ -149,11 +158,13 @@ class SlurmLauncher(Launcher):
         job = sub.stdout.strip().split(";", 1)[0]
         start = time.monotonic()
         output = KernelOutput()
-        state, code, offset = "PENDING", 1, 0
+        state, code, offset, nodes = "PENDING", 1, 0, 0
         try:
             while True:
                 offset = self._consume(out, offset, output, on_record)
-                state, code = self._job_state(job)
+                state, code, seen = self._job_state(job)
+                # A pending job shows the nodes it asked for; only a started one its own.
+                nodes = seen if state != "PENDING" and seen else nodes
                 if state not in _ACTIVE:
                     break
                 if time.monotonic() - start > req.timeout_s:
@@ -171,7 +182,7 @@ class SlurmLauncher(Launcher):
         if state != "COMPLETED" and code == 0:
             code = 1
         notes.append(f"slurm job {job}: {state}")
-        return LaunchResult(
+        res = LaunchResult(
             output=output, returncode=code, command=["sbatch", str(path)],
             stderr=stderr[-STDERR_KEEP:], selected_transport=selected.summary,
             selected_detail=selected.detail, notes=notes,
@@ -179,6 +190,12 @@ class SlurmLauncher(Launcher):
                    "slurm": {"job_id": job, "state": state, "script_path": str(path),
                              "script": script, "campaign_script": str(campaign),
                              "stdout": str(out), "stderr": str(err)}})
+        iface = os.environ.get("FABENCH_IFACE") or None
+        check_slurm_crossing(res, wd=wd, stem=stem, job=job, alloc_nodes=nodes,
+                             ranks=req.ranks, transport=req.transport,
+                             # a subnet steers MPI elsewhere; the counters then read all links
+                             ifname=iface if iface and "/" not in iface else None)
+        return res
 
     @staticmethod
     def _consume(path: Path, offset: int, output: KernelOutput,
@@ -202,18 +219,20 @@ class SlurmLauncher(Launcher):
         return offset + len(complete.encode())
 
     @staticmethod
-    def _job_state(job: str) -> tuple[str, int]:
+    def _job_state(job: str) -> tuple[str, int, int]:
+        """(state, exit code, nodes) of the job; 0 nodes when scontrol does not say."""
         p = subprocess.run(["scontrol", "show", "job", "-o", job], capture_output=True,
                            text=True, timeout=60, check=False)
         m = _STATE_RE.search(p.stdout)
         if not m:
             # Gone from the controller's memory (MinJobAge): it ended; the files tell how.
-            return "UNKNOWN", 0
+            return "UNKNOWN", 0, 0
         e = _EXIT_RE.search(p.stdout)
         code = int(e.group(1)) if e else 0
         if e and int(e.group(2)):
             code = 128 + int(e.group(2))
-        return m.group(1), code
+        n = _NODES_RE.search(p.stdout)
+        return m.group(1), code, int(n.group(1)) if n else 0
 
 
 register_launcher("slurm")(SlurmLauncher)

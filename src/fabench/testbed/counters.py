@@ -50,8 +50,14 @@ def read_host_counters(prefix: list[str] | tuple[str, ...],
     ``ifname``, or of every interface but loopback when no interface is named."""
     p = subprocess.run([*prefix, "cat", "/proc/net/dev"], capture_output=True, text=True,
                        timeout=60, check=False)
+    return link_counters(p.stdout, ifname)
+
+
+def link_counters(proc_net_dev: str, ifname: str | None = None) -> IfCounters:
+    """The counters of ``ifname`` in a copy of /proc/net/dev, or of every interface but
+    loopback when no interface is named (loopback traffic never crossed anything)."""
     total = IfCounters()
-    for name, c in parse_proc_net_dev(p.stdout).items():
+    for name, c in parse_proc_net_dev(proc_net_dev).items():
         if (ifname is None and name != "lo") or name == ifname:
             total = total + c
     return total
