@@ -162,6 +162,50 @@ def test_check_in_a_namespace_reports_scope(ns_pair: list[str]) -> None:
     assert by_item["tva mtu"].current == "1500" and by_item["tva mtu"].status == "differs"
 
 
+@pytest.fixture
+def ns_up_down() -> Iterator[str]:
+    """One namespace of this test's own with three veth pairs, addresses assigned here: `tuu`
+    up (peer `tup` up too), `tdd`/`tdp` administratively down, `tll` up over a peer that is
+    down (operstate LOWERLAYERDOWN, its route kept and flagged linkdown)."""
+    ns = f"fbtune{uuid.uuid4().hex[:6]}u"
+    try:
+        _ip("netns", "add", ns)
+        for a, b in (("tuu", "tup"), ("tdd", "tdp"), ("tll", "tlp")):
+            _ip("-n", ns, "link", "add", a, "type", "veth", "peer", "name", b)
+        for dev, addr in (("tuu", "10.213.8.1/24"), ("tdd", "10.213.9.1/24"),
+                          ("tll", "10.213.10.1/24")):
+            _ip("-n", ns, "addr", "add", addr, "dev", dev)
+        for dev in ("tuu", "tup", "tll"):
+            _ip("-n", ns, "link", "set", dev, "up")
+        yield ns
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+
+
+@ROOT_ONLY
+def test_check_skips_links_that_are_down(ns_up_down: str) -> None:
+    opers = {d["ifname"]: d["operstate"] for d in json.loads(subprocess.run(
+        ["ip", "-n", ns_up_down, "-j", "link"], capture_output=True, text=True,
+        check=True).stdout)}
+    assert opers["tuu"] == "UP" and opers["tdd"] == "DOWN" and opers["tll"] == "LOWERLAYERDOWN"
+    down = {"tdd", "tdp", "tll", "tlp"}
+    for prof in (parse_profile(TEST_PROFILE), None):  # the profile's advice, and the info
+        found = check(prof, [Target.namespace(ns_up_down)])
+        items = [f.item for f in found]
+        assert "tuu mtu" in items and "tup mtu" in items
+        assert any(i.startswith("tuu ") and "offload" in f.area
+                   for i, f in zip(items, found, strict=True))
+        assert "route 10.213.8.0/24 quickack" in items
+        # Nothing about a down link, its route included ...
+        assert not [i for i in items if i.split()[0] in down or "10.213.10." in i]
+        # ... except one line saying which were skipped and why.
+        (skipped,) = [f for f in found if f.item == "skipped: down"]
+        assert skipped.status == "info"
+        assert {x.split(" (")[0] for x in skipped.current.split(", ")} == down
+        assert "tll (operstate LOWERLAYERDOWN)" in skipped.current
+        assert "tdd (not up)" in skipped.current
+
+
 # -- apply / revert ----------------------------------------------------------------------------
 
 @ROOT_ONLY

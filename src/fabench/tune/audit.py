@@ -62,7 +62,11 @@ def check(profile: Profile | None, targets: list[Target]) -> list[Finding]:
 def check_target(profile: Profile | None, t: Target) -> list[Finding]:
     found: list[Finding] = []
     covered: set[str] = set()
-    links = [i for i in state.interfaces(t) if i != "lo"]
+    all_links = [link for link in state.links(t) if link.name != "lo"]
+    # A link that is down carries no traffic: advice on its MTU, offloads, routes or NUMA
+    # node would be noise (virtual ifb devices sit down on many hosts).
+    links = [link.name for link in all_links if not link.down]
+    down = [link for link in all_links if link.down]
     settings = profile.settings if profile else []
     scopes = _sysctl_scopes(t, [s.name for s in settings if isinstance(s, SysctlSetting)])
     for s in settings:
@@ -84,7 +88,7 @@ def check_target(profile: Profile | None, t: Target) -> list[Finding]:
                 found.append(Finding(t.name, "offload", f"{i} {s.long_name}", cur, s.value,
                                      st, _iface_scope(t), s.why, s.source, s.risk))
         elif isinstance(s, QuickackSetting):
-            found += _quickack(t, s.value, s.why, s.source, s.risk, s)
+            found += _quickack(t, links, s.value, s.why, s.source, s.risk, s)
         elif isinstance(s, CpuSetting):
             found += _cpu(t, s.name, s.value, s.why, s.source, s.risk)
         elif isinstance(s, NumaSetting):
@@ -97,6 +101,8 @@ def check_target(profile: Profile | None, t: Target) -> list[Finding]:
             found.append(Finding(t.name, "socket", s.name, "per socket (kernel default: "
                                  "unset)", want, "info", "run-time", s.why, s.source, s.risk))
     # What every audit reports, whatever the profile asks.
+    if down:
+        found.append(_skipped_down(t, down))
     if "mtu" not in covered:
         for i in links:
             found.append(Finding(t.name, "mtu", f"{i} mtu", str(state.mtu(t, i)), "-",
@@ -116,7 +122,7 @@ def check_target(profile: Profile | None, t: Target) -> list[Finding]:
                                      _iface_scope(t), "with TSO/GSO/GRO on, MTU barely "
                                      "matters on veth (64 KB GSO frames)", FACTS))
     if "quickack" not in covered:
-        found += _quickack(t, None, "", "", "")
+        found += _quickack(t, links, None, "", "", "")
     found += _low_latency_note(t, settings)
     if "numa" not in covered:
         found += _numa(t, links, "the NIC-near cores cut latency (004: 1.9 -> 1.4 us)",
@@ -193,11 +199,20 @@ def _low_latency_note(t: Target, settings: list[Any]) -> list[Finding]:
                     f"[001]; {FACTS}", "none")]
 
 
-def _quickack(t: Target, want: int | None, why: str, source: str, risk: str,
-              s: QuickackSetting | None = None) -> list[Finding]:
+def _skipped_down(t: Target, down: list[state.Link]) -> Finding:
+    return Finding(t.name, "interfaces", "skipped: down",
+                   ", ".join(f"{link.name} ({link.down})" for link in down), "-", "info",
+                   _iface_scope(t), "a link that is down carries no traffic, so its MTU, "
+                   "offloads, routes and NUMA node are not checked")
+
+
+def _quickack(t: Target, links: list[str], want: int | None, why: str, source: str,
+              risk: str, s: QuickackSetting | None = None) -> list[Finding]:
     out = []
     for r in state.routes(t):
-        if r.dev is None or r.dev == "lo" or (s is not None and not s.matches(r.dev)):
+        # Only routes over links that are up (a route over a link without carrier stays in
+        # the table, flagged linkdown).
+        if r.dev not in links or (s is not None and not s.matches(r.dev)):
             continue
         cur = str(r.quickack or 0)
         if want is None:
