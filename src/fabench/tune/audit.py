@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from . import state
+from . import state, topology
 from .apply import NOOP_SYSCTLS, merge_fields
 from .profiles import (
     CpuSetting,
@@ -37,7 +37,7 @@ FACTS = "[measured] (verified on this host)"
 @dataclass
 class Finding:
     target: str
-    area: str  # sysctl, mtu, offload, delayed-ack, numa, irq, cpu, env, socket
+    area: str  # sysctl, mtu, offload, delayed-ack, numa, irq, cpu, env, socket, interfaces
     item: str
     current: str
     recommended: str
@@ -244,65 +244,56 @@ def _walk_up(d: Path, name: str) -> Path | None:
 
 
 def _numa(t: Target, links: list[str], why: str, source: str, risk: str) -> list[Finding]:
-    out = []
+    topo = topology.topology(t)
+    out = [_numa_layout(t, topo)]
     cpus = sorted(os.sched_getaffinity(0))
-    nodes = _cpu_nodes()
-    used = sorted({nodes.get(c, 0) for c in cpus})
+    node_of = topo.node_of_cpu()
+    used = sorted({node_of.get(c, 0) for c in cpus})
     for i in links:
-        d = _device_dir(t, i)
+        out.append(_nic_numa(t, topo, i, cpus, used, why, source,
+                             risk or "binding all ranks near one NIC can crowd one socket"))
+    return out
+
+
+def _numa_layout(t: Target, topo: topology.Topology) -> Finding:
+    """Cores per NUMA node: what a run near one NIC can use without crossing nodes."""
+    n = len(topo.nodes)
+    desc = ", ".join(f"node{nd.index} {nd.cores} cores (cpus {topology.ranges(sorted(nd.cpus))})"
+                     for nd in topo.nodes)
+    why = f"from {topo.source}" + (f"; {topo.note}" if topo.note else "")
+    return Finding(t.name, "numa", "NUMA layout", f"{n} node{'s' if n != 1 else ''}: {desc}",
+                   "-", "info", "host-wide", why)
+
+
+def _nic_numa(t: Target, topo: topology.Topology, iface: str, cpus: list[int],
+              used: list[int], why: str, source: str, risk: str) -> Finding:
+    item = f"{iface} NUMA node"
+    nodes = topo.nics.get(iface)
+    origin = topo.source
+    if nodes is None:
+        # hwloc lists PCI NICs only; a veth or bridge has no device, hence no locality.
+        d = _device_dir(t, iface)
         if d is None:
-            out.append(Finding(t.name, "numa", f"{i} NUMA node", "virtual (no device)",
-                               "nic-local", "info", "run-time", why, source, risk))
-            continue
+            return Finding(t.name, "numa", item, "virtual (no device)", "nic-local", "info",
+                           "run-time", why, source, risk)
         f = _walk_up(d, "numa_node")
         node = int(f.read_text().strip()) if f else -1
-        if node < 0:
-            cur = f"no NUMA affinity reported (node {node}); cores {_ranges(cpus)}"
-            st = "ok" if len(set(nodes.values()) or {0}) <= 1 else "unknown"
-        else:
-            cur = f"NIC on node {node}; this run's cores {_ranges(cpus)} on node(s) {used}"
-            st = "ok" if used == [node] else "differs"
-        out.append(Finding(t.name, "numa", f"{i} NUMA node", cur,
-                           f"ranks on node {node} cores" if node >= 0 else "nic-local", st,
-                           "run-time", why, source, risk or "binding all ranks near one NIC "
-                           "can crowd one socket"))
-    return out
-
-
-def _cpu_nodes() -> dict[int, int]:
-    out: dict[int, int] = {}
-    for nd in Path("/sys/devices/system/node").glob("node[0-9]*"):
-        try:
-            for c in _parse_ranges((nd / "cpulist").read_text()):
-                out[c] = int(nd.name[4:])
-        except OSError:
-            continue
-    return out
-
-
-def _parse_ranges(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.strip().split(","):
-        if "-" in part:
-            a, b = part.split("-")
-            out += range(int(a), int(b) + 1)
-        elif part:
-            out.append(int(part))
-    return out
-
-
-def _ranges(cpus: list[int]) -> str:
-    if not cpus:
-        return "-"
-    parts, start, prev = [], cpus[0], cpus[0]
-    for c in [*cpus[1:], None]:
-        if c is not None and c == prev + 1:
-            prev = c
-            continue
-        parts.append(f"{start}-{prev}" if prev != start else str(start))
-        if c is not None:
-            start = prev = c
-    return ",".join(parts)
+        nodes = (node,) if node >= 0 else ()
+        origin = "sysfs numa_node" + ("" if topo.source == "sysfs"
+                                      else f" ({topo.source} did not list {iface})")
+    why = f"{why}; locality from {origin}" if why else f"locality from {origin}"
+    if len(nodes) != 1:
+        # No node, or a NIC local to the whole machine: nothing to place against.
+        cur = f"no NUMA affinity reported; cores {topology.ranges(cpus)}"
+        st = "ok" if len(topo.nodes) <= 1 else "unknown"
+        return Finding(t.name, "numa", item, cur, "nic-local", st, "run-time", why, source,
+                       risk)
+    nd = topo.node(nodes[0])
+    cores = f" ({nd.cores} cores)" if nd else ""
+    cur = (f"NIC on node {nodes[0]}{cores}; this run's cores {topology.ranges(cpus)} "
+           f"on node(s) {used}")
+    return Finding(t.name, "numa", item, cur, f"ranks on node {nodes[0]} cores",
+                   "ok" if used == [nodes[0]] else "differs", "run-time", why, source, risk)
 
 
 def _irqs(t: Target, links: list[str]) -> list[Finding]:
