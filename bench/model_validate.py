@@ -20,9 +20,10 @@ Why these settings (measured on a 2-core host, docs/model.md "Validation"):
   --rate 400mbit --burst 16kb  the link, not the shared CPU, sets the bytes term; a bucket
                                much smaller than the large messages makes tbf act like a wire
                                (a large bucket lets a ping-pong refill it on the way back)
-  --queue-ms 5                 the testbed's tbf queue is 50 ms: ACKs of one direction wait
-                               behind 50 ms of the other's data, which slowed 1 MiB exchanges
-                               by 1.5x; 5 ms is a switch-sized buffer (1 ms lost packets)
+  --queue 5ms                  the testbed's tbf queue (`testbed up --queue`): with 50 ms,
+                               ACKs of one direction waited behind 50 ms of the other's data,
+                               which slowed 1 MiB exchanges by 1.5x; 5 ms is a switch-sized
+                               buffer (1 ms lost packets)
   OMPI_MCA_mpi_yield_when_idle=1  4 ranks on 2 cores: busy-polling ranks starved each other
                                (8 B allreduce 36 ms instead of ~0.2 ms)
 """
@@ -82,23 +83,14 @@ def campaign_spec(args: argparse.Namespace) -> str:
     return "\n".join(lines) + "\n"
 
 
-def shorten_queue(name: str, queue_ms: float) -> None:
-    """tbf `latency` on every host's egress and every switch port (root testbeds only)."""
+def check_queue(name: str, queue: str) -> None:
+    """A testbed made earlier keeps the queue it was made with: say when that is not --queue."""
     from fabench.testbed import load_state
-    from fabench.testbed.state import burst_for
 
-    st = load_state(name)
-    c = st.config
-    if not c.rate:
-        return
-    tbf = ["root", "tbf", "rate", c.rate, "burst", c.burst or burst_for(c.rate, c.mtu),
-           "latency", f"{queue_ms:g}ms"]
-    for h in st.hosts:
-        subprocess.run([*h.enter, "tc", "qdisc", "change", "dev", h.ifname, *tbf], check=True)
-        if st.mode == "root":
-            subprocess.run(["ip", "netns", "exec", st.switch_ns, "tc", "qdisc", "change",
-                            "dev", h.port, *tbf], check=True)
-    print(f"# tbf queue of testbed {name}: {queue_ms:g} ms", flush=True)
+    have = load_state(name).config.queue
+    if have != queue:
+        print(f"# testbed {name} has a {have} tbf queue, not --queue {queue}: numbers differ "
+              f"from docs/model.md; `fabench testbed down {name}` to remake it", flush=True)
 
 
 def measure(args: argparse.Namespace) -> None:
@@ -148,8 +140,7 @@ def main() -> int:
     ap.add_argument("--hosts", type=int, default=4)
     ap.add_argument("--rate", default="400mbit")
     ap.add_argument("--burst", default="16kb")
-    ap.add_argument("--queue-ms", type=float, default=5.0,
-                    help="tbf queue (the testbed's own is 50 ms); 0 leaves it")
+    ap.add_argument("--queue", default="5ms", help="tbf queue of the testbed's links")
     ap.add_argument("--p2p-sizes", default="1:1M")
     ap.add_argument("--sizes", default="8,32,128,512,2K,8K,32K,128K,512K")
     ap.add_argument("--repeats", type=int, default=2)
@@ -168,10 +159,10 @@ def main() -> int:
                 load_state(args.testbed)
             except FabenchError:
                 fabench("testbed", "up", "--name", args.testbed, "--hosts", str(args.hosts),
-                        "--rate", args.rate, "--burst", args.burst)
+                        "--rate", args.rate, "--burst", args.burst, "--queue", args.queue)
                 made = True
-            if args.queue_ms > 0:
-                shorten_queue(args.testbed, args.queue_ms)
+            else:
+                check_queue(args.testbed, args.queue)
             measure(args)
         analyse(args)
     finally:

@@ -410,17 +410,11 @@ def test_calibrated_model_predicts_4_host_collectives_on_a_testbed(openmpi: str,
     jobs) gave medians up to 30 % (recursive doubling) and 13-17 % (ring), hence the 40 %
     bound on the median over the sizes. Fewer point-to-point sizes or iterations broke it: the
     breakpoint search then cut at 128 KiB instead of the 64 KiB eager limit."""
-    from fabench.testbed import TestbedConfig, create, load_state
+    from fabench.testbed import TestbedConfig, create
 
     with own_testbeds(_testbed_prefix()):
-        create("val", TestbedConfig(hosts=4, rate="400mbit", burst="16kb"))
-        st = load_state("val")
-        tbf = ["root", "tbf", "rate", "400mbit", "burst", "16kb", "latency", "5ms"]
-        for h in st.hosts:  # a switch-sized queue (the testbed's 50 ms bloats exchanges)
-            subprocess.run([*h.enter, "tc", "qdisc", "change", "dev", h.ifname, *tbf],
-                           check=True)
-            subprocess.run(["ip", "netns", "exec", st.switch_ns, "tc", "qdisc", "change",
-                            "dev", h.port, *tbf], check=True)
+        # A switch-sized queue: a 50 ms one bloats exchanges (ACKs wait behind data).
+        create("val", TestbedConfig(hosts=4, rate="400mbit", burst="16kb", queue="5ms"))
         env = '{OMPI_MCA_mpi_yield_when_idle: "1"'
         pin = env + ', OMPI_MCA_coll_tuned_use_dynamic_rules: "1"'
         spec = tmp_path / "val.yaml"

@@ -1,6 +1,7 @@
 """The namespace testbed itself: up/status/down, isolation of each host, cleanup after a
 failed `up`, after kill -9 of fabench, and over many cycles; unprivileged where possible."""
 
+import json
 import os
 import shutil
 import signal
@@ -9,13 +10,24 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from conftest import fabench_cli
-from fabench.testbed import TestbedConfig, create, destroy, destroy_all, leftovers, load_state
+from fabench.errors import FabenchError
+from fabench.testbed import (
+    TestbedConfig,
+    TestbedState,
+    create,
+    destroy,
+    destroy_all,
+    leftovers,
+    load_state,
+)
 from fabench.testbed.plumbing import _HOLD, HOLDER_MARK, holder_argv_ok
+from fabench.testbed.state import queue_us
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="these testbed tests run as root "
                                 "(CI is root); test_unprivileged covers the other mode")
@@ -80,6 +92,54 @@ def test_four_hosts_up_status_down(tb_env: str) -> None:
     fabench_cli("testbed", "down", "four")
     assert leftovers(tb_env) == []
     assert "no testbeds" in fabench_cli("testbed", "status").stdout
+
+
+def _tbf_lat_us(enter: list[str], dev: str) -> int:
+    """The queue of the tbf on `dev`, as the kernel holds it (tc prints `lat` in us)."""
+    p = subprocess.run([*enter, "tc", "-j", "qdisc", "show", "dev", dev], capture_output=True,
+                       text=True, timeout=60, check=True)
+    (tbf,) = [q for q in json.loads(p.stdout) if q["kind"] == "tbf"]
+    return int(tbf["options"]["lat"])
+
+
+def _link_ends(name: str) -> list[tuple[list[str], str]]:
+    """Both rate-limited ends of every link: the host's eth0 and its switch port."""
+    st = load_state(name)
+    switch = ["ip", "netns", "exec", st.switch_ns]
+    return [end for h in st.hosts for end in ((h.enter, h.ifname), (switch, h.port))]
+
+
+@needs_root
+def test_queue_is_set_on_every_tbf_and_shown(tb_env: str) -> None:
+    up = fabench_cli("testbed", "up", "--name", "q", "--hosts", "2", "--rate", "1gbit",
+                     "--queue", "2ms")
+    assert "queue 2ms" in up.stdout
+    assert load_state("q").config.queue == "2ms"
+    assert [_tbf_lat_us(e, d) for e, d in _link_ends("q")] == [2000] * 4
+    assert "queue 2ms" in fabench_cli("testbed", "status", "q").stdout
+    fabench_cli("testbed", "down", "q")
+    # The default: deep enough that a sender's own TCP does not overflow it (docs/testbed.md).
+    create("d", TestbedConfig(hosts=2, rate="100mbit"))
+    assert [_tbf_lat_us(e, d) for e, d in _link_ends("d")] == [50_000] * 4
+    # No rate, no tbf: a queue alone is refused rather than silently ignored.
+    bad = fabench_cli("testbed", "up", "--name", "n", "--queue", "5ms", check=False)
+    assert bad.returncode == 2 and "give --rate too" in bad.stderr
+    bad = fabench_cli("testbed", "up", "--name", "n", "--rate", "1gbit", "--queue", "5",
+                      check=False)
+    assert bad.returncode == 2 and "--queue '5'" in bad.stderr
+
+
+def test_queue_durations_and_testbeds_recorded_before_the_option() -> None:
+    assert [queue_us(q) for q in ("5ms", "500us", "0.5ms", "1s", "2MS")] == \
+        [5000, 500, 500, 1_000_000, 2000]
+    for bad in ("0ms", "5", "11s", "-1ms", "5 ms x"):
+        with pytest.raises(FabenchError, match="--queue"):
+            queue_us(bad)
+    old = TestbedState("old", "fbx", "root", "10.77.9.0/24", "fbx-old-sw",
+                       TestbedConfig(rate="1gbit"))
+    data = json.loads(json.dumps(asdict(old)))
+    del data["config"]["queue"]  # a state file written before --queue existed
+    assert TestbedState.from_json(data).config.queue == "50ms"  # what tc was given then
 
 
 @needs_root

@@ -7,6 +7,7 @@ host's own interfaces and sysctls are only read.
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,12 +15,14 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fabench.errors import FabenchError
 from fabench.tune import apply as ap
 from fabench.tune import journal as jr
+from fabench.tune import topology
 from fabench.tune.audit import check
 from fabench.tune.profiles import ProfileError, available_profiles, load_profile, parse_profile
 from fabench.tune.target import Target, TargetMismatch, netns_of, proc_start
@@ -160,6 +163,123 @@ def test_check_in_a_namespace_reports_scope(ns_pair: list[str]) -> None:
     assert by_item["net.core.wmem_max"].scope == "host-wide (read-only here)"
     assert by_item["net.ipv4.tcp_low_latency"].status == "no-op"
     assert by_item["tva mtu"].current == "1500" and by_item["tva mtu"].status == "differs"
+
+
+@pytest.fixture
+def ns_up_down() -> Iterator[str]:
+    """One namespace of this test's own with three veth pairs, addresses assigned here: `tuu`
+    up (peer `tup` up too), `tdd`/`tdp` administratively down, `tll` up over a peer that is
+    down (operstate LOWERLAYERDOWN, its route kept and flagged linkdown)."""
+    ns = f"fbtune{uuid.uuid4().hex[:6]}u"
+    try:
+        _ip("netns", "add", ns)
+        for a, b in (("tuu", "tup"), ("tdd", "tdp"), ("tll", "tlp")):
+            _ip("-n", ns, "link", "add", a, "type", "veth", "peer", "name", b)
+        for dev, addr in (("tuu", "10.213.8.1/24"), ("tdd", "10.213.9.1/24"),
+                          ("tll", "10.213.10.1/24")):
+            _ip("-n", ns, "addr", "add", addr, "dev", dev)
+        for dev in ("tuu", "tup", "tll"):
+            _ip("-n", ns, "link", "set", dev, "up")
+        yield ns
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+
+
+@ROOT_ONLY
+def test_check_skips_links_that_are_down(ns_up_down: str) -> None:
+    opers = {d["ifname"]: d["operstate"] for d in json.loads(subprocess.run(
+        ["ip", "-n", ns_up_down, "-j", "link"], capture_output=True, text=True,
+        check=True).stdout)}
+    assert opers["tuu"] == "UP" and opers["tdd"] == "DOWN" and opers["tll"] == "LOWERLAYERDOWN"
+    down = {"tdd", "tdp", "tll", "tlp"}
+    for prof in (parse_profile(TEST_PROFILE), None):  # the profile's advice, and the info
+        found = check(prof, [Target.namespace(ns_up_down)])
+        items = [f.item for f in found]
+        assert "tuu mtu" in items and "tup mtu" in items
+        assert any(i.startswith("tuu ") and "offload" in f.area
+                   for i, f in zip(items, found, strict=True))
+        assert "route 10.213.8.0/24 quickack" in items
+        # Nothing about a down link, its route included ...
+        assert not [i for i in items if i.split()[0] in down or "10.213.10." in i]
+        # ... except one line saying which were skipped and why.
+        (skipped,) = [f for f in found if f.item == "skipped: down"]
+        assert skipped.status == "info"
+        assert {x.split(" (")[0] for x in skipped.current.split(", ")} == down
+        assert "tll (operstate LOWERLAYERDOWN)" in skipped.current
+        assert "tdd (not up)" in skipped.current
+
+
+# -- NUMA topology -----------------------------------------------------------------------------
+
+needs_hwloc = pytest.mark.skipif(shutil.which(topology.LSTOPO) is None or
+                                 shutil.which("hwloc-calc") is None,
+                                 reason="hwloc is not installed (scripts/debian-packages.txt)")
+
+
+def _hwloc(*argv: str) -> str:
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=60,
+                          check=True).stdout
+
+
+@needs_hwloc
+def test_lstopo_of_this_machine_parses() -> None:
+    """This machine's own lstopo XML (a VM here: one NUMA node, or none reported): nodes and
+    cores per node against hwloc-calc, this process's CPUs all on some node, and every PCI
+    NIC hwloc lists with its node."""
+    topo = topology.parse_lstopo_xml(_hwloc(topology.LSTOPO, "--of", "xml"))
+    assert topo.source.startswith("hwloc")
+    indices = [n.index for n in topo.nodes]
+    assert len(indices) == int(_hwloc("hwloc-calc", "--number-of", "numanode", "all"))
+    for n in topo.nodes:
+        assert n.cores == int(_hwloc("hwloc-calc", "--number-of", "core", f"node:{n.index}"))
+        assert 0 < n.cores <= len(n.cpus)
+    assert os.sched_getaffinity(0) <= set(topo.node_of_cpu())
+    pci_nics = [d.name for d in Path("/sys/class/net").iterdir()
+                if "/pci" in os.path.realpath(d / "device")]
+    for nic in pci_nics:
+        assert nic in topo.nics, (nic, topo.nics)
+        assert topo.nics[nic] and set(topo.nics[nic]) <= set(indices)
+        sysfs = Path(f"/sys/class/net/{nic}/device/numa_node")
+        if sysfs.exists() and int(sysfs.read_text()) >= 0:
+            assert topo.nics[nic] == (int(sysfs.read_text()),)
+    print(f"nodes {[(n.index, n.cores, sorted(n.cpus)) for n in topo.nodes]}, "
+          f"NICs {topo.nics}, PCI NICs in sysfs {pci_nics}")
+
+
+@needs_hwloc
+def test_lstopo_of_a_two_node_machine_parses() -> None:
+    """More than one node, and CPU sets wider than one 32-bit word, as hwloc itself writes
+    them: a synthetic topology (this host has one node; hwloc builds the XML)."""
+    xml = _hwloc(topology.LSTOPO, "--input", "node:2 core:20 pu:2", "--of", "xml")
+    topo = topology.parse_lstopo_xml(xml)
+    assert [(n.index, n.cores, len(n.cpus)) for n in topo.nodes] == [(0, 20, 40), (1, 20, 40)]
+    assert topo.nodes[1].cpus == frozenset(range(40, 80))
+    assert topo.node_of_cpu()[79] == 1 and topo.nics == {}
+    assert topology.bitmap("0x00000001,0x00000003") == {0, 1, 32}
+    assert topology.bitmap("0x00000002,,0x0") == {65}  # an empty word is a zero word
+    with pytest.raises(ValueError):
+        topology.parse_lstopo_xml("<topology/>")
+
+
+@needs_hwloc
+def test_numa_check_uses_hwloc_and_falls_back_to_sysfs(monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    def numa(found: list[Any]) -> dict[str, Any]:
+        return {f.item: f for f in found if f.area == "numa"}
+
+    found = numa(check(None, [Target.host()]))
+    assert found["NUMA layout"].why.startswith("from hwloc")
+    for f in found.values():
+        if f.item != "NUMA layout" and f.current != "virtual (no device)":
+            assert "locality from hwloc" in f.why or "did not list" in f.why, f
+    # Without lstopo the same check reads sysfs, and says so.
+    monkeypatch.setattr(topology, "LSTOPO", "fabench-test-no-such-lstopo")
+    fallback = numa(check(None, [Target.host()]))
+    assert fallback["NUMA layout"].why.startswith("from sysfs; ")
+    assert "not found" in fallback["NUMA layout"].why
+    # The same nodes (core counts may differ: hwloc leaves out CPUs outside our cgroup).
+    assert re.findall(r"node\d+", fallback["NUMA layout"].current) == \
+        re.findall(r"node\d+", found["NUMA layout"].current)
 
 
 # -- apply / revert ----------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from types import FrameType
 
 from ..errors import FabenchError
 from ..testbed import TestbedConfig, create, destroy, destroy_all, list_states, load_state
+from ..testbed.state import DEFAULT_QUEUE
 from ..testbed.status import status_lines
 
 
@@ -27,6 +28,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     up.add_argument("--mtu", type=int, default=1500, help="link MTU (default: 1500)")
     up.add_argument("--rate", help="link rate in tc units, both directions (e.g. 1gbit)")
     up.add_argument("--burst", help="tbf bucket (default: 1 ms at the rate)")
+    up.add_argument("--queue", metavar="DURATION",
+                    help=f"how long a packet may wait in a rate-limited link's queue before "
+                         f"it is dropped (tbf latency), e.g. 5ms, 500us (default: "
+                         f"{DEFAULT_QUEUE}; 5ms for exchange-heavy runs, see docs/testbed.md)")
     up.add_argument("--offloads", choices=["on", "off"],
                     help="TSO/GSO/GRO on both ends of every link (default: kernel's)")
     up.add_argument("--sysctl", action="append", default=[], metavar="KEY=VALUE",
@@ -64,7 +69,11 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
+    if args.queue is not None and args.rate is None:
+        # Without a rate there is no tbf, hence no queue to size: say so, not ignore it.
+        raise FabenchError("--queue sizes the rate limit's queue: give --rate too")
     config = TestbedConfig(hosts=args.hosts, mtu=args.mtu, rate=args.rate, burst=args.burst,
+                           queue=args.queue or DEFAULT_QUEUE,
                            offloads=None if args.offloads is None else args.offloads == "on",
                            sysctls=_parse_sysctls(args.sysctl))
     signal.signal(signal.SIGTERM, _interrupt)

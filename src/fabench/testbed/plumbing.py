@@ -32,6 +32,7 @@ from .state import (
     burst_for,
     list_states,
     name_prefix,
+    queue_us,
     run_dir,
 )
 
@@ -128,6 +129,12 @@ def outer_ctx(state: TestbedState) -> list[str]:
     return ["nsenter", "-t", str(state.holder_pid), "-U", "-m", "--preserve-credentials", "--"]
 
 
+def tbf_args(rate: str, c: TestbedConfig) -> str:
+    """The tbf of one link end: the rate, the bucket, and how long a packet may queue."""
+    return (f"tbf rate {rate} burst {c.burst or burst_for(rate, c.mtu)} "
+            f"latency {queue_us(c.queue)}us")
+
+
 def _host_script(state: TestbedState, h: HostState, hosts_file: Path) -> str:
     """Shell run inside the new host namespaces: link, address, limits, name, private mounts."""
     c = state.config
@@ -156,8 +163,7 @@ def _host_script(state: TestbedState, h: HostState, hosts_file: Path) -> str:
         onoff = "on" if c.offloads else "off"
         lines.append(f"ethtool -K {h.ifname} tso {onoff} gso {onoff} gro {onoff}")
     if c.rate:
-        lines.append(f"tc qdisc replace dev {h.ifname} root tbf rate {c.rate} "
-                     f"burst {c.burst or burst_for(c.rate, c.mtu)} latency 50ms")
+        lines.append(f"tc qdisc replace dev {h.ifname} root {tbf_args(c.rate, c)}")
     lines += [
         f"ip link set {h.ifname} up",
         f"hostname {h.name}",
@@ -181,8 +187,7 @@ def _switch_script(state: TestbedState) -> str:
             lines.append(f"ethtool -K {h.port} tso {onoff} gso {onoff} gro {onoff}")
         if c.rate:
             # The port's egress is the host's ingress: the second direction of the link.
-            lines.append(f"tc qdisc replace dev {h.port} root tbf rate {c.rate} "
-                         f"burst {c.burst or burst_for(c.rate, c.mtu)} latency 50ms")
+            lines.append(f"tc qdisc replace dev {h.port} root {tbf_args(c.rate, c)}")
         lines.append(f"ip link set {h.port} up")
     return "\n".join(lines)
 

@@ -14,8 +14,8 @@ def host_alive(state: TestbedState) -> dict[str, bool]:
 
 def status_lines(state: TestbedState) -> list[str]:
     c = state.config
-    rate = (f"{c.rate} both directions (tbf, burst {c.burst or burst_for(c.rate, c.mtu)})"
-            if c.rate else "unlimited")
+    rate = (f"{c.rate} both directions (tbf, burst {c.burst or burst_for(c.rate, c.mtu)}, "
+            f"queue {c.queue})" if c.rate else "unlimited")
     offl = {None: "kernel default", True: "on", False: "off"}[c.offloads]
     lines = [
         f"testbed {state.name}: {len(state.hosts)} hosts, subnet {state.subnet}, mtu {c.mtu}, "

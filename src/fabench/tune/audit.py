@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from . import state
+from . import state, topology
 from .apply import NOOP_SYSCTLS, merge_fields
 from .profiles import (
     CpuSetting,
@@ -37,7 +37,7 @@ FACTS = "[measured] (verified on this host)"
 @dataclass
 class Finding:
     target: str
-    area: str  # sysctl, mtu, offload, delayed-ack, numa, irq, cpu, env, socket
+    area: str  # sysctl, mtu, offload, delayed-ack, numa, irq, cpu, env, socket, interfaces
     item: str
     current: str
     recommended: str
@@ -62,7 +62,11 @@ def check(profile: Profile | None, targets: list[Target]) -> list[Finding]:
 def check_target(profile: Profile | None, t: Target) -> list[Finding]:
     found: list[Finding] = []
     covered: set[str] = set()
-    links = [i for i in state.interfaces(t) if i != "lo"]
+    all_links = [link for link in state.links(t) if link.name != "lo"]
+    # A link that is down carries no traffic: advice on its MTU, offloads, routes or NUMA
+    # node would be noise (virtual ifb devices sit down on many hosts).
+    links = [link.name for link in all_links if not link.down]
+    down = [link for link in all_links if link.down]
     settings = profile.settings if profile else []
     scopes = _sysctl_scopes(t, [s.name for s in settings if isinstance(s, SysctlSetting)])
     for s in settings:
@@ -84,7 +88,7 @@ def check_target(profile: Profile | None, t: Target) -> list[Finding]:
                 found.append(Finding(t.name, "offload", f"{i} {s.long_name}", cur, s.value,
                                      st, _iface_scope(t), s.why, s.source, s.risk))
         elif isinstance(s, QuickackSetting):
-            found += _quickack(t, s.value, s.why, s.source, s.risk, s)
+            found += _quickack(t, links, s.value, s.why, s.source, s.risk, s)
         elif isinstance(s, CpuSetting):
             found += _cpu(t, s.name, s.value, s.why, s.source, s.risk)
         elif isinstance(s, NumaSetting):
@@ -97,6 +101,8 @@ def check_target(profile: Profile | None, t: Target) -> list[Finding]:
             found.append(Finding(t.name, "socket", s.name, "per socket (kernel default: "
                                  "unset)", want, "info", "run-time", s.why, s.source, s.risk))
     # What every audit reports, whatever the profile asks.
+    if down:
+        found.append(_skipped_down(t, down))
     if "mtu" not in covered:
         for i in links:
             found.append(Finding(t.name, "mtu", f"{i} mtu", str(state.mtu(t, i)), "-",
@@ -116,7 +122,7 @@ def check_target(profile: Profile | None, t: Target) -> list[Finding]:
                                      _iface_scope(t), "with TSO/GSO/GRO on, MTU barely "
                                      "matters on veth (64 KB GSO frames)", FACTS))
     if "quickack" not in covered:
-        found += _quickack(t, None, "", "", "")
+        found += _quickack(t, links, None, "", "", "")
     found += _low_latency_note(t, settings)
     if "numa" not in covered:
         found += _numa(t, links, "the NIC-near cores cut latency (004: 1.9 -> 1.4 us)",
@@ -193,11 +199,20 @@ def _low_latency_note(t: Target, settings: list[Any]) -> list[Finding]:
                     f"[001]; {FACTS}", "none")]
 
 
-def _quickack(t: Target, want: int | None, why: str, source: str, risk: str,
-              s: QuickackSetting | None = None) -> list[Finding]:
+def _skipped_down(t: Target, down: list[state.Link]) -> Finding:
+    return Finding(t.name, "interfaces", "skipped: down",
+                   ", ".join(f"{link.name} ({link.down})" for link in down), "-", "info",
+                   _iface_scope(t), "a link that is down carries no traffic, so its MTU, "
+                   "offloads, routes and NUMA node are not checked")
+
+
+def _quickack(t: Target, links: list[str], want: int | None, why: str, source: str,
+              risk: str, s: QuickackSetting | None = None) -> list[Finding]:
     out = []
     for r in state.routes(t):
-        if r.dev is None or r.dev == "lo" or (s is not None and not s.matches(r.dev)):
+        # Only routes over links that are up (a route over a link without carrier stays in
+        # the table, flagged linkdown).
+        if r.dev not in links or (s is not None and not s.matches(r.dev)):
             continue
         cur = str(r.quickack or 0)
         if want is None:
@@ -229,65 +244,56 @@ def _walk_up(d: Path, name: str) -> Path | None:
 
 
 def _numa(t: Target, links: list[str], why: str, source: str, risk: str) -> list[Finding]:
-    out = []
+    topo = topology.topology(t)
+    out = [_numa_layout(t, topo)]
     cpus = sorted(os.sched_getaffinity(0))
-    nodes = _cpu_nodes()
-    used = sorted({nodes.get(c, 0) for c in cpus})
+    node_of = topo.node_of_cpu()
+    used = sorted({node_of.get(c, 0) for c in cpus})
     for i in links:
-        d = _device_dir(t, i)
+        out.append(_nic_numa(t, topo, i, cpus, used, why, source,
+                             risk or "binding all ranks near one NIC can crowd one socket"))
+    return out
+
+
+def _numa_layout(t: Target, topo: topology.Topology) -> Finding:
+    """Cores per NUMA node: what a run near one NIC can use without crossing nodes."""
+    n = len(topo.nodes)
+    desc = ", ".join(f"node{nd.index} {nd.cores} cores (cpus {topology.ranges(sorted(nd.cpus))})"
+                     for nd in topo.nodes)
+    why = f"from {topo.source}" + (f"; {topo.note}" if topo.note else "")
+    return Finding(t.name, "numa", "NUMA layout", f"{n} node{'s' if n != 1 else ''}: {desc}",
+                   "-", "info", "host-wide", why)
+
+
+def _nic_numa(t: Target, topo: topology.Topology, iface: str, cpus: list[int],
+              used: list[int], why: str, source: str, risk: str) -> Finding:
+    item = f"{iface} NUMA node"
+    nodes = topo.nics.get(iface)
+    origin = topo.source
+    if nodes is None:
+        # hwloc lists PCI NICs only; a veth or bridge has no device, hence no locality.
+        d = _device_dir(t, iface)
         if d is None:
-            out.append(Finding(t.name, "numa", f"{i} NUMA node", "virtual (no device)",
-                               "nic-local", "info", "run-time", why, source, risk))
-            continue
+            return Finding(t.name, "numa", item, "virtual (no device)", "nic-local", "info",
+                           "run-time", why, source, risk)
         f = _walk_up(d, "numa_node")
         node = int(f.read_text().strip()) if f else -1
-        if node < 0:
-            cur = f"no NUMA affinity reported (node {node}); cores {_ranges(cpus)}"
-            st = "ok" if len(set(nodes.values()) or {0}) <= 1 else "unknown"
-        else:
-            cur = f"NIC on node {node}; this run's cores {_ranges(cpus)} on node(s) {used}"
-            st = "ok" if used == [node] else "differs"
-        out.append(Finding(t.name, "numa", f"{i} NUMA node", cur,
-                           f"ranks on node {node} cores" if node >= 0 else "nic-local", st,
-                           "run-time", why, source, risk or "binding all ranks near one NIC "
-                           "can crowd one socket"))
-    return out
-
-
-def _cpu_nodes() -> dict[int, int]:
-    out: dict[int, int] = {}
-    for nd in Path("/sys/devices/system/node").glob("node[0-9]*"):
-        try:
-            for c in _parse_ranges((nd / "cpulist").read_text()):
-                out[c] = int(nd.name[4:])
-        except OSError:
-            continue
-    return out
-
-
-def _parse_ranges(text: str) -> list[int]:
-    out: list[int] = []
-    for part in text.strip().split(","):
-        if "-" in part:
-            a, b = part.split("-")
-            out += range(int(a), int(b) + 1)
-        elif part:
-            out.append(int(part))
-    return out
-
-
-def _ranges(cpus: list[int]) -> str:
-    if not cpus:
-        return "-"
-    parts, start, prev = [], cpus[0], cpus[0]
-    for c in [*cpus[1:], None]:
-        if c is not None and c == prev + 1:
-            prev = c
-            continue
-        parts.append(f"{start}-{prev}" if prev != start else str(start))
-        if c is not None:
-            start = prev = c
-    return ",".join(parts)
+        nodes = (node,) if node >= 0 else ()
+        origin = "sysfs numa_node" + ("" if topo.source == "sysfs"
+                                      else f" ({topo.source} did not list {iface})")
+    why = f"{why}; locality from {origin}" if why else f"locality from {origin}"
+    if len(nodes) != 1:
+        # No node, or a NIC local to the whole machine: nothing to place against.
+        cur = f"no NUMA affinity reported; cores {topology.ranges(cpus)}"
+        st = "ok" if len(topo.nodes) <= 1 else "unknown"
+        return Finding(t.name, "numa", item, cur, "nic-local", st, "run-time", why, source,
+                       risk)
+    nd = topo.node(nodes[0])
+    cores = f" ({nd.cores} cores)" if nd else ""
+    cur = (f"NIC on node {nodes[0]}{cores}; this run's cores {topology.ranges(cpus)} "
+           f"on node(s) {used}")
+    return Finding(t.name, "numa", item, cur, f"ranks on node {nodes[0]} cores",
+                   "ok" if used == [nodes[0]] else "differs", "run-time", why, source, risk)
 
 
 def _irqs(t: Target, links: list[str]) -> list[Finding]:

@@ -29,8 +29,34 @@ def normalize(value: str) -> str:
 
 
 def interfaces(t: Target) -> list[str]:
+    return [link.name for link in links(t)]
+
+
+# Operational states (RFC 2863, as `ip link` prints them) of a link that carries nothing: no
+# carrier, or the device it is stacked on is down. UNKNOWN is what lo, dummy and tun report
+# while working, so it counts as up.
+_DOWN_OPERSTATES = {"DOWN", "LOWERLAYERDOWN", "NOTPRESENT"}
+
+
+@dataclass(frozen=True)
+class Link:
+    name: str
+    down: str  # why it carries no traffic ("not up", "operstate DOWN"); "" when it can
+
+
+def links(t: Target) -> list[Link]:
     p = t.run(["ip", "-j", "link", "show"])
-    return [d["ifname"] for d in json.loads(p.stdout or "[]")]
+    out = []
+    for d in json.loads(p.stdout or "[]"):
+        oper = str(d.get("operstate", "UNKNOWN"))
+        if "UP" not in d.get("flags", []):
+            down = "not up"  # administratively down (no IFF_UP)
+        elif oper in _DOWN_OPERSTATES:
+            down = f"operstate {oper}"
+        else:
+            down = ""
+        out.append(Link(d["ifname"], down))
+    return out
 
 
 def mtu(t: Target, iface: str) -> int | None:
