@@ -65,8 +65,13 @@ def test_simulated_ping_pong_reproduces_the_fabric(simgrid: None, tmp_path: Path
         assert run.mpi == "simgrid" and run.kernel_meta["flavour"] == "simgrid"
         sim = _medians(store, run.id)
         assert run.provenance["simulation"]["peak_rss_anon_mb"] > 0
+        timed_us = sum(sum(r.times) for r in store.results(run.id))
+        elapsed = run.provenance["kernel_elapsed_s"]
     for size, t in sim.items():
         assert t == pytest.approx(fab.time(size), rel=0.02), size
+    # The kernel's own clock, simulated from MPI_Init on: never negative (it was -11000 s when
+    # the start was read before MPI_Init, from the host's clock) and spanning the timed calls.
+    assert isinstance(elapsed, float) and elapsed * 1e6 >= timed_us > 0
 
 
 def test_simulated_allreduce_on_a_fat_tree_against_the_model(simgrid: None,
@@ -110,3 +115,4 @@ def test_in_network_cannot_be_simulated(simgrid: None, tmp_path: Path) -> None:
                       "--algorithm", "in_network", "--out", str(tmp_path), check=False)
     assert bad.returncode != 0
     assert "switches cannot compute" in bad.stdout + bad.stderr
+

@@ -93,7 +93,6 @@ int fb_mpi_start(struct fb_mpi_ctx *ctx, const char *kernel, enum fb_kernel_clas
 {
     memset(ctx, 0, sizeof(*ctx));
     ctx->kernel = kernel;
-    ctx->t_start_us = fb_now_us();
 
     struct fb_defaults d = fb_defaults_for(cls);
     d.size_min = size_min;
@@ -112,6 +111,9 @@ int fb_mpi_start(struct fb_mpi_ctx *ctx, const char *kernel, enum fb_kernel_clas
     }
 
     MPI_Init(argc, argv);
+    /* Not before MPI_Init: under SimGrid the clock reads the host's monotonic clock until then
+     * and the simulated one after, which made elapsed_s negative. */
+    ctx->t_start_us = fb_now_us();
     ctx->comm = MPI_COMM_WORLD;
     MPI_Comm_rank(ctx->comm, &ctx->rank);
     MPI_Comm_size(ctx->comm, &ctx->nranks);
@@ -148,7 +150,7 @@ int fb_mpi_finish(struct fb_mpi_ctx *ctx)
     if (ctx->rank == 0) {
         fb_json_begin(&ctx->json, "end");
         fb_json_str(&ctx->json, "kernel", ctx->kernel);
-        fb_json_double(&ctx->json, "elapsed_s", (fb_now_us() - ctx->t_start_us) * 1e-6, 3);
+        fb_json_double(&ctx->json, "elapsed_s", (fb_now_us() - ctx->t_start_us) * 1e-6, 6);
         fb_json_end(&ctx->json, stdout);
     }
     fb_opts_free(&ctx->opts);

@@ -21,7 +21,7 @@ struct fb_mpi_ctx {
     struct fb_opts opts;
     bool corrupt; /* FABENCH_CORRUPT=1: flip one received byte (tests of the checker) */
     bool corrupted; /* already done once on this rank */
-    double t_start_us;
+    double t_start_us; /* after MPI_Init: under SimGrid the clock is simulated only from there */
     struct fb_json json;
 };
 
