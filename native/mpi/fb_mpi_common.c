@@ -250,6 +250,41 @@ void fb_mpi_reduce_max(MPI_Comm comm, const double *local, size_t n, double *out
         MPI_Reduce(local, out_max, (int)n, MPI_DOUBLE, MPI_MAX, 0, comm);
 }
 
+/* Point-to-point tags of the kernel's own bookkeeping (no MPI collective involved). */
+#define TIMES_TAG 31000
+
+/* (max, min, sum) triples of b[0..n) folded into a[0..n). */
+static void combine_times(double *a, const double *b, size_t n)
+{
+    for (size_t i = 0; i < 3 * n; i += 3) {
+        a[i] = b[i] > a[i] ? b[i] : a[i];
+        a[i + 1] = b[i + 1] < a[i + 1] ? b[i + 1] : a[i + 1];
+        a[i + 2] += b[i + 2];
+    }
+}
+
+/* Binomial tree to rank 0: each rank folds its children's triples into buf (3 n doubles),
+ * then sends to its parent. tmp holds one child's triples. n = 0 is a bare fan-in. */
+static void tree_to_root(MPI_Comm comm, int rank, int nranks, double *buf, double *tmp, size_t n,
+                         int tag)
+{
+    for (int mask = 1; mask < nranks; mask <<= 1) {
+        if (rank & mask) {
+            MPI_Send(buf, (int)(3 * n), MPI_DOUBLE, rank - mask, tag, comm);
+            return;
+        }
+        if (rank + mask < nranks) {
+            MPI_Recv(tmp, (int)(3 * n), MPI_DOUBLE, rank + mask, tag, comm, MPI_STATUS_IGNORE);
+            combine_times(buf, tmp, n);
+        }
+    }
+}
+
+/* Max, min and mean in one pass over a tree of point-to-point messages, not three MPI_Reduce
+ * calls: at thousands of simulated ranks each reduction after a size costs about as much wall
+ * time as the collective itself, and the messages stay off the algorithm pinned for a measured
+ * MPI_Reduce (SimGrid's Rabenseifner reduce aborts on a user-defined operation over a
+ * derived type, the one-call alternative). */
 void fb_mpi_reduce_times(MPI_Comm comm, const double *local, size_t n, double *out_max,
                          double *out_min, double *out_mean)
 {
@@ -258,10 +293,21 @@ void fb_mpi_reduce_times(MPI_Comm comm, const double *local, size_t n, double *o
     MPI_Comm_rank(comm, &rank);
     if (n == 0)
         return;
-    MPI_Reduce(local, out_max, (int)n, MPI_DOUBLE, MPI_MAX, 0, comm);
-    MPI_Reduce(local, out_min, (int)n, MPI_DOUBLE, MPI_MIN, 0, comm);
-    MPI_Reduce(local, out_mean, (int)n, MPI_DOUBLE, MPI_SUM, 0, comm);
+    double *buf = malloc(3 * n * sizeof(double));
+    double *tmp = malloc(3 * n * sizeof(double));
+    if (!buf || !tmp) {
+        fprintf(stderr, "fabench: out of memory reducing times\n");
+        MPI_Abort(comm, 1);
+    }
+    for (size_t i = 0; i < n; i++)
+        buf[3 * i] = buf[3 * i + 1] = buf[3 * i + 2] = local[i];
+    tree_to_root(comm, rank, nranks, buf, tmp, n, TIMES_TAG);
     if (rank == 0)
-        for (size_t i = 0; i < n; i++)
-            out_mean[i] /= nranks;
+        for (size_t i = 0; i < n; i++) {
+            out_max[i] = buf[3 * i];
+            out_min[i] = buf[3 * i + 1];
+            out_mean[i] = buf[3 * i + 2] / nranks;
+        }
+    free(buf);
+    free(tmp);
 }
