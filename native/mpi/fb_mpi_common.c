@@ -125,6 +125,11 @@ int fb_mpi_start(struct fb_mpi_ctx *ctx, const char *kernel, enum fb_kernel_clas
         snprintf(msg, sizeof(msg), "needs at least %d ranks, got %d", min_ranks, ctx->nranks);
         fb_mpi_usage_exit(ctx, msg);
     }
+    if (ctx->opts.warmup_sync == FB_WARMUP_CLOCK && cls != FB_CLASS_COLLECTIVE)
+        fb_mpi_usage_exit(ctx, "--warmup-sync applies to collective kernels only");
+    if (ctx->opts.warmup_sync == FB_WARMUP_CLOCK && !fb_mpi_global_clock())
+        fb_mpi_usage_exit(ctx, "--warmup-sync clock needs a clock every rank shares (a "
+                               "simulator build); real ranks' clocks are not synchronised");
     if (even_ranks && ctx->nranks % 2)
         fb_mpi_usage_exit(ctx, "needs an even number of ranks (rank i pairs with i + n/2)");
     for (int i = 0; i < ctx->opts.nsizes; i++)
@@ -252,6 +257,7 @@ void fb_mpi_reduce_max(MPI_Comm comm, const double *local, size_t n, double *out
 
 /* Point-to-point tags of the kernel's own bookkeeping (no MPI collective involved). */
 #define TIMES_TAG 31000
+#define START_TAG 31001
 
 /* (max, min, sum) triples of b[0..n) folded into a[0..n). */
 static void combine_times(double *a, const double *b, size_t n)
@@ -310,4 +316,48 @@ void fb_mpi_reduce_times(MPI_Comm comm, const double *local, size_t n, double *o
         }
     free(buf);
     free(tmp);
+}
+
+bool fb_mpi_global_clock(void)
+{
+#ifdef SMPI_SHARED_MALLOC /* built with SimGrid's smpicc: one simulated clock for all ranks */
+    return true;
+#else
+    return false;
+#endif
+}
+
+/* Simulated time a start is set ahead: more than a fan-out of 8-byte messages takes on any
+ * modelled fabric (log2 P hops of tens of us at most), and free: the simulator skips idle time. */
+#define START_MARGIN_US 10000.0
+
+static void fan_out(MPI_Comm comm, int rank, int n, double *start_us)
+{
+    int low = rank & -rank; /* rank's subtree spans [rank, rank + low) */
+    if (rank == 0)
+        for (low = 1; low < n; low <<= 1)
+            ;
+    else
+        MPI_Recv(start_us, 1, MPI_DOUBLE, rank - low, START_TAG + 1, comm, MPI_STATUS_IGNORE);
+    for (int m = low >> 1; m >= 1; m >>= 1)
+        if (rank + m < n)
+            MPI_Send(start_us, 1, MPI_DOUBLE, rank + m, START_TAG + 1, comm);
+}
+
+void fb_mpi_start_together(struct fb_mpi_ctx *ctx)
+{
+    double start_us = 0;
+    tree_to_root(ctx->comm, ctx->rank, ctx->nranks, NULL, NULL, 0, START_TAG);
+    if (ctx->rank == 0)
+        start_us = fb_now_us() + START_MARGIN_US;
+    fan_out(ctx->comm, ctx->rank, ctx->nranks, &start_us);
+    double now = fb_now_us();
+    if (now > start_us) {
+        fprintf(stderr, "%s: rank %d got the start time %.3f us late (margin %.0f us)\n",
+                ctx->kernel, ctx->rank, now - start_us, START_MARGIN_US);
+        MPI_Abort(ctx->comm, 1);
+    }
+    long long ns = llround((start_us - now) * 1e3);
+    struct timespec wait = {.tv_sec = (time_t)(ns / 1000000000), .tv_nsec = (long)(ns % 1000000000)};
+    nanosleep(&wait, NULL); /* simulated time under SimGrid */
 }

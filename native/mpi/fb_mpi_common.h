@@ -65,6 +65,14 @@ void fb_mpi_check_bytes(struct fb_mpi_ctx *ctx, const void *buf, size_t len, uin
  * `designated` receiver of the kernel. Call between receiving and checking. */
 void fb_mpi_maybe_corrupt(struct fb_mpi_ctx *ctx, void *buf, size_t len, bool designated);
 
+/* True where every rank reads one clock (SimGrid's simulated clock): --warmup-sync clock. */
+bool fb_mpi_global_clock(void);
+
+/* Collective over ctx->comm, for --warmup-sync clock: a fan-in to rank 0, which sends back a
+ * start time a margin ahead on the shared clock; every rank sleeps until then, so all leave at
+ * the same instant. Aborts if the start time reached a rank too late. */
+void fb_mpi_start_together(struct fb_mpi_ctx *ctx);
+
 /* Per-iteration arrays to rank 0 (collective over comm): for each of the n iterations the
  * max, min and mean over the ranks of comm. The outputs are used on rank 0 only (others may
  * pass NULL). */
