@@ -10,7 +10,8 @@ The 4096-rank sweep stops at 256 KiB: the kernels refuse sizes >= INT_MAX / rank
 Both use `fabench sim`'s defaults: 1 warm-up and 1 timed call per size (the simulator is
 deterministic: further calls give the same time to 0.01 us and cost ~6 s each at 4096 ranks,
 where a call is the kernel's recursive-doubling barrier, P log2 P messages, plus the collective;
-without the warm-up the first call reads 3 % high at 240 ranks).
+without the warm-up the first call reads 3 % high at 240 ranks). The warm-up call starts at one
+instant of the simulated clock (`--warmup-sync clock`, 2 (P - 1) messages), not after a barrier.
 
 Each case is one `fabench sim` process, timed from outside (start to exit: platform
 generation, smpirun, storing); the simulator's own wall time and its peak RssAnon (the smpirun

@@ -17,7 +17,7 @@ from fabench.model.collectives import (
     ALGORITHMS,
     OPENMPI_TUNED,
     Cluster,
-    applicable,
+    not_applicable,
     predict,
     predict_all,
 )
@@ -246,7 +246,7 @@ def test_predictions_are_monotonic_in_size_and_scale(fabric: str, topology: str)
             prev_nodes: list[float] | None = None
             for nodes in (8, 64, 256):
                 cluster = Cluster(nodes, 1, make_topology(topology, nodes))
-                if not applicable(coll, algo, cluster):
+                if not_applicable(f, coll, algo, cluster):
                     continue
                 t = predict(f, cluster, coll, algo, sizes)
                 assert all(b >= a - 1e-9 for a, b in zip(t, t[1:], strict=False)), \
@@ -270,6 +270,38 @@ def test_in_network_reduction_wins_small_messages_at_scale_not_on_a_torus() -> N
     assert pred.times["in_network"][1] < pred.times["rabenseifner"][1]
     torus = Cluster(240, 1, Torus(240, (6, 8, 5)))
     assert "in_network" not in predict_all(f, torus, "allreduce", [8]).times
+
+
+def test_only_fabrics_whose_switches_reduce_offer_in_network_reduction(tmp_path: Path) -> None:
+    """Document 000's in-network computing is a feature of its IB and RoCEv2 switches: the
+    presets declare it, and a fabric without it gets no in-network column, but a note."""
+    declared = {name for name, make in PRESETS.items() if make().in_network_reduction}
+    assert declared == {"ib-100g", "roce-100g"}
+    big = Cluster(240, 1, FatTree(240, 24))
+    tcp = predict_all(PRESETS["tcp-100g"](), big, "allreduce", [8])
+    assert "in_network" not in tcp.times and "recursive_doubling" in tcp.times
+    assert any("tcp-100g" in n and "in_network" in n for n in tcp.notes)
+    with pytest.raises(FabenchError, match="does not declare"):
+        predict(PRESETS["tcp-100g"](), big, "allreduce", "in_network", [8])
+    # a calibration stored before the field existed reads as "cannot"; the flag round-trips
+    f = PRESETS["roce-100g"]()
+    d = f.to_dict()
+    assert Fabric.from_dict(d).in_network_reduction
+    del d["in_network_reduction"]
+    assert not Fabric.from_dict(d).in_network_reduction
+    out = fabench_cli("model", "predict", "--fabric", "tcp-100g", "--nodes", "240",
+                      "--collective", "allreduce", "reduce", "--sizes", "8,1M",
+                      "--out", str(tmp_path)).stdout
+    assert "in_network left out: fabric tcp-100g" in out
+    rows = [json.loads(line) for line in fabench_cli(
+        "model", "predict", "--fabric", "tcp-100g", "--nodes", "240", "--collective",
+        "allreduce", "--sizes", "8", "--json", "--out", str(tmp_path)).stdout.splitlines()]
+    assert "in_network" not in rows[0]["times_us"] and "host_over_in_network" not in rows[0]
+    assert any("tcp-100g" in n for n in rows[0]["notes"])
+    only = fabench_cli("model", "predict", "--fabric", "tcp-100g", "--nodes", "240",
+                       "--collective", "allreduce", "--algorithm", "in_network",
+                       "--out", str(tmp_path), check=False)
+    assert only.returncode != 0 and "does not declare" in only.stderr
 
 
 def test_ppn_puts_same_node_steps_on_shared_memory() -> None:

@@ -157,6 +157,9 @@ static void print_help(FILE *out, const char *prog, const struct fb_defaults *d)
             "  --warmup N             untimed iterations per size (default %ld / %ld)\n"
             "  --window W             messages in flight per window, bandwidth kernels (default %d)\n"
             "  --validate             fill with a pattern, check every received byte\n"
+            "  --warmup-sync MODE     collectives: start warm-up calls after a barrier (default)\n"
+            "                         or 'clock': at one time on a clock every rank shares\n"
+            "                         (simulator builds only)\n"
             "  --large-threshold B    size where the large defaults start (default %zu)\n"
             "  --rounds R             sweep the sizes R times, each sweep running 1/R of the\n"
             "                         iterations (spreads host-load bursts over all sizes;\n"
@@ -213,7 +216,7 @@ enum fb_opts_status fb_opts_parse(struct fb_opts *o, const struct fb_defaults *d
         }
         if (strcmp(name, "--sizes") && strcmp(name, "--iterations") && strcmp(name, "--warmup") &&
             strcmp(name, "--window") && strcmp(name, "--large-threshold") &&
-            strcmp(name, "--rounds"))
+            strcmp(name, "--rounds") && strcmp(name, "--warmup-sync"))
             return fail(err, prog, "unknown option '%s'%s", arg, "");
         if (eq)
             val = eq + 1;
@@ -230,6 +233,14 @@ enum fb_opts_status fb_opts_parse(struct fb_opts *o, const struct fb_defaults *d
         } else if (!strcmp(name, "--warmup")) {
             if (parse_long(val, 0, &o->warmup))
                 return fail(err, prog, "--warmup wants an integer >= 0, got '%s'%s", val, "");
+        } else if (!strcmp(name, "--warmup-sync")) {
+            if (!strcmp(val, "barrier"))
+                o->warmup_sync = FB_WARMUP_BARRIER;
+            else if (!strcmp(val, "clock"))
+                o->warmup_sync = FB_WARMUP_CLOCK;
+            else
+                return fail(err, prog, "--warmup-sync wants barrier or clock, got '%s'%s", val,
+                            "");
         } else if (!strcmp(name, "--window")) {
             long w;
             if (parse_long(val, 1, &w) || w > 1000000)

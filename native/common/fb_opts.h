@@ -24,6 +24,13 @@ struct fb_defaults {
     size_t large_threshold;
 };
 
+/* How collective kernels start a warm-up call. Timed calls always follow a barrier (the barrier's
+ * exit skew is part of what a measured collective records). */
+enum fb_warmup_sync {
+    FB_WARMUP_BARRIER, /* MPI_Barrier, as timed calls */
+    FB_WARMUP_CLOCK,   /* every rank sleeps until one start time on a clock all ranks share */
+};
+
 struct fb_opts {
     size_t *sizes; /* message sizes in bytes, in the order given */
     int nsizes;
@@ -31,6 +38,7 @@ struct fb_opts {
     long warmup;     /* -1: class default for each size */
     int window;
     bool validate;
+    enum fb_warmup_sync warmup_sync;
     size_t large_threshold;
     long rounds; /* passes over the size list; each pass runs its share of the iterations */
     struct fb_defaults defaults;

@@ -93,7 +93,6 @@ int fb_mpi_start(struct fb_mpi_ctx *ctx, const char *kernel, enum fb_kernel_clas
 {
     memset(ctx, 0, sizeof(*ctx));
     ctx->kernel = kernel;
-    ctx->t_start_us = fb_now_us();
 
     struct fb_defaults d = fb_defaults_for(cls);
     d.size_min = size_min;
@@ -112,6 +111,9 @@ int fb_mpi_start(struct fb_mpi_ctx *ctx, const char *kernel, enum fb_kernel_clas
     }
 
     MPI_Init(argc, argv);
+    /* Not before MPI_Init: under SimGrid the clock reads the host's monotonic clock until then
+     * and the simulated one after, which made elapsed_s negative. */
+    ctx->t_start_us = fb_now_us();
     ctx->comm = MPI_COMM_WORLD;
     MPI_Comm_rank(ctx->comm, &ctx->rank);
     MPI_Comm_size(ctx->comm, &ctx->nranks);
@@ -123,6 +125,11 @@ int fb_mpi_start(struct fb_mpi_ctx *ctx, const char *kernel, enum fb_kernel_clas
         snprintf(msg, sizeof(msg), "needs at least %d ranks, got %d", min_ranks, ctx->nranks);
         fb_mpi_usage_exit(ctx, msg);
     }
+    if (ctx->opts.warmup_sync == FB_WARMUP_CLOCK && cls != FB_CLASS_COLLECTIVE)
+        fb_mpi_usage_exit(ctx, "--warmup-sync applies to collective kernels only");
+    if (ctx->opts.warmup_sync == FB_WARMUP_CLOCK && !fb_mpi_global_clock())
+        fb_mpi_usage_exit(ctx, "--warmup-sync clock needs a clock every rank shares (a "
+                               "simulator build); real ranks' clocks are not synchronised");
     if (even_ranks && ctx->nranks % 2)
         fb_mpi_usage_exit(ctx, "needs an even number of ranks (rank i pairs with i + n/2)");
     for (int i = 0; i < ctx->opts.nsizes; i++)
@@ -148,7 +155,7 @@ int fb_mpi_finish(struct fb_mpi_ctx *ctx)
     if (ctx->rank == 0) {
         fb_json_begin(&ctx->json, "end");
         fb_json_str(&ctx->json, "kernel", ctx->kernel);
-        fb_json_double(&ctx->json, "elapsed_s", (fb_now_us() - ctx->t_start_us) * 1e-6, 3);
+        fb_json_double(&ctx->json, "elapsed_s", (fb_now_us() - ctx->t_start_us) * 1e-6, 6);
         fb_json_end(&ctx->json, stdout);
     }
     fb_opts_free(&ctx->opts);
@@ -252,6 +259,42 @@ void fb_mpi_reduce_max(MPI_Comm comm, const double *local, size_t n, double *out
         MPI_Reduce(local, out_max, (int)n, MPI_DOUBLE, MPI_MAX, 0, comm);
 }
 
+/* Point-to-point tags of the kernel's own bookkeeping (no MPI collective involved). */
+#define TIMES_TAG 31000
+#define START_TAG 31001
+
+/* (max, min, sum) triples of b[0..n) folded into a[0..n). */
+static void combine_times(double *a, const double *b, size_t n)
+{
+    for (size_t i = 0; i < 3 * n; i += 3) {
+        a[i] = b[i] > a[i] ? b[i] : a[i];
+        a[i + 1] = b[i + 1] < a[i + 1] ? b[i + 1] : a[i + 1];
+        a[i + 2] += b[i + 2];
+    }
+}
+
+/* Binomial tree to rank 0: each rank folds its children's triples into buf (3 n doubles),
+ * then sends to its parent. tmp holds one child's triples. n = 0 is a bare fan-in. */
+static void tree_to_root(MPI_Comm comm, int rank, int nranks, double *buf, double *tmp, size_t n,
+                         int tag)
+{
+    for (int mask = 1; mask < nranks; mask <<= 1) {
+        if (rank & mask) {
+            MPI_Send(buf, (int)(3 * n), MPI_DOUBLE, rank - mask, tag, comm);
+            return;
+        }
+        if (rank + mask < nranks) {
+            MPI_Recv(tmp, (int)(3 * n), MPI_DOUBLE, rank + mask, tag, comm, MPI_STATUS_IGNORE);
+            combine_times(buf, tmp, n);
+        }
+    }
+}
+
+/* Max, min and mean in one pass over a tree of point-to-point messages, not three MPI_Reduce
+ * calls: at thousands of simulated ranks each reduction after a size costs about as much wall
+ * time as the collective itself, and the messages stay off the algorithm pinned for a measured
+ * MPI_Reduce (SimGrid's Rabenseifner reduce aborts on a user-defined operation over a
+ * derived type, the one-call alternative). */
 void fb_mpi_reduce_times(MPI_Comm comm, const double *local, size_t n, double *out_max,
                          double *out_min, double *out_mean)
 {
@@ -260,10 +303,65 @@ void fb_mpi_reduce_times(MPI_Comm comm, const double *local, size_t n, double *o
     MPI_Comm_rank(comm, &rank);
     if (n == 0)
         return;
-    MPI_Reduce(local, out_max, (int)n, MPI_DOUBLE, MPI_MAX, 0, comm);
-    MPI_Reduce(local, out_min, (int)n, MPI_DOUBLE, MPI_MIN, 0, comm);
-    MPI_Reduce(local, out_mean, (int)n, MPI_DOUBLE, MPI_SUM, 0, comm);
+    double *buf = malloc(3 * n * sizeof(double));
+    double *tmp = malloc(3 * n * sizeof(double));
+    if (!buf || !tmp) {
+        fprintf(stderr, "fabench: out of memory reducing times\n");
+        MPI_Abort(comm, 1);
+    }
+    for (size_t i = 0; i < n; i++)
+        buf[3 * i] = buf[3 * i + 1] = buf[3 * i + 2] = local[i];
+    tree_to_root(comm, rank, nranks, buf, tmp, n, TIMES_TAG);
     if (rank == 0)
-        for (size_t i = 0; i < n; i++)
-            out_mean[i] /= nranks;
+        for (size_t i = 0; i < n; i++) {
+            out_max[i] = buf[3 * i];
+            out_min[i] = buf[3 * i + 1];
+            out_mean[i] = buf[3 * i + 2] / nranks;
+        }
+    free(buf);
+    free(tmp);
+}
+
+bool fb_mpi_global_clock(void)
+{
+#ifdef SMPI_SHARED_MALLOC /* built with SimGrid's smpicc: one simulated clock for all ranks */
+    return true;
+#else
+    return false;
+#endif
+}
+
+/* Simulated time a start is set ahead: more than a fan-out of 8-byte messages takes on any
+ * modelled fabric (log2 P hops of tens of us at most), and free: the simulator skips idle time. */
+#define START_MARGIN_US 10000.0
+
+static void fan_out(MPI_Comm comm, int rank, int n, double *start_us)
+{
+    int low = rank & -rank; /* rank's subtree spans [rank, rank + low) */
+    if (rank == 0)
+        for (low = 1; low < n; low <<= 1)
+            ;
+    else
+        MPI_Recv(start_us, 1, MPI_DOUBLE, rank - low, START_TAG + 1, comm, MPI_STATUS_IGNORE);
+    for (int m = low >> 1; m >= 1; m >>= 1)
+        if (rank + m < n)
+            MPI_Send(start_us, 1, MPI_DOUBLE, rank + m, START_TAG + 1, comm);
+}
+
+void fb_mpi_start_together(struct fb_mpi_ctx *ctx)
+{
+    double start_us = 0;
+    tree_to_root(ctx->comm, ctx->rank, ctx->nranks, NULL, NULL, 0, START_TAG);
+    if (ctx->rank == 0)
+        start_us = fb_now_us() + START_MARGIN_US;
+    fan_out(ctx->comm, ctx->rank, ctx->nranks, &start_us);
+    double now = fb_now_us();
+    if (now > start_us) {
+        fprintf(stderr, "%s: rank %d got the start time %.3f us late (margin %.0f us)\n",
+                ctx->kernel, ctx->rank, now - start_us, START_MARGIN_US);
+        MPI_Abort(ctx->comm, 1);
+    }
+    long long ns = llround((start_us - now) * 1e3);
+    struct timespec wait = {.tv_sec = (time_t)(ns / 1000000000), .tv_nsec = (long)(ns % 1000000000)};
+    nanosleep(&wait, NULL); /* simulated time under SimGrid */
 }

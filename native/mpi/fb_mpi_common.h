@@ -21,7 +21,7 @@ struct fb_mpi_ctx {
     struct fb_opts opts;
     bool corrupt; /* FABENCH_CORRUPT=1: flip one received byte (tests of the checker) */
     bool corrupted; /* already done once on this rank */
-    double t_start_us;
+    double t_start_us; /* after MPI_Init: under SimGrid the clock is simulated only from there */
     struct fb_json json;
 };
 
@@ -65,6 +65,14 @@ void fb_mpi_check_bytes(struct fb_mpi_ctx *ctx, const void *buf, size_t len, uin
 /* Flip one byte of buf[0..len) once per process if FABENCH_CORRUPT=1 and this rank is the
  * `designated` receiver of the kernel. Call between receiving and checking. */
 void fb_mpi_maybe_corrupt(struct fb_mpi_ctx *ctx, void *buf, size_t len, bool designated);
+
+/* True where every rank reads one clock (SimGrid's simulated clock): --warmup-sync clock. */
+bool fb_mpi_global_clock(void);
+
+/* Collective over ctx->comm, for --warmup-sync clock: a fan-in to rank 0, which sends back a
+ * start time a margin ahead on the shared clock; every rank sleeps until then, so all leave at
+ * the same instant. Aborts if the start time reached a rank too late. */
+void fb_mpi_start_together(struct fb_mpi_ctx *ctx);
 
 /* Per-iteration arrays to rank 0 (collective over comm): for each of the n iterations the
  * max, min and mean over the ranks of comm. The outputs are used on rank 0 only (others may

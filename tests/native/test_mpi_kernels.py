@@ -216,6 +216,19 @@ if pytest is not None:
         p = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=30)
         assert p.returncode == 2 and p.stdout == "" and "try --help" in p.stderr
 
+    def test_clock_started_warmups_need_a_simulator(native, flavour_list):
+        """Real ranks' clocks are not synchronised: --warmup-sync clock is refused (exit 2)
+        outside a SimGrid build, and by point-to-point kernels."""
+        fl = flavour_list[0]
+        rc, _, err = run(native, fl, "bcast", 2, ["--sizes", "8", "--warmup-sync", "clock"])
+        assert rc == 2 and "needs a clock every rank shares" in err, err
+        rc, _, err = run(native, fl, "latency", 2, ["--sizes", "8", "--warmup-sync", "clock"])
+        assert rc == 2 and "collective kernels only" in err, err
+        rc, recs, err = run(native, fl, "bcast", 2, ["--sizes", "8", "--iterations", "2",
+                                                     "--warmup", "1", "--warmup-sync", "barrier"])
+        assert rc == 0, err
+        check_records(recs, "bcast", 2, 2, 1, False, [8])
+
     def test_help(native, flavour_list):
         exe = native / flavour_list[0] / "fb-mpi-bw"
         p = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=30)

@@ -90,6 +90,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="latency per additional switch (default 0.4: doc 004 cut-through)")
     c.add_argument("--link-MBps", type=float, help="nominal link rate (default: best measured)")
     c.add_argument("--max-breaks", type=int, default=2, help="protocol breakpoints (default 2)")
+    c.add_argument("--in-network", action="store_true",
+                   help="the switches reduce in the network (SHARP-class IB, doc 000's RoCE): "
+                        "`model predict` then offers in-network reduction on a fat tree")
     add_out_argument(c)
     c.set_defaults(func=cmd_calibrate)
 
@@ -152,6 +155,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                         link_bandwidth_MBps=args.link_MBps)
     for line in calibration_lines(cal):
         print(line)
+    if args.in_network:
+        # declared, not measured: point-to-point runs cannot show what the switches compute
+        cal.fabric.in_network_reduction = True
+        cal.fabric.assumptions.append("in-network reduction: declared (--in-network)")
     path = save_fabric(cal.fabric, args.out)
     print(f"# calibration stored as fabric {args.name!r}: {path}")
     return 0

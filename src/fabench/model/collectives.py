@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import FabenchError
 from .fabric import Fabric
@@ -391,9 +391,22 @@ def algorithms(collective: str) -> dict[str, tuple[Algorithm, str | None]]:
 
 
 def applicable(collective: str, algorithm: str, cluster: Cluster) -> bool:
+    """Whether the topology allows the algorithm (the fabric's switches aside)."""
     if algorithm == "in_network":
         return cluster.topology.levels() > 0 and not isinstance(cluster.topology, Loopback)
     return True
+
+
+def not_applicable(fabric: Fabric, collective: str, algorithm: str,
+                   cluster: Cluster) -> str | None:
+    """Why an algorithm is left out of a prediction, None when it is not."""
+    if algorithm == "in_network" and not fabric.in_network_reduction:
+        return (f"in_network left out: fabric {fabric.name} does not declare switches that "
+                "reduce (presets ib-100g and roce-100g do; a calibration with `fabench model "
+                "calibrate --in-network`)")
+    if not applicable(collective, algorithm, cluster):
+        return f"{algorithm} left out: {cluster.topology.describe()} has no switch tree"
+    return None
 
 
 def predict(fabric: Fabric, cluster: Cluster, collective: str, algorithm: str,
@@ -402,6 +415,8 @@ def predict(fabric: Fabric, cluster: Cluster, collective: str, algorithm: str,
     if algorithm not in algos:
         raise FabenchError(f"no algorithm {algorithm!r} for {collective}; known: "
                            f"{', '.join(algos)}")
+    if algorithm == "in_network" and not fabric.in_network_reduction:
+        raise FabenchError(str(not_applicable(fabric, collective, algorithm, cluster)))
     fn = algos[algorithm][0]
     md = Model(fabric, cluster)
     return [fn(md, float(s)) for s in sizes]
@@ -412,6 +427,7 @@ class Prediction:
     collective: str
     sizes: list[int]
     times: dict[str, list[float]]  # algorithm -> us per size
+    notes: list[str] = field(default_factory=list)  # algorithms left out, and why
 
     def winners(self) -> list[str]:
         return [fastest(self.times, i) for i in range(len(self.sizes))]
@@ -427,13 +443,16 @@ def fastest(times: dict[str, list[float]], i: int, among: list[str] | None = Non
 
 def predict_all(fabric: Fabric, cluster: Cluster, collective: str, sizes: list[int],
                 only: list[str] | None = None) -> Prediction:
-    times = {}
+    times, notes = {}, []
     for name in algorithms(collective):
         if only and name not in only:
             continue
-        if not applicable(collective, name, cluster):
+        why = not_applicable(fabric, collective, name, cluster)
+        if why:
+            notes.append(why)
             continue
         times[name] = predict(fabric, cluster, collective, name, sizes)
     if not times:
-        raise FabenchError(f"no applicable {collective} algorithm among {only}")
-    return Prediction(collective, sizes, times)
+        raise FabenchError(f"no applicable {collective} algorithm among {only}"
+                           + "".join(f"; {n}" for n in notes))
+    return Prediction(collective, sizes, times, notes)

@@ -62,6 +62,10 @@ class Fabric:
     reduce_us_per_byte: float = 0.00025  # gamma: local reduction (4 GB/s of float sums)
     intra: list[Segment] = field(default_factory=list)  # same-node (shared memory) model
     fit: dict[str, Any] = field(default_factory=dict)
+    # Whether the switches can reduce (document 000's in-network computing, SHARP-class IB and
+    # RoCE switches): a property of the switch and transport, never seen in a calibration's
+    # point-to-point curves, so it is declared (presets; `model calibrate --in-network`).
+    in_network_reduction: bool = False
 
     # -- point-to-point cost ----------------------------------------------------------------
     def segment(self, m: float, intra: bool = False) -> Segment:

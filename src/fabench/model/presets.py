@@ -23,7 +23,11 @@ SHM = [Segment(0, 0.45, 1 / 7900.0)]
 
 def _hockney(name: str, lat_us: float, bw_MBps: float, *, eager: int, hop_us: float,
              link_MBps: float, source: str, assumptions: list[str],
+             in_network: str | None = None,
+             no_in_network: str = "the sources describe none for this switch and transport",
              gap_us: float | None = None) -> Fabric:
+    """`in_network`: why the switches can reduce (document 000); None: they cannot, and
+    `no_in_network` says why."""
     beta = 1.0 / bw_MBps
     # With one switch on the measured path the published latency includes one hop.
     o = gap_us if gap_us is not None else min(lat_us / 4, 1.0)
@@ -36,7 +40,10 @@ def _hockney(name: str, lat_us: float, bw_MBps: float, *, eager: int, hop_us: fl
             "the published latency was measured across one switch",
             f"o = {o:.2f} us per side (not published: min(latency/4, 1 us))",
             *assumptions,
+            f"in-network reduction: {in_network}" if in_network else
+            f"no in-network reduction: {no_in_network}",
         ],
+        in_network_reduction=in_network is not None,
         overhead_us=o, gap_us=o, calibrated_hops=1, hop_latency_us=hop_us,
         link_bandwidth_MBps=link_MBps, intra=list(SHM),
         fit={"breakpoints": [eager]},
@@ -88,7 +95,8 @@ def ib_edr_100g() -> Fabric:
                     link_MBps=12500, source=DOC000,
                     assumptions=["absolute anchor assumed: 1.0 us, 12000 MB/s (ConnectX-4 EDR; "
                                  "doc 000 publishes no absolute figure)",
-                                 "switch hop 0.09 us (MSB7790-class IB switch; vendor figure)"])
+                                 "switch hop 0.09 us (MSB7790-class IB switch; vendor figure)"],
+                    in_network="doc 000's in-network computing (SHARP-class IB switches)")
 
 
 def roce_100g() -> Fabric:
@@ -98,7 +106,8 @@ def roce_100g() -> Fabric:
                                  "size), same bandwidth (doc 000: bibw equal)",
                                  "the 0.65 us sits in the switch (doc 000's explanation), so "
                                  "every extra hop adds it again",
-                                 "lossless (PFC + ECN): no loss or retransmission modelled"])
+                                 "lossless (PFC + ECN): no loss or retransmission modelled"],
+                    in_network="doc 000's in-network computing on the lossless RoCEv2 fabric")
 
 
 def tcp_100g() -> Fabric:
@@ -108,7 +117,11 @@ def tcp_100g() -> Fabric:
                                  "doc 004's 40G TCP (7.8 us: the stack dominates, not the "
                                  "link)", "bandwidth = doc 004's 40G TCP link fraction (1126 of "
                                  "5000 MB/s, 22.5 %) applied to 100G: 2815 MB/s",
-                                 "same Ethernet switch as RoCEv2 (lossless features off)"])
+                                 "same Ethernet switch as RoCEv2 (lossless features off)"],
+                    no_in_network="doc 000's in-network computing is a feature of the IB and "
+                                  "RoCEv2 fabrics (the switch takes part in the RDMA "
+                                  "transport); TCP streams between hosts give it nothing to "
+                                  "reduce")
 
 
 PRESETS: dict[str, Callable[[], Fabric]] = {

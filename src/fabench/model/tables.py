@@ -89,6 +89,7 @@ def prediction_lines(pred: Prediction, title: str) -> list[str]:
         lines.append(f"  {format_size(s):>9} " + " ".join(
             f"{_us(pred.times[a][i]):>{w}}" for a in algos) + f"  {best}"
             + (f"  ({hb[0]}: {hb[1]:.2f}x)" if hb else ""))
+    lines += [f"# {note}" for note in pred.notes]
     return lines
 
 
@@ -101,6 +102,8 @@ def prediction_json(pred: Prediction, context: dict[str, object]) -> list[str]:
         hb = _best_host_based(pred, i)
         if hb:
             row["best_host_based"], row["host_over_in_network"] = hb
+        if pred.notes:
+            row["notes"] = pred.notes
         out.append(json.dumps(row))
     return out
 
