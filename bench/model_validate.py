@@ -3,8 +3,8 @@
 
 On a testbed (4 hosts behind one rate-limited bridge, docs/testbed.md):
   1. measure the 2-host point-to-point curves over tcp: mpi.latency, mpi.bw, mpi.bibw, and
-     mpi.latency again with one rank on each of the 4 hosts (ranks 0 and 1 ping-pong, the
-     others wait in MPI): the same curve under the CPU contention the collectives will see;
+     mpi.mbw_mr --window 1 with one rank on each of the 4 hosts (both pairs at once, a
+     message and its reply): small messages under the CPU contention the collectives see;
   2. measure 4-host allreduce / alltoall / allgather, one rank per host, each with its Open MPI
      coll/tuned algorithm pinned (OPENMPI_TUNED), so measurement and prediction run the same
      algorithm;
@@ -47,6 +47,7 @@ from fabench.store import Store
 CASES = [("allreduce", "recursive_doubling"), ("allreduce", "ring"),
          ("alltoall", "pairwise"), ("allgather", "recursive_doubling"), ("allgather", "ring")]
 P2P = ("mpi.latency", "mpi.bw", "mpi.bibw")
+CONTENDED = "mpi.mbw_mr"  # all pairs at once, window 1: the calibration's contention curve
 CAMPAIGN = "model-validate"
 ENV = {"OMPI_MCA_mpi_yield_when_idle": "1"}
 
@@ -70,10 +71,11 @@ def campaign_spec(args: argparse.Namespace) -> str:
     lines = [f"name: {CAMPAIGN}", f"repeats: {args.repeats}", "mpi: openmpi", "runs:",
              f"  - kernel: [{', '.join(P2P)}]", "    transport: [tcp]", "    ranks: [2]",
              f'    sizes: "{args.p2p_sizes}"', f"    env: {yaml_env(ENV)}",
-             # the same ping-pong while the other ranks wait: the CPU contention of
-             # `hosts` ranks sharing this machine's cores, for the calibration
-             "  - kernel: [mpi.latency]", "    transport: [tcp]", f"    ranks: [{args.hosts}]",
-             f'    sizes: "{args.p2p_sizes}"', f"    env: {yaml_env(ENV)}"]
+             # every pair at once, a message and its reply: a step's cost when `hosts` ranks
+             # all communicate while sharing this machine's cores, for the calibration
+             f"  - kernel: [{CONTENDED}]", "    transport: [tcp]", f"    ranks: [{args.hosts}]",
+             '    sizes: "1:2K"', "    window: 1", "    iterations: 500",
+             f"    env: {yaml_env(ENV)}"]
     for coll, algo in CASES:
         env = {**ENV, "OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
                f"OMPI_MCA_coll_tuned_{coll}_algorithm": str(OPENMPI_TUNED[coll][algo])}
@@ -108,11 +110,11 @@ def analyse(args: argparse.Namespace) -> None:
         if not camp:
             raise SystemExit(f"no campaign {CAMPAIGN!r} in {args.out}")
         runs = [r for r in store.runs(camp[-1]["id"]) if r.status == "ok"]
-        p2p = [r.id for r in runs if r.kernel in P2P]
+        p2p = [r.id for r in runs if r.kernel in (*P2P, CONTENDED)]
         coll: dict[tuple[str, str], list[int]] = defaultdict(list)
         for r in runs:
             c = r.kernel.partition(".")[2]
-            if r.kernel not in P2P and (algo := run_algorithm(r, c)):
+            if r.kernel not in (*P2P, CONTENDED) and (algo := run_algorithm(r, c)):
                 coll[(c, algo)].append(r.id)
     fabench("model", "calibrate", *map(str, p2p), "--name", args.fabric, "--hops", "1",
             "--out", str(args.out))

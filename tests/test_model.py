@@ -67,9 +67,11 @@ def test_fit_refuses_too_few_points() -> None:
 
 
 def _store_run(store: Store, kernel: str, sizes: list[int], per_msg_us: list[float],
-               messages: int, rng: np.random.Generator, ranks: int = 2) -> int:
+               messages: int, rng: np.random.Generator, ranks: int = 2,
+               kernel_args: list[str] | None = None) -> int:
     rid = store.begin_run(campaign_id=None, key=kernel, kernel=kernel, transport="tcp",
-                          mpi="openmpi", ranks=ranks, launcher="local", repeat=0, settings={})
+                          mpi="openmpi", ranks=ranks, launcher="local", repeat=0,
+                          settings={"kernel_args": kernel_args or []})
     for m, t in zip(sizes, per_msg_us, strict=True):
         samples = list(t * messages * (1 + 0.01 * rng.standard_normal(50)))
         store.add_result(rid, ResultRecord(kernel=kernel, size=m, iterations=50, warmup=5,
@@ -182,6 +184,16 @@ def test_contended_ping_pong_calibrates_how_shared_cores_stretch_steps(tmp_path:
     assert cont.contention_share(2, 2, 8) == 1.0 and plain.contention_share(4, 2, 8) == 2.0
     shared = Cluster(4, 1, make_topology("single", 4), cores=2)
     own = Cluster(4, 1, make_topology("single", 4))
+    # All pairs busy (mpi.mbw_mr, window 1: a message and a 1-byte reply per pair and sample,
+    # the slowest pair's round trip): 4x the 2-rank half round trip; it takes precedence.
+    with Store(tmp_path / "fabench.sqlite") as store:
+        mr = _store_run(store, "mpi.mbw_mr", sizes, [4 * t for t in lat], 2, rng,
+                        ranks=4, kernel_args=["--window", "1"])
+        busier = calibrate(store, [base, busy, mr], "mr").fabric
+        wide = _store_run(store, "mpi.mbw_mr", sizes, lat, 2, rng, ranks=4)
+        with pytest.raises(FabenchError, match="--window 1"):
+            calibrate(store, [base, wide], "bad")
+    assert busier.contention_factor(8) == pytest.approx(4.0, rel=0.05)
     t_plain = predict(plain, shared, "allreduce", "recursive_doubling", [8])[0]
     t_cont = predict(cont, shared, "allreduce", "recursive_doubling", [8])[0]
     assert t_cont / t_plain == pytest.approx(1.5, rel=0.05)

@@ -20,7 +20,7 @@ import numpy as np
 from ..analyse import summarize_results
 from ..errors import FabenchError
 from ..metrics import LATENCY
-from ..store import Store
+from ..store import RunRow, Store
 from .fabric import Fabric, Segment
 
 MIN_POINTS = 3  # per segment: a line through two points has no residual to judge it by
@@ -135,6 +135,7 @@ def merge_curves(curves: Sequence[Curve]) -> Curve:
 LATENCY_KERNELS = ("mpi.latency",)
 STREAM_KERNELS = ("mpi.bw",)
 EXCHANGE_KERNELS = ("mpi.bibw",)
+CONTENTION_KERNELS = ("mpi.mbw_mr",)
 
 
 def _large_bandwidth(curve: Curve) -> float:
@@ -144,14 +145,30 @@ def _large_bandwidth(curve: Curve) -> float:
     return float(max(big)) if big else 0.0
 
 
-def _contention(lat: Curve, contended: dict[int, list[Curve]]
+def _round_trip_half(run: RunRow, curve: Curve) -> Curve:
+    """An mpi.mbw_mr run with a window of 1: every pair at once sends m bytes and gets a
+    1-byte reply, each sample the slowest pair's round trip. Half of that is the per-message
+    time with all ranks busy, as in a collective's step (run_curve divided the sample by the
+    pairs)."""
+    args = list(run.settings.get("kernel_args") or [])
+    window = args[args.index("--window") + 1] if "--window" in args[:-1] else None
+    if window != "1":
+        raise FabenchError(f"run {run.id} is mpi.mbw_mr with window {window or 'default'}: "
+                           "the contention calibration needs --window 1 (one message and its "
+                           "reply per pair and sample)")
+    pairs = run.ranks // 2
+    return Curve(curve.sizes, [t * pairs / 2 for t in curve.times], curve.runs)
+
+
+def _contention(lat: Curve, contended: dict[tuple[int, int], list[Curve]]
                 ) -> tuple[int, list[list[float]], list[int]]:
-    """(ranks, [[size, factor], ...], runs) of the most-ranks contended ping-pong: per size
-    its time over the 2-rank ping-pong's. Nothing when no such run was given."""
+    """(ranks, [[size, factor], ...], runs) of the most-ranks contended curve, all pairs
+    busy (mpi.mbw_mr) before two ranks busy and the rest waiting (mpi.latency): per size its
+    time over the 2-rank ping-pong's. Nothing when no such run was given."""
     if not contended:
         return 0, [], []
-    ranks = max(contended)
-    curve = merge_curves(contended[ranks])
+    ranks, _ = key = max(contended)
+    curve = merge_curves(contended[key])
     base = dict(zip(lat.sizes, lat.times, strict=True))
     factors = [[s, round(max(1.0, x / base[s]), 4)]
                for s, x in zip(curve.sizes, curve.times, strict=True) if base.get(s)]
@@ -170,7 +187,7 @@ def calibrate(store: Store, run_ids: Sequence[int], name: str, *, max_breaks: in
               calibrated_hops: int = 1, hop_latency_us: float = 0.4,
               link_bandwidth_MBps: float | None = None) -> Calibration:
     lat_curves: list[Curve] = []
-    contended: dict[int, list[Curve]] = {}
+    contended: dict[tuple[int, int], list[Curve]] = {}
     bw_curves: list[Curve] = []
     bibw_curves: list[Curve] = []
     transports: set[str] = set()
@@ -178,10 +195,12 @@ def calibrate(store: Store, run_ids: Sequence[int], name: str, *, max_breaks: in
         kernel, curve = run_curve(store, rid)
         run = store.run(rid)
         transports.add(run.selected_transport or run.transport)
-        if kernel in LATENCY_KERNELS and run.ranks > 2:
+        if kernel in CONTENTION_KERNELS:
+            contended.setdefault((run.ranks, 1), []).append(_round_trip_half(run, curve))
+        elif kernel in LATENCY_KERNELS and run.ranks > 2:
             # ranks 0 and 1 ping-pong while the others wait in MPI: the same curve under the
             # CPU contention of `ranks` ranks (emulated nodes sharing one machine's cores)
-            contended.setdefault(run.ranks, []).append(curve)
+            contended.setdefault((run.ranks, 0), []).append(curve)
         elif kernel in LATENCY_KERNELS:
             lat_curves.append(curve)
         elif kernel in STREAM_KERNELS:
@@ -189,9 +208,10 @@ def calibrate(store: Store, run_ids: Sequence[int], name: str, *, max_breaks: in
         elif kernel in EXCHANGE_KERNELS:
             bibw_curves.append(curve)
         else:
-            raise FabenchError(f"run {rid} is {kernel}: calibration takes "
-                               f"{', '.join(LATENCY_KERNELS + STREAM_KERNELS + EXCHANGE_KERNELS)}"
-                               " runs")
+            raise FabenchError(
+                f"run {rid} is {kernel}: calibration takes "
+                f"{', '.join(LATENCY_KERNELS + STREAM_KERNELS + EXCHANGE_KERNELS)} runs, and "
+                f"{CONTENTION_KERNELS[0]} --window 1 runs for ranks sharing cores")
     if not lat_curves:
         raise FabenchError("calibration needs at least one mpi.latency run (the ping-pong "
                            "curve); mpi.bw runs add the gap g and the streaming bandwidth")
@@ -227,8 +247,8 @@ def calibrate(store: Store, run_ids: Sequence[int], name: str, *, max_breaks: in
     contention_ranks, contention, cont_runs = _contention(lat, contended)
     if contention:
         assumptions_extra = [
-            f"ranks sharing cores: a step's latency part stretches as measured by the "
-            f"{contention_ranks}-rank ping-pong (runs {', '.join(map(str, cont_runs))}), "
+            f"ranks sharing cores: a step's latency part stretches as measured with "
+            f"{contention_ranks} ranks (runs {', '.join(map(str, cont_runs))}), "
             "linearly in the ranks around it"]
     else:
         assumptions_extra = []
