@@ -493,3 +493,27 @@ def test_calibrated_model_predicts_4_host_collectives_on_a_testbed(openmpi: str,
         r"^\s+mpi\.\w+\s+(\w+)\s+\d+\s+([\d.]+)%", text, re.M)}
     assert set(errors) == {"recursive_doubling", "ring"}, text
     assert all(e <= 40.0 for e in errors.values()), errors
+
+
+def test_simulation_gets_the_barrier_exit_skew_only_when_asked(tmp_path: Path) -> None:
+    """A simulated collective's ranks leave its barrier together; on emulated nodes sharing
+    cores the measured record holds a rank's wait for the last, so validation adds the model's
+    skew to the simulated times too, and says so."""
+    from fabench.model.validate import Comparison, simulated_as_prediction
+
+    with Store(tmp_path / "fabench.sqlite") as store:
+        rid = store.begin_run(campaign_id=None, key="s", kernel="mpi.allreduce",
+                              transport="sim:x", mpi="simgrid", ranks=4, launcher="simgrid",
+                              repeat=0, settings={})
+        for size, t in ((8, 70.0), (4096, 200.0)):
+            store.add_result(rid, ResultRecord(kernel="mpi.allreduce", size=size,
+                                               iterations=3, warmup=1, unit="us",
+                                               times=[t, t, t]))
+        store.finish_run(rid, status="ok", flags=["simulated"])
+        comp = Comparison(1, "mpi.allreduce", "recursive_doubling", False, [8, 4096],
+                          [110.0, 240.0], [100.0, 230.0])
+        plain = simulated_as_prediction(store, comp, rid)
+        skewed = simulated_as_prediction(store, comp, rid, skew=38.0)
+    assert plain.predicted == [70.0, 200.0] and not any("skew" in n for n in plain.notes)
+    assert skewed.predicted == [108.0, 238.0]
+    assert any("38.0 us barrier exit skew" in n for n in skewed.notes)

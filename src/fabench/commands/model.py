@@ -22,6 +22,7 @@ from ..model.tables import (
 )
 from ..model.topology import make_topology
 from ..model.validate import (
+    barrier_exit_skew,
     compare_run,
     merge_repeats,
     run_algorithm,
@@ -247,9 +248,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
             coll = srun.kernel.partition(".")[2]
             sims[(srun.kernel, run_algorithm(srun, coll))] = sid
         tables = []
+        cluster = cluster_from_args(args)
+        sim_skew = barrier_exit_skew(fabric, cluster) if cluster.cores else 0.0
         for c in merged:
             sid = None if c.simulated else sims.get((c.kernel, c.algorithm))
-            sim = simulated_as_prediction(store, c, sid) if sid is not None else None
+            sim = simulated_as_prediction(store, c, sid, sim_skew) if sid is not None else None
             tables.append((c, sim))
     for c, sim in tables:
         for line in validation_lines(c, sim) if sim else comparison_lines(c):
