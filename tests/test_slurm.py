@@ -32,6 +32,19 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+# What both private clusters run with: no cgroups, no accounting, the simplest scheduler.
+_PLUGINS = """\
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SchedulerType=sched/builtin
+MpiDefault=none
+ReturnToService=2
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+"""
+
+
 def _conf(d: Path) -> str:
     node = socket.gethostname().split(".")[0]
     return f"""ClusterName=fbtest
@@ -49,17 +62,22 @@ SlurmctldPidFile={d}/slurmctld.pid
 SlurmdPidFile={d}/slurmd.pid
 SlurmctldLogFile={d}/slurmctld.log
 SlurmdLogFile={d}/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SchedulerType=sched/builtin
-MpiDefault=none
-ReturnToService=2
-JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
-NodeName={node} CPUs={os.cpu_count()} State=UNKNOWN
+{_PLUGINS}NodeName={node} CPUs={os.cpu_count()} State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
+
+
+def _stop(procs: list[subprocess.Popen[bytes]], d: Path) -> None:
+    """The daemons a fixture started, by PID, newest first; then its directory."""
+    for p in reversed(procs):
+        p.send_signal(signal.SIGTERM)
+    for p in reversed(procs):
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -100,15 +118,7 @@ def slurm() -> Iterator[dict[str, str]]:
             pytest.fail("slurmd never became idle:\n" + (d / "daemons.log").read_text()[-2000:])
         yield {"SLURM_CONF": str(conf), "dir": str(d)}
     finally:
-        for p in reversed(procs):  # the daemons this fixture started, by PID
-            p.send_signal(signal.SIGTERM)
-        for p in reversed(procs):
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        shutil.rmtree(d, ignore_errors=True)
+        _stop(procs, d)
 
 
 SPEC = """\
@@ -258,15 +268,7 @@ SlurmctldPidFile={d}/slurmctld.pid
 SlurmdPidFile={d}/slurmd-%n.pid
 SlurmctldLogFile={d}/slurmctld.log
 SlurmdLogFile={d}/slurmd-%n.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SchedulerType=sched/builtin
-MpiDefault=none
-ReturnToService=2
-JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
-{nodes}
+{_PLUGINS}{nodes}
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
 
@@ -318,15 +320,7 @@ def slurm2() -> Iterator[dict[str, list[str] | str]]:
                             + (d / "daemons.log").read_text()[-2000:])
             yield {"SLURM_CONF": str(conf), "enter": h1}
         finally:
-            for p in reversed(procs):  # the daemons this fixture started, by PID
-                p.send_signal(signal.SIGTERM)
-            for p in reversed(procs):
-                try:
-                    p.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-            shutil.rmtree(d, ignore_errors=True)
+            _stop(procs, d)
 
 
 def _bench_in_h1(slurm2: dict[str, list[str] | str], out: Path,
