@@ -161,6 +161,8 @@ static void print_help(FILE *out, const char *prog, const struct fb_defaults *d)
             "                         or 'clock': at one time on a clock every rank shares\n"
             "                         (simulator builds only)\n"
             "  --large-threshold B    size where the large defaults start (default %zu)\n"
+            "  --hugepages            message buffers of 2 MiB and more on transparent huge\n"
+            "                         pages (default: plain pages, as OSU)\n"
             "  --rounds R             sweep the sizes R times, each sweep running 1/R of the\n"
             "                         iterations (spreads host-load bursts over all sizes;\n"
             "                         default 1)\n"
@@ -208,10 +210,13 @@ enum fb_opts_status fb_opts_parse(struct fb_opts *o, const struct fb_defaults *d
                 print_help(out, prog, d);
             return FB_OPTS_HELP;
         }
-        if (!strcmp(name, "--validate")) {
+        if (!strcmp(name, "--validate") || !strcmp(name, "--hugepages")) {
             if (eq)
                 return fail(err, prog, "option '%s' takes no value%s", name, "");
-            o->validate = true;
+            if (!strcmp(name, "--validate"))
+                o->validate = true;
+            else
+                o->hugepages = true;
             continue;
         }
         if (strcmp(name, "--sizes") && strcmp(name, "--iterations") && strcmp(name, "--warmup") &&

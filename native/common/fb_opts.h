@@ -41,6 +41,7 @@ struct fb_opts {
     enum fb_warmup_sync warmup_sync;
     size_t large_threshold;
     long rounds; /* passes over the size list; each pass runs its share of the iterations */
+    bool hugepages; /* message buffers on transparent huge pages (fb_buf_alloc_pages) */
     struct fb_defaults defaults;
 };
 

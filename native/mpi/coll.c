@@ -18,10 +18,10 @@
 #ifdef SMPI_SHARED_MALLOC
 /* SimGrid (smpicc): every simulated rank lives in one process, so thousands of ranks' buffers
  * would not fit; only their timing is simulated, so all ranks share one backing store. */
-#define coll_buf_alloc(len) SMPI_SHARED_MALLOC((len) ? (len) : 1)
+#define coll_buf_alloc(len, huge) SMPI_SHARED_MALLOC((len) ? (len) : 1)
 #define coll_buf_free(p) SMPI_SHARED_FREE(p)
 #else
-#define coll_buf_alloc(len) fb_buf_alloc(len)
+#define coll_buf_alloc(len, huge) fb_buf_alloc_pages(len, huge)
 #define coll_buf_free(p) fb_buf_free(p)
 #endif
 
@@ -212,8 +212,8 @@ int fb_coll_main(enum fb_coll_kind kind, int argc, char **argv)
         rmax = rb > rmax ? rb : rmax;
         nmax = fb_opts_iterations(o, sizes[s]) > nmax ? fb_opts_iterations(o, sizes[s]) : nmax;
     }
-    c.sbuf = coll_buf_alloc(smax);
-    c.rbuf = coll_buf_alloc(rmax);
+    c.sbuf = coll_buf_alloc(smax, o->hugepages);
+    c.rbuf = coll_buf_alloc(rmax, o->hugepages);
     double *local = calloc((size_t)nmax, sizeof(double));
     double *tmax = calloc((size_t)nmax, sizeof(double));
     double *tmin = calloc((size_t)nmax, sizeof(double));

@@ -195,8 +195,8 @@ static void setup(struct pt2pt *p, struct fb_mpi_ctx *ctx, enum fb_pt2pt_kind ki
 
     size_t maxs = max_size(&ctx->opts);
     p->rslots = ctx->opts.validate && kind != FB_PT2PT_LATENCY ? (size_t)p->window : 1;
-    p->sbuf = fb_buf_alloc(maxs);
-    p->rbuf = fb_buf_alloc(maxs * p->rslots);
+    p->sbuf = fb_buf_alloc_pages(maxs, ctx->opts.hugepages);
+    p->rbuf = fb_buf_alloc_pages(maxs * p->rslots, ctx->opts.hugepages);
     p->reqs = malloc(sizeof(*p->reqs) * 2 * (size_t)p->window);
     p->stats = malloc(sizeof(*p->stats) * 2 * (size_t)p->window);
     if (!p->sbuf || !p->rbuf || !p->reqs || !p->stats) {

@@ -75,6 +75,10 @@ int main(void)
            "rounds");
     fb_opts_free(&o);
     EXPECT(parse(&o, FB_CLASS_LATENCY, "--rounds", "0", NULL) == FB_OPTS_ERROR, "zero rounds");
+    EXPECT(parse(&o, FB_CLASS_LATENCY, "--hugepages", NULL, NULL) == FB_OPTS_OK && o.hugepages,
+           "hugepages");
+    fb_opts_free(&o);
+    EXPECT(parse(&o, FB_CLASS_LATENCY, "--hugepages=1", NULL, NULL) == FB_OPTS_ERROR, "hp=1");
     EXPECT(parse(&o, FB_CLASS_LATENCY, "--sizes", "8:4", NULL) == FB_OPTS_ERROR, "min>max");
     EXPECT(parse(&o, FB_CLASS_LATENCY, "--sizes", "1:x", NULL) == FB_OPTS_ERROR, "bad size");
     EXPECT(parse(&o, FB_CLASS_LATENCY, "--sizes", "1,,2", NULL) == FB_OPTS_ERROR, "empty item");

@@ -390,8 +390,8 @@ static int ofi_begin_size(struct fb_tp *t, size_t size)
     if (need > o->cap) {
         fb_buf_free(o->sbuf);
         fb_buf_free(o->rbuf);
-        o->sbuf = fb_buf_alloc(need);
-        o->rbuf = fb_buf_alloc(need);
+        o->sbuf = fb_buf_alloc_pages(need, t->opts.hugepages);
+        o->rbuf = fb_buf_alloc_pages(need, t->opts.hugepages);
         if (!o->sbuf || !o->rbuf)
             return -1;
         o->cap = need;

@@ -402,8 +402,8 @@ static int sock_begin_size(struct fb_tp *t, size_t size)
     if (need > sk->cap) {
         fb_buf_free(sk->sbuf);
         fb_buf_free(sk->rbuf);
-        sk->sbuf = fb_buf_alloc(need);
-        sk->rbuf = fb_buf_alloc(need);
+        sk->sbuf = fb_buf_alloc_pages(need, t->opts.hugepages);
+        sk->rbuf = fb_buf_alloc_pages(need, t->opts.hugepages);
         if (!sk->sbuf || !sk->rbuf)
             return -1;
         sk->cap = need;

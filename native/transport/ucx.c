@@ -193,8 +193,8 @@ static int ucx_begin_size(struct fb_tp *t, size_t size)
     if (need > u->cap) {
         fb_buf_free(u->sbuf);
         fb_buf_free(u->rbuf);
-        u->sbuf = fb_buf_alloc(need);
-        u->rbuf = fb_buf_alloc(need);
+        u->sbuf = fb_buf_alloc_pages(need, t->opts.hugepages);
+        u->rbuf = fb_buf_alloc_pages(need, t->opts.hugepages);
         if (!u->sbuf || !u->rbuf)
             return -1;
         u->cap = need;

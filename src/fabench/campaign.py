@@ -65,7 +65,7 @@ def _resumable(store: Store, spec: CampaignSpec) -> int:
 def run_bench(kernel_name: str, launcher: Launcher, store_path: Path, *, transport: str,
               mpi: str, ranks: int, sizes: str | None, iterations: int | None,
               warmup: int | None, window: int | None, validate: bool,
-              rounds: int | None = None, env: dict[str, str] | None = None,
+              rounds: int | None = None, hugepages: bool = False, env: dict[str, str] | None = None,
               timeout_s: float = 1800.0,
               extra_args: list[str] | None = None,
               precision: float | None = None, budget_s: float | None = None) -> RunOutcome:
@@ -73,7 +73,7 @@ def run_bench(kernel_name: str, launcher: Launcher, store_path: Path, *, transpo
 
     kernel = get_kernel(kernel_name)
     args = kernel_args(kernel, sizes=sizes, iterations=iterations, warmup=warmup,
-                       window=window, rounds=rounds,
+                       window=window, rounds=rounds, hugepages=hugepages,
                        validate=validate) + list(extra_args or [])
     planned = PlannedRun(kernel_name, transport, ranks, mpi, 0, args, dict(env or {}), timeout_s,
                          precision, budget_s)

@@ -45,7 +45,7 @@ class PlannedRun:
 def kernel_args(kernel: Kernel, *, sizes: str | None = None, iterations: int | None = None,
                 warmup: int | None = None, window: int | None = None,
                 rounds: int | None = None, validate: bool = False,
-                quick: bool = False) -> list[str]:
+                hugepages: bool = False, quick: bool = False) -> list[str]:
     args: list[str] = []
     if sizes and kernel.default_sizes != "0":
         args += ["--sizes", sizes]
@@ -65,6 +65,8 @@ def kernel_args(kernel: Kernel, *, sizes: str | None = None, iterations: int | N
         args += ["--rounds", str(rounds)]
     if validate:
         args.append("--validate")
+    if hugepages:
+        args.append("--hugepages")
     return args
 
 
@@ -74,7 +76,8 @@ def _group_runs(spec: CampaignSpec, group: RunGroup, quick: bool) -> list[Planne
         kernel = get_kernel(kname)
         args = kernel_args(kernel, sizes=group.sizes, iterations=group.iterations,
                            warmup=group.warmup, window=group.window, rounds=group.rounds,
-                           validate=bool(group.validate_data), quick=quick) + list(group.args)
+                           validate=bool(group.validate_data),
+                           hugepages=bool(group.hugepages), quick=quick) + list(group.args)
         for transport in group.transport:
             for ranks in group.ranks:
                 if ranks < kernel.min_ranks or (kernel.even_ranks and ranks % 2):

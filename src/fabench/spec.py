@@ -29,6 +29,7 @@ class RunGroup(BaseModel):
     warmup: int | None = Field(default=None, ge=0)
     window: int | None = Field(default=None, gt=0)
     rounds: int | None = Field(default=None, ge=1, le=1000)  # sweeps over the sizes
+    hugepages: bool | None = None  # buffers >= 2 MiB on transparent huge pages
     validate_data: bool | None = Field(default=None, alias="validate")
     env: dict[str, str] = Field(default_factory=dict)
     args: list[str] = Field(default_factory=list)  # kernel options, e.g. [--streams, "8"]

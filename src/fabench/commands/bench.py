@@ -33,6 +33,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                    help="sweep the sizes R times, 1/R of the iterations each time, so a burst "
                         "of host load hits a slice of every size, not all of one (default 1)")
     p.add_argument("--validate", action="store_true", help="check every received byte")
+    p.add_argument("--hugepages", action="store_true",
+                   help="buffers of 2 MiB and more on transparent huge pages (default: plain "
+                        "pages, as OSU; large shared-memory transfers differ a lot)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds (default: 1800)")
     p.add_argument("--precision", type=float, metavar="P",
                    help="adaptive: repeat batches until each size's 95%% CI half-width is "
@@ -56,7 +59,8 @@ def main(args: argparse.Namespace) -> int:
     outcome = run_bench(kernel.name, launcher, store_path(args.out), transport=transport,
                         mpi=args.mpi, ranks=args.ranks, sizes=args.sizes,
                         iterations=args.iterations, warmup=args.warmup, window=args.window,
-                        rounds=args.rounds, validate=args.validate, timeout_s=args.timeout,
+                        rounds=args.rounds, hugepages=args.hugepages,
+                        validate=args.validate, timeout_s=args.timeout,
                         extra_args=[a for text in args.kernel_args for a in shlex.split(text)],
                         precision=args.precision, budget_s=args.budget)
     context = {"kernel": kernel.name, "transport": transport,
