@@ -174,11 +174,14 @@ def test_contended_ping_pong_calibrates_how_shared_cores_stretch_steps(tmp_path:
     with Store(tmp_path / "fabench.sqlite") as store:
         base = _store_run(store, "mpi.latency", sizes, lat, 1, rng)
         plain = calibrate(store, [base], "plain").fabric
-        busy = _store_run(store, "mpi.latency", sizes, [3 * t for t in lat], 1, rng, ranks=4)
+        # 3x everywhere but one noisy size (5x): each protocol segment keeps its median
+        busy = _store_run(store, "mpi.latency", sizes,
+                          [(5 if i == 0 else 3) * t for i, t in enumerate(lat)], 1, rng, ranks=4)
         cont = calibrate(store, [base, busy], "cont").fabric
     assert cont.segments[0].alpha_us == pytest.approx(plain.segments[0].alpha_us)
     assert cont.contention_ranks == 4
     assert cont.contention_factor(8) == pytest.approx(3.0, rel=0.05)
+    assert cont.contention_factor(sizes[0]) == pytest.approx(3.0, rel=0.05)
     assert cont.contention_share(4, 2, 8) == pytest.approx(3.0, rel=0.05)
     assert cont.contention_share(3, 2, 8) == pytest.approx(2.0, rel=0.05)  # linear in ranks
     assert cont.contention_share(2, 2, 8) == 1.0 and plain.contention_share(4, 2, 8) == 2.0

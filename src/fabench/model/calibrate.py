@@ -160,8 +160,8 @@ def _round_trip_half(run: RunRow, curve: Curve) -> Curve:
     return Curve(curve.sizes, [t * pairs / 2 for t in curve.times], curve.runs)
 
 
-def _contention(lat: Curve, contended: dict[tuple[int, int], list[Curve]]
-                ) -> tuple[int, list[list[float]], list[int]]:
+def _contention(lat: Curve, contended: dict[tuple[int, int], list[Curve]],
+                segs: Sequence[Segment]) -> tuple[int, list[list[float]], list[int]]:
     """(ranks, [[size, factor], ...], runs) of the most-ranks contended curve, all pairs
     busy (mpi.mbw_mr) before two ranks busy and the rest waiting (mpi.latency): per size its
     time over the 2-rank ping-pong's. Nothing when no such run was given."""
@@ -170,8 +170,19 @@ def _contention(lat: Curve, contended: dict[tuple[int, int], list[Curve]]
     ranks, _ = key = max(contended)
     curve = merge_curves(contended[key])
     base = dict(zip(lat.sizes, lat.times, strict=True))
-    factors = [[s, round(max(1.0, x / base[s]), 4)]
-               for s, x in zip(curve.sizes, curve.times, strict=True) if base.get(s)]
+    raw = [(s, max(1.0, x / base[s]))
+           for s, x in zip(curve.sizes, curve.times, strict=True) if base.get(s)]
+    # One factor per protocol segment of the 2-rank fit (the median of its sizes'): a single
+    # noisy size (1 B read 5.4x beside 4.3x at every other small size) must not set the
+    # stretch of the barrier-exit step or of SimGrid's whole first segment.
+    starts = [sg.start for sg in segs]
+
+    def seg_of(size: float) -> int:
+        return max(i for i, st in enumerate(starts) if size >= st or i == 0)
+    by_seg: dict[int, list[float]] = {}
+    for s, f in raw:
+        by_seg.setdefault(seg_of(s), []).append(f)
+    factors = [[s, round(float(np.median(by_seg[seg_of(s)])), 4)] for s, _ in raw]
     return (ranks, factors, curve.runs) if factors else (0, [], [])
 
 
@@ -244,7 +255,7 @@ def calibrate(store: Store, run_ids: Sequence[int], name: str, *, max_breaks: in
     last = segs[-1].bandwidth_MBps
     link = link_bandwidth_MBps or (extra.get("stream_bandwidth_MBps")
                                    or (last if math.isfinite(last) else 0.0))
-    contention_ranks, contention, cont_runs = _contention(lat, contended)
+    contention_ranks, contention, cont_runs = _contention(lat, contended, segs)
     if contention:
         assumptions_extra = [
             f"ranks sharing cores: a step's latency part stretches as measured with "
