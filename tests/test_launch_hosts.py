@@ -49,10 +49,8 @@ def cluster() -> Iterator[TestbedState]:
         yield create("hosts", TestbedConfig(hosts=3))
 
 
-def _bench_on_login_node(cluster: TestbedState, hostfile: Path, out: Path,
-                         extra_env: dict[str, str] | None = None) -> None:
-    env = {**os.environ, "FABENCH_RSH_AGENT": str(cluster.agent), "FABENCH_IFACE": "eth0",
-           **(extra_env or {})}
+def _bench_on_login_node(cluster: TestbedState, hostfile: Path, out: Path) -> None:
+    env = {**os.environ, "FABENCH_RSH_AGENT": str(cluster.agent), "FABENCH_IFACE": "eth0"}
     p = subprocess.run(
         [*cluster.hosts[0].enter, sys.executable, "-m", "fabench", "bench", "mpi.latency",
          "--on", "hosts", str(hostfile), "--transport", "tcp", "--sizes", "8,64K",
@@ -83,9 +81,7 @@ def test_duplicate_host_is_flagged(openmpi: str, cluster: TestbedState,
     ranks land on h2 and talk through its loopback. The run succeeds, fast, and is flagged."""
     hostfile = tmp_path / "hostfile"
     hostfile.write_text(f"h2\n{cluster.host('h2').address}\n")
-    # Two daemons on one node under two names: ORTE's default routing crashed once in CI
-    # ("target node: h2 ... set the MCA param routed=direct"); direct routing is what it asks.
-    _bench_on_login_node(cluster, hostfile, tmp_path, {"OMPI_MCA_routed": "direct"})
+    _bench_on_login_node(cluster, hostfile, tmp_path)
     with Store(tmp_path / "fabench.sqlite") as st:
         run = st.runs(1)[0]
         summary = "\n".join(campaign_lines(st, 1))
