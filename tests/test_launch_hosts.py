@@ -49,13 +49,18 @@ def cluster() -> Iterator[TestbedState]:
         yield create("hosts", TestbedConfig(hosts=3))
 
 
-def _bench_on_login_node(cluster: TestbedState, hostfile: Path, out: Path) -> None:
+def _bench_on_login_node(cluster: TestbedState, hostfile: Path, out: Path,
+                         orte_retries: int = 0) -> None:
     env = {**os.environ, "FABENCH_RSH_AGENT": str(cluster.agent), "FABENCH_IFACE": "eth0"}
-    p = subprocess.run(
-        [*cluster.hosts[0].enter, sys.executable, "-m", "fabench", "bench", "mpi.latency",
-         "--on", "hosts", str(hostfile), "--transport", "tcp", "--sizes", "8,64K",
-         "--iterations", "300", "--out", str(out)],
-        env=env, capture_output=True, text=True, timeout=300, check=False)
+    for attempt in range(orte_retries + 1):
+        p = subprocess.run(
+            [*cluster.hosts[0].enter, sys.executable, "-m", "fabench", "bench", "mpi.latency",
+             "--on", "hosts", str(hostfile), "--transport", "tcp", "--sizes", "8,64K",
+             "--iterations", "300", "--out", str(out)],
+            env=env, capture_output=True, text=True, timeout=300, check=False)
+        # Only Open MPI's own launch crash (exit 139 before any result) is retried.
+        if p.returncode == 0 or "exit status 139" not in p.stderr or attempt == orte_retries:
+            break
     assert p.returncode == 0, p.stdout + p.stderr
 
 
@@ -81,10 +86,12 @@ def test_duplicate_host_is_flagged(openmpi: str, cluster: TestbedState,
     ranks land on h2 and talk through its loopback. The run succeeds, fast, and is flagged."""
     hostfile = tmp_path / "hostfile"
     hostfile.write_text(f"h2\n{cluster.host('h2').address}\n")
-    _bench_on_login_node(cluster, hostfile, tmp_path)
+    # Two ORTE daemons on one node under two names: in 2 of 6 full CI runs here ORTE itself
+    # crashed at launch (exit 139) though the test passes alone; one retry for that only.
+    _bench_on_login_node(cluster, hostfile, tmp_path, orte_retries=1)
     with Store(tmp_path / "fabench.sqlite") as st:
-        run = st.runs(1)[0]
-        summary = "\n".join(campaign_lines(st, 1))
+        run = st.runs()[-1]
+        summary = "\n".join(campaign_lines(st, run.campaign_id))
     assert run.status == "ok"
     assert len(run.flags) == 1 and run.flags[0].startswith("traffic-did-not-cross: h2+")
     assert "traffic-did-not-cross" in summary
