@@ -210,13 +210,13 @@ enum fb_opts_status fb_opts_parse(struct fb_opts *o, const struct fb_defaults *d
                 print_help(out, prog, d);
             return FB_OPTS_HELP;
         }
-        if (!strcmp(name, "--validate") || !strcmp(name, "--hugepages")) {
+        bool *flag = !strcmp(name, "--validate")    ? &o->validate
+                     : !strcmp(name, "--hugepages") ? &o->hugepages
+                                                    : NULL;
+        if (flag) {
             if (eq)
                 return fail(err, prog, "option '%s' takes no value%s", name, "");
-            if (!strcmp(name, "--validate"))
-                o->validate = true;
-            else
-                o->hugepages = true;
+            *flag = true;
             continue;
         }
         if (strcmp(name, "--sizes") && strcmp(name, "--iterations") && strcmp(name, "--warmup") &&

@@ -51,15 +51,16 @@ def execute_run(store: Store, launcher: Launcher, planned: PlannedRun,
     load_start = load_snapshot()
     t_start = time.monotonic()
     outcome = RunOutcome(run_id, planned, "failed")
-    merged_rounds: list[int] = []
+    pooled_rounds = False
 
     def on_record(obj: dict[str, Any]) -> None:
+        nonlocal pooled_rounds
         if obj.get("type") == "result":
             rec = ResultRecord.from_json(obj)
             if rec.extra.get("round", 0):
                 # A later sweep (--rounds): its samples join the size's stored result.
                 store.append_samples(run_id, rec)
-                merged_rounds.append(rec.size)
+                pooled_rounds = True
             else:
                 store.add_result(run_id, rec)
             outcome.results.append(rec)
@@ -108,7 +109,7 @@ def execute_run(store: Store, launcher: Launcher, planned: PlannedRun,
         command=shlex.join(res.command), stderr_tail=res.stderr[-8192:],
         kernel_meta=out.meta, provenance=provenance, flags=res.flags)
     outcome.status, outcome.reason = status, reason
-    if merged_rounds:
+    if pooled_rounds:
         outcome.results = list(store.results(run_id))  # one record per size, rounds pooled
     outcome.selected_transport, outcome.notes = res.selected_transport, res.notes
     if status == "ok" and planned.precision:

@@ -297,7 +297,8 @@ def compare_medians_runs(runs_a: Sequence[Sequence[float] | np.ndarray],
         d_lo, d_hi = np.quantile(sb - sa, [alpha, 1.0 - alpha])
         r_lo, r_hi = np.quantile(sb / sa, [alpha, 1.0 - alpha])
     n = int(min(pa.size, pb.size))
-    nb = int(min(sa.size, sb.size))
+    # samples each replicate draws per side (what n_boot means in median_ci_runs)
+    nb = int(min(min(a.size for a in arrs) * len(arrs) for arrs in (arrs_a, arrs_b)))
     method = "two-stage-bootstrap"
     # As in median_ci_runs: the interval is widened to hold the point estimate.
     return TwoSample(ma, mb, diff,
