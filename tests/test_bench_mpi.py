@@ -166,6 +166,16 @@ def test_rounds_pool_into_one_result_per_size(openmpi: str, tmp_path: Path) -> N
     assert all(r.extra.get("rounds") == 4 for r in recs)
 
 
+def test_rounds_renew_buffers_and_data_still_checks(openmpi: str, tmp_path: Path) -> None:
+    # Later rounds run on fresh buffers (native/tests/t_buf.c checks they are other pages);
+    # every byte of every round, point-to-point and collective, must still arrive intact.
+    for kernel in ("mpi.bw", "mpi.alltoall"):
+        rows = _bench_json(tmp_path, kernel, "--transport", "shm", "--sizes", "1K,1M",
+                           "--iterations", "6", "--warmup", "1", "--rounds", "3", "--validate")
+        assert [(r["size"], r["n"], r["validated"]) for r in rows] == [(1024, 6, True),
+                                                                      (1 << 20, 6, True)]
+
+
 def test_hugepages_buffers(openmpi: str, tmp_path: Path) -> None:
     # The advice reaches the kernel and the run; a host that refuses it says so on stderr
     # and runs on plain pages (no measured figure asserted: speed is the host's business).

@@ -1,16 +1,25 @@
 #ifndef _DEFAULT_SOURCE
-#define _DEFAULT_SOURCE 1 /* madvise, MADV_HUGEPAGE */
+#define _DEFAULT_SOURCE 1 /* madvise, MADV_HUGEPAGE, MAP_ANONYMOUS */
 #endif
 #include "fb_buf.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #define HUGE_PAGE ((size_t)2 << 20)
+
+/* Every buffer is its own mapping, not malloc's: malloc serves a large request from its heap
+ * once a buffer of that size has been freed (its mmap threshold adapts), and hands the same
+ * pages back, which would defeat fb_buf_renew. The mapping's start and length sit just below
+ * the buffer, in a page of the mapping that no message touches. */
+struct mapping {
+    void *base;
+    size_t len;
+};
 
 static size_t page_size(void)
 {
@@ -26,25 +35,52 @@ void *fb_buf_alloc(size_t len)
 void *fb_buf_alloc_pages(size_t len, bool huge)
 {
     size_t page = page_size();
-    size_t alloc = len ? len : 1;
-    void *buf = NULL;
-    huge = huge && alloc >= HUGE_PAGE;
-    int rc = posix_memalign(&buf, huge ? HUGE_PAGE : page, alloc);
-    if (rc != 0) {
-        fprintf(stderr, "fabench: cannot allocate %zu bytes: %s\n", alloc, strerror(rc));
+    size_t want = len ? len : 1;
+    huge = huge && want >= HUGE_PAGE;
+    size_t align = huge ? HUGE_PAGE : page;
+    size_t maplen = page + (align - page) + ((want + page - 1) / page) * page;
+    char *base = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED) {
+        fprintf(stderr, "fabench: cannot allocate %zu bytes: %s\n", want, strerror(errno));
         return NULL;
     }
-    if (huge && madvise(buf, alloc, MADV_HUGEPAGE) != 0)
+    uintptr_t first = (uintptr_t)base + page;
+    char *buf = (char *)((first + align - 1) / align * align);
+    if (huge && madvise(buf, want, MADV_HUGEPAGE) != 0)
         fprintf(stderr, "fabench: huge pages not available (madvise: %s); plain pages used\n",
                 strerror(errno));
-    volatile unsigned char *p = buf;
-    for (size_t off = 0; off < alloc; off += page)
+    struct mapping m = {base, maplen};
+    memcpy(buf - sizeof m, &m, sizeof m);
+    volatile unsigned char *p = (volatile unsigned char *)buf;
+    for (size_t off = 0; off < want; off += page)
         p[off] = 0;
-    p[alloc - 1] = 0;
+    p[want - 1] = 0;
     return buf;
 }
 
 void fb_buf_free(void *buf)
 {
-    free(buf);
+    if (!buf)
+        return;
+    struct mapping m;
+    memcpy(&m, (char *)buf - sizeof m, sizeof m);
+    munmap(m.base, m.len);
+}
+
+void *fb_buf_renew(void *old, size_t len, bool huge, unsigned seed)
+{
+    /* The kernel hands out freed pages last-in first-out, so a buffer allocated after another
+     * of its size was freed gets that one's pages back: renewing two buffers in turn only
+     * swapped their pages, and every third draw repeated the first (seen in /proc/self/pagemap).
+     * A spacer of a pseudo-random number of pages, faulted in first and freed after, moves
+     * where in the free list the new buffer starts. */
+    size_t page = page_size();
+    size_t npages = (len + page - 1) / page;
+    size_t spacer_pages = npages ? (size_t)((seed * 2654435761u) >> 7) % (npages + 1) : 0;
+    void *spacer = spacer_pages ? fb_buf_alloc(spacer_pages * page) : NULL;
+    void *buf = fb_buf_alloc_pages(len, huge);
+    fb_buf_free(spacer);
+    if (buf)
+        fb_buf_free(old);
+    return buf;
 }

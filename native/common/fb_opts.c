@@ -165,7 +165,7 @@ static void print_help(FILE *out, const char *prog, const struct fb_defaults *d)
             "                         pages (default: plain pages, as OSU)\n"
             "  --rounds R             sweep the sizes R times, each sweep running 1/R of the\n"
             "                         iterations (spreads host-load bursts over all sizes;\n"
-            "                         default 1)\n"
+            "                         MPI kernels draw new buffers each round; default 1)\n"
             "  --help                 this text\n",
             prog, d->size_min, d->size_max, d->iters_small, d->iters_large, d->warmup_small,
             d->warmup_large, d->window, d->large_threshold);

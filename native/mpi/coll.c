@@ -186,6 +186,60 @@ static void run_size(struct coll *c, size_t size, long warmup, long iters, doubl
     }
 }
 
+/* Each round after the first gets buffers on other physical pages: see fb_buf_renew. */
+static void renew_buffers(struct coll *c, size_t smax, size_t rmax, long round)
+{
+#ifdef SMPI_SHARED_MALLOC
+    (void)c, (void)smax, (void)rmax, (void)round; /* simulated pages have no placement to sample */
+#else
+    bool huge = c->ctx->opts.hugepages;
+    char *sb = fb_buf_renew(c->sbuf, smax, huge, 2 * (unsigned)round);
+    char *rb = sb ? fb_buf_renew(c->rbuf, rmax, huge, 2 * (unsigned)round + 1) : NULL;
+    if (!sb || !rb) {
+        fprintf(stderr, "%s: out of memory renewing buffers\n", c->ctx->kernel);
+        MPI_Abort(c->ctx->comm, 1);
+    }
+    c->sbuf = sb;
+    c->rbuf = rb;
+#endif
+}
+
+/* Per-iteration times: this rank's, and the max, min and mean over ranks (rank 0's). */
+struct coll_times {
+    double *local, *max, *min, *mean;
+};
+
+/* One size in one round: run it, reduce the times to rank 0, emit the result. */
+static void measure(struct coll *c, size_t size, long round, const struct coll_times *t)
+{
+    const struct fb_opts *o = &c->ctx->opts;
+    if (is_reduction(c->kind) && size < sizeof(float))
+        return; /* below one MPI_FLOAT element */
+    long iters = fb_opts_round_iterations(o, size, round);
+    long warmup = fb_opts_round_warmup(o, size, round);
+    if (iters == 0)
+        return;
+    run_size(c, size, warmup, iters, t->local);
+    fb_mpi_reduce_times(c->ctx->comm, t->local, (size_t)iters, t->max, t->min, t->mean);
+
+    bool red = is_reduction(c->kind);
+    unsigned long long count = red ? size / sizeof(float) : size;
+    struct fb_mpi_result r = {
+        .size = size,
+        .iterations = iters,
+        .warmup = warmup,
+        .datatype = red ? "MPI_FLOAT" : c->kind == FB_COLL_BARRIER ? "none" : "MPI_CHAR",
+        .count = count,
+        .bytes_per_sample = red ? (double)(count * sizeof(float)) : (double)size,
+        .messages_per_sample = 1,
+        .times = t->max,
+        .times_min = t->min,
+        .times_mean = t->mean,
+        .round = round,
+    };
+    fb_mpi_emit_result(c->ctx, &r);
+}
+
 int fb_coll_main(enum fb_coll_kind kind, int argc, char **argv)
 {
     struct fb_mpi_ctx ctx;
@@ -214,50 +268,29 @@ int fb_coll_main(enum fb_coll_kind kind, int argc, char **argv)
     }
     c.sbuf = coll_buf_alloc(smax, o->hugepages);
     c.rbuf = coll_buf_alloc(rmax, o->hugepages);
-    double *local = calloc((size_t)nmax, sizeof(double));
-    double *tmax = calloc((size_t)nmax, sizeof(double));
-    double *tmin = calloc((size_t)nmax, sizeof(double));
-    double *tmean = calloc((size_t)nmax, sizeof(double));
-    if (!c.sbuf || !c.rbuf || !local || !tmax || !tmin || !tmean) {
+    struct coll_times t = {
+        .local = calloc((size_t)nmax, sizeof(double)),
+        .max = calloc((size_t)nmax, sizeof(double)),
+        .min = calloc((size_t)nmax, sizeof(double)),
+        .mean = calloc((size_t)nmax, sizeof(double)),
+    };
+    if (!c.sbuf || !c.rbuf || !t.local || !t.max || !t.min || !t.mean) {
         fprintf(stderr, "%s: out of memory\n", ctx.kernel);
         MPI_Abort(ctx.comm, 1);
     }
 
-    for (long round = 0; round < o->rounds; round++)
-    for (int s = 0; s < nsizes; s++) {
-        size_t size = sizes[s];
-        if (is_reduction(kind) && size < sizeof(float))
-            continue; /* below one MPI_FLOAT element */
-        long iters = fb_opts_round_iterations(o, size, round);
-        long warmup = fb_opts_round_warmup(o, size, round);
-        if (iters == 0)
-            continue;
-        run_size(&c, size, warmup, iters, local);
-        fb_mpi_reduce_times(ctx.comm, local, (size_t)iters, tmax, tmin, tmean);
-
-        unsigned long long count = is_reduction(kind) ? size / sizeof(float) : size;
-        struct fb_mpi_result r = {
-            .size = size,
-            .iterations = iters,
-            .warmup = warmup,
-            .datatype = is_reduction(kind) ? "MPI_FLOAT" : kind == FB_COLL_BARRIER ? "none"
-                                                                                  : "MPI_CHAR",
-            .count = count,
-            .bytes_per_sample = is_reduction(kind) ? (double)(count * sizeof(float)) : (double)size,
-            .messages_per_sample = 1,
-            .times = tmax,
-            .times_min = tmin,
-            .times_mean = tmean,
-            .round = round,
-        };
-        fb_mpi_emit_result(&ctx, &r);
+    for (long round = 0; round < o->rounds; round++) {
+        if (round > 0)
+            renew_buffers(&c, smax, rmax, round);
+        for (int s = 0; s < nsizes; s++)
+            measure(&c, sizes[s], round, &t);
     }
 
     coll_buf_free(c.sbuf);
     coll_buf_free(c.rbuf);
-    free(local);
-    free(tmax);
-    free(tmin);
-    free(tmean);
+    free(t.local);
+    free(t.max);
+    free(t.min);
+    free(t.mean);
     return fb_mpi_finish(&ctx);
 }

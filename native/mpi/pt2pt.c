@@ -205,6 +205,56 @@ static void setup(struct pt2pt *p, struct fb_mpi_ctx *ctx, enum fb_pt2pt_kind ki
     }
 }
 
+/* Each round after the first gets buffers on other physical pages (fb_buf_renew), so a run of
+ * R rounds samples R page placements; its warm-up absorbs any first-touch cost in the MPI. */
+static void renew_buffers(struct pt2pt *p, long round)
+{
+    size_t maxs = max_size(&p->ctx->opts);
+    bool huge = p->ctx->opts.hugepages;
+    char *s = fb_buf_renew(p->sbuf, maxs, huge, 2 * (unsigned)round);
+    char *r = s ? fb_buf_renew(p->rbuf, maxs * p->rslots, huge, 2 * (unsigned)round + 1) : NULL;
+    if (!s || !r) {
+        fprintf(stderr, "%s: out of memory renewing %zu-byte buffers\n", p->ctx->kernel, maxs);
+        MPI_Abort(p->ctx->comm, 1);
+    }
+    p->sbuf = s;
+    p->rbuf = r;
+}
+
+/* One size in one round: run it, gather the timing side's samples, emit the result. */
+static void measure(struct pt2pt *p, size_t size, long round, double *local, double *times)
+{
+    const struct fb_opts *o = &p->ctx->opts;
+    long iters = fb_opts_round_iterations(o, size, round);
+    long warmup = fb_opts_round_warmup(o, size, round);
+    if (iters == 0)
+        return;
+    run_size(p, size, warmup, iters, local);
+
+    double msgs = (double)p->window;
+    if (p->kind == FB_PT2PT_MBW_MR) {
+        fb_mpi_reduce_max(p->comm, local, (size_t)iters, times);
+        msgs *= p->ctx->nranks / 2;
+    } else {
+        for (long i = 0; i < iters; i++)
+            times[i] = local[i];
+        if (p->kind == FB_PT2PT_BIBW)
+            msgs *= 2;
+    }
+    struct fb_mpi_result r = {
+        .size = size,
+        .iterations = iters,
+        .warmup = warmup,
+        .datatype = "MPI_CHAR",
+        .count = size,
+        .bytes_per_sample = msgs * (double)size,
+        .messages_per_sample = msgs,
+        .times = times,
+        .round = round,
+    };
+    fb_mpi_emit_result(p->ctx, &r);
+}
+
 int fb_pt2pt_main(enum fb_pt2pt_kind kind, int argc, char **argv)
 {
     struct fb_mpi_ctx ctx;
@@ -224,37 +274,11 @@ int fb_pt2pt_main(enum fb_pt2pt_kind kind, int argc, char **argv)
         MPI_Abort(ctx.comm, 1);
     }
 
-    for (long round = 0; round < o->rounds && p.comm != MPI_COMM_NULL; round++)
-    for (int s = 0; s < o->nsizes; s++) {
-        size_t size = o->sizes[s];
-        long iters = fb_opts_round_iterations(o, size, round);
-        long warmup = fb_opts_round_warmup(o, size, round);
-        if (iters == 0)
-            continue;
-        run_size(&p, size, warmup, iters, local);
-
-        double msgs = (double)p.window;
-        if (kind == FB_PT2PT_MBW_MR) {
-            fb_mpi_reduce_max(p.comm, local, (size_t)iters, times);
-            msgs *= ctx.nranks / 2;
-        } else {
-            for (long i = 0; i < iters; i++)
-                times[i] = local[i];
-            if (kind == FB_PT2PT_BIBW)
-                msgs *= 2;
-        }
-        struct fb_mpi_result r = {
-            .size = size,
-            .iterations = iters,
-            .warmup = warmup,
-            .datatype = "MPI_CHAR",
-            .count = size,
-            .bytes_per_sample = msgs * (double)size,
-            .messages_per_sample = msgs,
-            .times = times,
-            .round = round,
-        };
-        fb_mpi_emit_result(&ctx, &r);
+    for (long round = 0; round < o->rounds && p.comm != MPI_COMM_NULL; round++) {
+        if (round > 0)
+            renew_buffers(&p, round);
+        for (int s = 0; s < o->nsizes; s++)
+            measure(&p, o->sizes[s], round, local, times);
     }
 
     if (p.comm != MPI_COMM_NULL)
