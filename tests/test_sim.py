@@ -110,6 +110,24 @@ def test_simulated_allreduce_on_a_fat_tree_against_the_model(simgrid: None,
     assert "simulated (roce-no-gamma, recursive_doubling)" in html and "<svg" in html
 
 
+def test_pairwise_alltoall_at_a_rank_count_that_is_no_power_of_two(simgrid: None,
+                                                                  tmp_path: Path) -> None:
+    """Open MPI's pairwise alltoall (send to rank + k, receive from rank - k) runs at any P;
+    SimGrid's "pair" (rank XOR k) refuses P = 6, so the model's pairwise is pinned to SimGrid's
+    "ring", the same exchange order. P - 1 steps of one message each: at least 5 latencies."""
+    f = PRESETS["roce-100g"]()
+    save_fabric(f, tmp_path)
+    proc = fabench_cli("sim", "mpi.alltoall", "--fabric", f.name, "--nodes", "6",
+                       "--algorithm", "pairwise", "--sizes", "8", "--iterations", "2",
+                       "--out", str(tmp_path), timeout=180)
+    assert "smpi/alltoall:ring" in proc.stdout
+    with Store(tmp_path / "fabench.sqlite") as store:
+        (run,) = store.runs()
+        (t,) = _medians(store, run.id).values()
+    pred = predict(f, Cluster(6, 1, FatTree(6, 24)), "alltoall", "pairwise", [8])[0]
+    assert t == pytest.approx(pred, rel=0.25)
+
+
 def test_in_network_cannot_be_simulated(simgrid: None, tmp_path: Path) -> None:
     bad = fabench_cli("sim", "mpi.allreduce", "--fabric", "roce-100g", "--nodes", "4",
                       "--algorithm", "in_network", "--out", str(tmp_path), check=False)

@@ -336,7 +336,9 @@ ALGORITHMS: dict[str, dict[str, tuple[Algorithm, str | None]]] = {
         "in_network": (in_network_allreduce, None),
     },
     "alltoall": {
-        "pairwise": (alltoall_pairwise, "pair"),
+        # Open MPI's pairwise sends to rank + k and receives from rank - k (mod P): SimGrid's
+        # "ring" does that for any P; its "pair" exchanges with rank XOR k, powers of two only.
+        "pairwise": (alltoall_pairwise, "ring"),
         "bruck": (alltoall_bruck, "bruck"),
         "linear": (alltoall_linear, "basic_linear"),
     },

@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""Run-to-run spread of whole campaigns: N repeats of the default campaign's point-to-point
+block (or a spec), each a separate `fabench run`, for one or more variants side by side.
+
+Issue 5's target: three repeats of the default campaign give 8 B latency and 4 MiB bandwidth
+medians with CV <= 2 %. A variant overrides keys of every run group, e.g. `rounds=5` or
+`rounds=5,hugepages=true`; `plain` overrides nothing. Repeats are interleaved over the
+variants (plain #1, rounds=5 #1, plain #2, ...), so drift in the neighbours' load hits every
+variant alike. Per variant, kernel and transport it prints each repeat's median at the
+kernel's headline size (8 B for latency, 4 MiB for bandwidth), their mean, and CV = stdev /
+mean (n - 1 in the stdev), with the host's load average before and after.
+
+Prints numbers, never asserts them; exits 0 when every campaign finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import yaml
+
+from fabench.analyse import summarize_result
+from fabench.kernels import get_kernel
+from fabench.spec import DEFAULT_SPEC
+from fabench.store import Store
+
+TARGET_CV = 0.02
+HEADLINE = {"latency": 8, "bandwidth": 4 << 20}  # per primary metric, as document 004
+
+
+def uptime() -> str:
+    try:
+        return "load average " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "load average unknown"
+
+
+def parse_variant(text: str) -> dict[str, object]:
+    if text == "plain":
+        return {}
+    out: dict[str, object] = {}
+    for item in text.split(","):
+        key, _, val = item.partition("=")
+        out[key.strip()] = yaml.safe_load(val)
+    return out
+
+
+def variant_spec(base: dict[str, object], overrides: dict[str, object]) -> dict[str, object]:
+    spec = json.loads(json.dumps(base))
+    spec["repeats"] = 1
+    for group in spec["runs"]:  # type: ignore[union-attr]
+        group.update(overrides)
+    return spec
+
+
+def headline_medians(store: Store, campaign_id: int) -> dict[tuple[str, str], float]:
+    """(kernel, transport) -> median of the kernel's primary metric at its headline size."""
+    out: dict[tuple[str, str], float] = {}
+    for run in store.runs(campaign_id, status="ok"):
+        kernel = get_kernel(run.kernel)
+        size = HEADLINE.get(kernel.primary.name)
+        for rec in store.results(run.id):
+            if rec.size == size:
+                out[(run.kernel, run.transport)] = summarize_result(rec, kernel.primary) \
+                    .summary.median
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--repeats", "-n", type=int, default=3, help="campaigns per variant (3)")
+    ap.add_argument("--variants", default="plain",
+                    help="semicolon list of variants, e.g. 'plain;rounds=5;rounds=5,"
+                         "hugepages=true' (default: plain)")
+    ap.add_argument("--spec", help="campaign spec (default: the built-in campaign's "
+                                   "point-to-point block: latency, bw, bibw over shm and tcp)")
+    ap.add_argument("--kernels", default="mpi.latency,mpi.bw",
+                    help="kernels kept from the spec's groups (default: mpi.latency,mpi.bw; "
+                         "'all' keeps every kernel)")
+    ap.add_argument("--fabench", default=f"{sys.executable} -m fabench",
+                    help="fabench command (default: this Python's -m fabench)")
+    ap.add_argument("--out", help="keep the stores here (default: a temporary dir)")
+    ap.add_argument("--save", help="write every repeat's medians as JSON to this file")
+    args = ap.parse_args(argv)
+    if args.repeats < 2:
+        ap.error("--repeats must be at least 2 for a standard deviation")
+
+    base: dict[str, object] = (yaml.safe_load(Path(args.spec).read_text()) if args.spec
+                               else {**DEFAULT_SPEC, "runs": DEFAULT_SPEC["runs"][:1]})
+    if args.kernels != "all":
+        keep = set(args.kernels.split(","))
+        groups = []
+        for g in base["runs"]:  # type: ignore[union-attr]
+            ks = [k for k in (g["kernel"] if isinstance(g["kernel"], list) else [g["kernel"]])
+                  if k in keep]
+            if ks:
+                groups.append({**g, "kernel": ks})
+        base = {**base, "runs": groups}
+    variants = [v.strip() for v in args.variants.split(";") if v.strip()]
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="fabench-ccv-"))
+    medians: dict[str, dict[tuple[str, str], list[float]]] = {v: {} for v in variants}
+    failures: list[str] = []
+    load_start, t_start = uptime(), time.monotonic()
+    for rep in range(args.repeats):
+        for v in variants:
+            vdir = out / v.replace("=", "-").replace(",", "_")
+            spec_path = vdir / "spec.yaml"
+            vdir.mkdir(parents=True, exist_ok=True)
+            spec_path.write_text(yaml.safe_dump(variant_spec(base, parse_variant(v))))
+            t0 = time.monotonic()
+            p = subprocess.run([*args.fabench.split(), "run", str(spec_path), "--out", str(vdir),
+                                "--no-progress"], capture_output=True, text=True, check=False)
+            if p.returncode != 0:
+                failures.append(f"{v} #{rep + 1}: exit {p.returncode}: {p.stderr.strip()[-300:]}")
+                continue
+            with Store(vdir / "fabench.sqlite") as st:
+                cid = st.latest_campaign()
+                got = headline_medians(st, cid) if cid is not None else {}
+            for key, m in got.items():
+                medians[v].setdefault(key, []).append(m)
+            shown = ", ".join(f"{k} {t} {m:.4g}" for (k, t), m in sorted(got.items()))
+            print(f"# {v} #{rep + 1}: {time.monotonic() - t0:.0f} s; {shown}", file=sys.stderr,
+                  flush=True)
+
+    print(f"# {args.repeats} campaigns per variant, interleaved, "
+          f"{time.monotonic() - t_start:.0f} s; {load_start} at start, {uptime()} at end")
+    print(f"# stores under {out}; CV = stdev (n-1) / mean of the campaigns' medians; "
+          f"target <= {TARGET_CV:.0%}")
+    head = f"{'variant':<24} {'kernel':<12} {'transport':<9} {'medians':<30} {'CV':>7}"
+    print(head)
+    print("-" * len(head))
+    for v in variants:
+        for (k, t), vals in sorted(medians[v].items()):
+            meds = " ".join(f"{x:.4g}" for x in vals)
+            cv = (statistics.stdev(vals) / statistics.mean(vals)) if len(vals) >= 2 else None
+            shown = f"{cv:.2%}" if cv is not None else "n/a"
+            mark = "" if cv is None else ("  ok" if cv <= TARGET_CV else "  > target")
+            print(f"{v:<24} {k:<12} {t:<9} {meds:<30} {shown:>7}{mark}")
+    for f in failures:
+        print(f"# failed: {f}")
+    if args.save:
+        Path(args.save).write_text(json.dumps(
+            {v: {f"{k} {t}": vals for (k, t), vals in d.items()} for v, d in medians.items()},
+            indent=1))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
