@@ -8,6 +8,7 @@ from typing import Any
 
 from .adaptive import refine
 from .errors import FabenchError
+from .hostprobe import core_to_core
 from .kernels import get_kernel
 from .launch import Launcher, LaunchRequest
 from .plan import PlannedRun
@@ -48,6 +49,7 @@ def execute_run(store: Store, launcher: Launcher, planned: PlannedRun,
         campaign_id=campaign_id, key=planned.key, kernel=planned.kernel,
         transport=planned.transport, mpi=planned.mpi, ranks=planned.ranks,
         launcher=launcher.name, repeat=planned.repeat, settings=planned.settings())
+    c2c_start = core_to_core() if launcher.ranks_here else None
     load_start = load_snapshot()
     t_start = time.monotonic()
     outcome = RunOutcome(run_id, planned, "failed")
@@ -95,6 +97,8 @@ def execute_run(store: Store, launcher: Launcher, planned: PlannedRun,
         status, reason = "failed", _failure_reason(res.stderr, res.returncode, out.errors)
     provenance = {
         "load_start": load_start, "load_end": load_snapshot(),
+        **({"core_to_core_start": c2c_start, "core_to_core_end": core_to_core()}
+           if c2c_start else {}),
         # the launchers start the ranks under os.environ + what fabench set: record both
         **run_environment({**res.extra.get("env", {}), **planned.env}),
         "launcher": launcher.describe(),

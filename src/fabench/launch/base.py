@@ -57,6 +57,8 @@ class Launcher(ABC):
     # The campaign's results directory (--out), for launchers that leave files a user keeps
     # with the results (the slurm launcher's job scripts); None when unknown.
     results_dir: str | None = None
+    # Whether the ranks run on this machine's CPUs (so a probe of this host describes them).
+    ranks_here: bool = False
 
     @abstractmethod
     def run(self, req: LaunchRequest, on_record: RecordCallback | None = None) -> LaunchResult:

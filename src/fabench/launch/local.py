@@ -7,6 +7,8 @@ from .mpi_run import run_mpi_kernel
 
 @register_launcher("local")
 class LocalLauncher(Launcher):
+    ranks_here = True
+
     def run(self, req: LaunchRequest, on_record: RecordCallback | None = None) -> LaunchResult:
         if req.kernel.needs_mpi:
             return run_mpi_kernel(req, on_record)

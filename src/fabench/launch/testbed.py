@@ -63,6 +63,8 @@ def testbed_execs(state: TestbedState) -> dict[str, HostExec]:
 
 @register_launcher("testbed")
 class TestbedLauncher(Launcher):
+    ranks_here = True  # namespaces on this machine's CPUs
+
     def __init__(self, testbed: str | None = None, hosts: int = 2) -> None:
         if testbed:
             self.state = load_state(testbed)
@@ -126,6 +128,7 @@ class AutoLauncher(Launcher):
             self.inner = get_launcher("local")
             self.why = str(exc).splitlines()[0][:200]
             print(f"fabench: no testbed here ({self.why}); running locally", file=sys.stderr)
+        self.ranks_here = self.inner.ranks_here
 
     def describe(self) -> str:
         if self.why:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..compare import Comparison, compare_series
+from ..hostprobe import run_core_to_core_ns
 from ..selection import (
     Series,
     SizeEstimate,
@@ -21,6 +22,7 @@ SMALL_SIZE = 8  # document 004 tabulates small-message latency ...
 LARGE_SIZE = 4 << 20  # ... and bandwidth at 4 MiB
 LOAD_PRESSURE_WARN = 0.10  # share of the run's wall time some task waited for a CPU
 REPEAT_CV_WARN = 0.02
+HOST_STATE_RATIO = 1.5  # core-to-core hand-off, slowest run over fastest (hostprobe.py)
 OUTLIER_WARN = 0.01
 
 
@@ -124,6 +126,20 @@ def load_warning(runs: list[RunRow], cores: int | None) -> str | None:
             f"{worst_share:.0%} of a run; repeats and medians absorb part of this, not all")
 
 
+def host_state_warning(runs: list[RunRow]) -> str | None:
+    """One line when the host's core-to-core hand-off changed between runs (hostprobe.py)."""
+    c2c = {r.id: v for r in runs if (v := run_core_to_core_ns(r.provenance)) is not None}
+    if len(c2c) < 2 or max(c2c.values()) < HOST_STATE_RATIO * min(c2c.values()):
+        return None
+    fast = min(c2c.values())
+    slow = sorted(i for i, v in c2c.items() if v >= HOST_STATE_RATIO * fast)
+    ids = ", ".join(map(str, slow[:12])) + (" ..." if len(slow) > 12 else "")
+    return (f"the host changed under the runs: a cache line between the ranks' first two "
+            f"cores took {fast:.0f} to {max(c2c.values()):.0f} ns one way (slow in runs {ids}; "
+            f"{len(slow)} of {len(c2c)}). Small-message latency moves with it (on a virtual "
+            "machine the hypervisor moves its CPUs); compare runs taken at like values")
+
+
 def build_report(store: Store, runs: list[RunRow], excluded: list[RunRow] | None = None,
                  title: str = "fabench report", compare: bool = True) -> Report:
     results = load_results(store, runs)
@@ -137,9 +153,7 @@ def build_report(store: Store, runs: list[RunRow], excluded: list[RunRow] | None
         c["provenance"] = prov[c["id"]]
     warnings: list[str] = []
     cores = next((p.get("cores") for p in prov.values() if p.get("cores")), None)
-    lw = load_warning(runs, cores)
-    if lw:
-        warnings.append(lw)
+    warnings += [w for w in (load_warning(runs, cores), host_state_warning(runs)) if w]
     over = [r for r in runs if r.oversubscribed]
     if over:
         warnings.append(f"{len(over)} runs oversubscribed (more ranks than cores; "
