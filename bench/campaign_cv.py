@@ -8,7 +8,8 @@ medians with CV <= 2 %. A variant overrides keys of every run group, e.g. `round
 variants (plain #1, rounds=5 #1, plain #2, ...), so drift in the neighbours' load hits every
 variant alike. Per variant, kernel and transport it prints each repeat's median at the
 kernel's headline size (8 B for latency, 4 MiB for bandwidth), their mean, and CV = stdev /
-mean (n - 1 in the stdev), with the host's load average before and after.
+mean (n - 1 in the stdev), with the host's load average before and after and each
+campaign's core-to-core hand-off (docs/statistics.md, "Host state").
 
 Prints numbers, never asserts them; exits 0 when every campaign finished.
 """
@@ -28,6 +29,7 @@ from pathlib import Path
 import yaml
 
 from fabench.analyse import summarize_result
+from fabench.hostprobe import run_core_to_core_ns
 from fabench.kernels import get_kernel
 from fabench.spec import DEFAULT_SPEC
 from fabench.store import Store
@@ -59,6 +61,12 @@ def variant_spec(base: dict[str, object], overrides: dict[str, object]) -> dict[
     for group in spec["runs"]:  # type: ignore[union-attr]
         group.update(overrides)
     return spec
+
+
+def core_to_core(store: Store, campaign_id: int) -> float | None:
+    """The campaign's median core-to-core hand-off over its runs (ns), None if unprobed."""
+    vals = [v for r in store.runs(campaign_id) if (v := run_core_to_core_ns(r.provenance))]
+    return statistics.median(vals) if vals else None
 
 
 def headline_medians(store: Store, campaign_id: int) -> dict[tuple[str, str], float]:
@@ -107,6 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     variants = [v.strip() for v in args.variants.split(";") if v.strip()]
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="fabench-ccv-"))
     medians: dict[str, dict[tuple[str, str], list[float]]] = {v: {} for v in variants}
+    hand_offs: dict[str, list[float | None]] = {v: [] for v in variants}
     failures: list[str] = []
     load_start, t_start = uptime(), time.monotonic()
     for rep in range(args.repeats):
@@ -124,10 +133,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             with Store(vdir / "fabench.sqlite") as st:
                 cid = st.latest_campaign()
                 got = headline_medians(st, cid) if cid is not None else {}
+                c2c = core_to_core(st, cid) if cid is not None else None
             for key, m in got.items():
                 medians[v].setdefault(key, []).append(m)
+            hand_offs[v].append(c2c)
             shown = ", ".join(f"{k} {t} {m:.4g}" for (k, t), m in sorted(got.items()))
-            print(f"# {v} #{rep + 1}: {time.monotonic() - t0:.0f} s; {shown}", file=sys.stderr,
+            print(f"# {v} #{rep + 1}: {time.monotonic() - t0:.0f} s; core-to-core "
+                  f"{'-' if c2c is None else f'{c2c:.0f} ns'}; {shown}", file=sys.stderr,
                   flush=True)
 
     print(f"# {args.repeats} campaigns per variant, interleaved, "
@@ -138,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(head)
     print("-" * len(head))
     for v in variants:
+        ns = " ".join("-" if x is None else f"{x:.0f}" for x in hand_offs[v])
+        print(f"{v:<24} core-to-core hand-off per campaign (ns, hostprobe.py): {ns}")
         for (k, t), vals in sorted(medians[v].items()):
             meds = " ".join(f"{x:.4g}" for x in vals)
             cv = (statistics.stdev(vals) / statistics.mean(vals)) if len(vals) >= 2 else None
@@ -148,7 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"# failed: {f}")
     if args.save:
         Path(args.save).write_text(json.dumps(
-            {v: {f"{k} {t}": vals for (k, t), vals in d.items()} for v, d in medians.items()},
+            {v: {**{f"{k} {t}": vals for (k, t), vals in d.items()},
+                 "core_to_core_ns": hand_offs[v]} for v, d in medians.items()},
             indent=1))
     return 1 if failures else 0
 

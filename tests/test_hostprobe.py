@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import fabench_cli
-from fabench.hostprobe import core_to_core, run_core_to_core_ns
+from fabench.hostprobe import core_to_core, run_core_to_core_ns, sides_differ
 from fabench.native import native_root
 from fabench.report.model import host_state_warning
 from fabench.store import Store
@@ -72,3 +72,13 @@ def test_local_runs_record_it_and_the_report_warns_on_a_change(openmpi: str,
     assert host_state_warning(at(1.2 * base)) is None
     w = host_state_warning(at(4 * base))
     assert w is not None and f"slow in runs {runs[1].id};" in w and "1 of 2" in w
+
+
+def test_compare_sides_taken_in_different_host_states() -> None:
+    def prov(ns: float) -> dict:
+        return {"core_to_core_start": {"one_way_ns": ns}, "core_to_core_end": {"one_way_ns": ns}}
+
+    assert sides_differ([prov(60), prov(62)], [prov(70)]) == ""
+    note = sides_differ([prov(60), prov(62), prov(240)], [prov(230), prov(240)])
+    assert "A's runs saw a core-to-core hand-off of 62 ns, B's 235 ns" in note
+    assert sides_differ([prov(60)], [{}]) == ""  # B unprobed (e.g. a Slurm run): no claim

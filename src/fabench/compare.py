@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import FabenchError
+from .hostprobe import sides_differ
 from .metrics import Better, Metric
 from .selection import (
     Series,
@@ -71,11 +72,18 @@ class Comparison:
     def sentence(self) -> str:
         return summary_sentence(self)
 
+    @property
+    def host_note(self) -> str:
+        """Non-empty when A and B were measured on a host in different states."""
+        return sides_differ((r.provenance for r in self.a.runs),
+                            (r.provenance for r in self.b.runs))
+
     def as_dict(self) -> dict[str, Any]:
         return {"kernel": self.kernel, "metric": self.metric.name, "unit": self.metric.unit,
                 "better": self.metric.better.value, "a": self.name_a, "b": self.name_b,
                 "runs_a": [r.id for r in self.a.runs], "runs_b": [r.id for r in self.b.runs],
                 "tolerance": self.tolerance, "summary": self.sentence(),
+                "host_note": self.host_note,
                 "sizes": [s.as_dict() for s in self.sizes]}
 
 
@@ -295,6 +303,8 @@ def comparison_table(c: Comparison) -> list[str]:
                      f" {_fmt(t.diff):>10} {dci:>23} {t.ratio:>7.3f} {rci:>17}  {sc.verdict}"
                      + (f" ({sc.note})" if sc.note else ""))
     lines.append(f"# {c.sentence()}")
+    if c.host_note:
+        lines.append(f"# caution: {c.host_note}")
     return lines
 
 

@@ -9,13 +9,18 @@ report tell that change of host from a change of configuration.
 """
 
 import json
+import statistics
 import subprocess
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .native import native_root
 
 PROBE = "fb-probe-c2c"
 TIMEOUT_S = 5.0
+# Slower over faster hand-off at which runs count as taken on a different host: the two states
+# seen here were 58-82 and 225-370 ns; one state's own probes spread well under 1.5x.
+HOST_STATE_RATIO = 1.5
 
 
 def core_to_core() -> dict[str, Any] | None:
@@ -39,8 +44,25 @@ def core_to_core() -> dict[str, Any] | None:
     return None
 
 
-def run_core_to_core_ns(provenance: dict[str, Any]) -> float | None:
+def run_core_to_core_ns(provenance: Mapping[str, Any]) -> float | None:
     """A run's core-to-core hand-off: the mean of its before and after probes."""
     vals = [p["one_way_ns"] for k in ("core_to_core_start", "core_to_core_end")
             if isinstance(p := provenance.get(k), dict) and p.get("one_way_ns")]
     return sum(vals) / len(vals) if vals else None
+
+
+def sides_differ(provs_a: Iterable[Mapping[str, Any]],
+                 provs_b: Iterable[Mapping[str, Any]]) -> str:
+    """A sentence when two sets of runs were taken at different core-to-core hand-offs (the
+    medians of their runs' probes >= HOST_STATE_RATIO apart), else ""."""
+    sides = []
+    for provs in (provs_a, provs_b):
+        vals = [v for p in provs if (v := run_core_to_core_ns(p)) is not None]
+        if not vals:
+            return ""
+        sides.append(statistics.median(vals))
+    a, b = sides
+    if max(a, b) < HOST_STATE_RATIO * min(a, b):
+        return ""
+    return (f"A's runs saw a core-to-core hand-off of {a:.0f} ns, B's {b:.0f} ns: the host "
+            "changed between them, and a small-message difference may be the host's")

@@ -117,6 +117,8 @@ def _comparisons(report: Report) -> str:
     parts = []
     for c in report.comparisons:
         parts.append(f"<p><b>{escape(summary_sentence(c))}</b></p>")
+        if c.host_note:
+            parts.append(f"<p class=warn>caution: {escape(c.host_note)}</p>")
         parts.append(_comparison_table(c))
     return "".join(parts)
 

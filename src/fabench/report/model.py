@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..compare import Comparison, compare_series
-from ..hostprobe import run_core_to_core_ns
+from ..hostprobe import HOST_STATE_RATIO, run_core_to_core_ns
 from ..selection import (
     Series,
     SizeEstimate,
@@ -22,7 +22,6 @@ SMALL_SIZE = 8  # document 004 tabulates small-message latency ...
 LARGE_SIZE = 4 << 20  # ... and bandwidth at 4 MiB
 LOAD_PRESSURE_WARN = 0.10  # share of the run's wall time some task waited for a CPU
 REPEAT_CV_WARN = 0.02
-HOST_STATE_RATIO = 1.5  # core-to-core hand-off, slowest run over fastest (hostprobe.py)
 OUTLIER_WARN = 0.01
 
 
