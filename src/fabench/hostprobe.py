@@ -65,4 +65,4 @@ def sides_differ(provs_a: Iterable[Mapping[str, Any]],
     if max(a, b) < HOST_STATE_RATIO * min(a, b):
         return ""
     return (f"A's runs saw a core-to-core hand-off of {a:.0f} ns, B's {b:.0f} ns: the host "
-            "changed between them, and a small-message difference may be the host's")
+            "changed between them, and the difference may be the host's at any size")

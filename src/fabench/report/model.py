@@ -135,7 +135,7 @@ def host_state_warning(runs: list[RunRow]) -> str | None:
     ids = ", ".join(map(str, slow[:12])) + (" ..." if len(slow) > 12 else "")
     return (f"the host changed under the runs: a cache line between the ranks' first two "
             f"cores took {fast:.0f} to {max(c2c.values()):.0f} ns one way (slow in runs {ids}; "
-            f"{len(slow)} of {len(c2c)}). Small-message latency moves with it (on a virtual "
+            f"{len(slow)} of {len(c2c)}). Results at every size can move with it (on a virtual "
             "machine the hypervisor moves its CPUs); compare runs taken at like values")
 
 
