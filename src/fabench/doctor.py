@@ -123,6 +123,21 @@ def cpu_checks() -> list[Check]:
 
 
 @register_check
+def core_to_core_checks() -> list[Check]:
+    from .hostprobe import core_to_core
+
+    got = core_to_core()
+    if got is None:
+        return [Check("CPU", "core-to-core", True, "not measured (fewer than two CPUs, or "
+                      "fb-probe-c2c not built)")]
+    a, b = got["cpus"]
+    return [Check("CPU", "core-to-core", True,
+                  f"a cache line between CPUs {a} and {b} (ranks 0 and 1) takes "
+                  f"{got['one_way_ns']:.0f} ns one way now; recorded with every run, as it "
+                  "moves small-message latency (docs/statistics.md, \"Host state\")")]
+
+
+@register_check
 def netns_checks() -> list[Check]:
     # unshare makes a throwaway namespace that vanishes when `true` exits: nothing is left.
     rc, text = _run(["unshare", "--net", "true"])
