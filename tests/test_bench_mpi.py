@@ -1,6 +1,7 @@
 """Real mpirun ranks through the CLI: what a user types, what a user sees."""
 
 import json
+import os
 import statistics
 from pathlib import Path
 
@@ -150,6 +151,8 @@ def test_doctor_lists_what_is_missing() -> None:
         assert "no RDMA device" in rdma["detail"] and rdma["fix"]
     assert any(c["section"] == "MPI" and c["ok"] for c in checks)
     assert any(c["section"] == "Kernels" and c["name"] == "mpi.latency" for c in checks)
+    c2c = by[("CPU", "core-to-core")]["detail"]
+    assert ("ns one way now" in c2c) == (len(os.sched_getaffinity(0)) >= 2), c2c
 
 
 def test_rounds_pool_into_one_result_per_size(openmpi: str, tmp_path: Path) -> None:
