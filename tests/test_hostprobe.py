@@ -28,7 +28,8 @@ def test_probe_measures_a_hand_off() -> None:
     # A hand-off is a cache-coherence transaction: tens of ns on one die, hundreds across
     # sockets or under a hypervisor; never zero, never a scheduler tick.
     assert 1.0 < got["best_ns"] <= got["one_way_ns"] < 100_000
-    assert got["round_trips"] == 20000
+    # 20000 asked; fewer only when a busy CPU made it hit its 0.5 s budget (whole batches)
+    assert got["round_trips"] in range(100, 20001, 100)
 
 
 def test_probe_skips_with_one_cpu() -> None:
