@@ -70,6 +70,12 @@ def test_local_runs_record_it_and_the_report_warns_on_a_change(openmpi: str,
                 "core_to_core_end": {"one_way_ns": ns}}
         return [runs[0], dataclasses.replace(runs[1], provenance=prov)]
 
+    html = tmp_path / "r.html"
+    fabench_cli("report", "--store", str(tmp_path), "-o", str(html), *[str(r.id) for r in runs])
+    text = html.read_text()
+    assert "<th>core-to-core (ns)</th>" in text
+    assert f"<td>{run_core_to_core_ns(runs[0].provenance):.0f}</td>" in text
+
     assert host_state_warning(at(1.2 * base)) is None
     w = host_state_warning(at(4 * base))
     assert w is not None and f"slow in runs {runs[1].id};" in w and "1 of 2" in w

@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import __version__
 from ..compare import Comparison, summary_sentence
+from ..hostprobe import run_core_to_core_ns
 from ..selection import Series, SizeEstimate, config_label
 from .charts import Line, line_chart, size_label
 from .model import TABLE_COLUMNS, Report
@@ -171,14 +172,16 @@ def _provenance(report: Report) -> str:
                      f"{_kv(dict(c.get('provenance', {})))}</details>")
     rows = ['<table><tr><th>run</th><th class="l">kernel</th><th class="l">configuration</th>'
             '<th>repeat</th><th class="l">status</th><th class="l">selected</th>'
-            '<th class="l">details</th></tr>']
+            '<th>core-to-core (ns)</th><th class="l">details</th></tr>']
     for r in [*report.runs, *report.excluded]:
         det = {"command": r.command or "", "settings": r.settings, "notes": r.notes,
                "flags": r.flags, "kernel_meta": r.kernel_meta, "provenance": r.provenance}
+        c2c = run_core_to_core_ns(r.provenance)  # the host state, docs/statistics.md
         rows.append(f"<tr><td>{r.id}</td><td class=l>{escape(r.kernel)}</td>"
                     f"<td class=l>{escape(config_label(r))}</td><td>{r.repeat}</td>"
                     f"<td class=l>{escape(r.status)}</td>"
                     f"<td class=l>{escape(r.selected_transport or '?')}</td>"
+                    f"<td>{'-' if c2c is None else f'{c2c:.0f}'}</td>"
                     f"<td class=l><details><summary>show</summary>{_kv(det)}</details></td>"
                     "</tr>")
     rows.append("</table>")
