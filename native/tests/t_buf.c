@@ -12,19 +12,10 @@
 
 #include "fb_buf.h"
 
+#define T_NAME "t_buf"
+#include "t_expect.h"
+
 #define MIB ((size_t)1 << 20)
-
-static int failures;
-
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "t_buf:%d: FAIL %s: ", __LINE__, #cond);                           \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-            failures++;                                                                        \
-        }                                                                                      \
-    } while (0)
 
 static int zeroed(const unsigned char *b, size_t len)
 {
@@ -104,7 +95,5 @@ int main(void)
 {
     shapes();
     renewal();
-    if (failures)
-        fprintf(stderr, "t_buf: %d failure(s)\n", failures);
-    return failures ? 1 : 0;
+    return t_verdict();
 }

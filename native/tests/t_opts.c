@@ -5,17 +5,8 @@
 
 #include "fb_opts.h"
 
-static int failures;
-
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "t_opts:%d: FAIL %s: ", __LINE__, #cond);                          \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-            failures++;                                                                        \
-        }                                                                                      \
-    } while (0)
+#define T_NAME "t_opts"
+#include "t_expect.h"
 
 static enum fb_opts_status parse(struct fb_opts *o, enum fb_kernel_class cls, const char *a1,
                                  const char *a2, const char *a3)
@@ -88,10 +79,5 @@ int main(void)
     EXPECT(parse(&o, FB_CLASS_LATENCY, "--window", "-3", NULL) == FB_OPTS_ERROR, "neg window");
     EXPECT(parse(&o, FB_CLASS_LATENCY, "--help", NULL, NULL) == FB_OPTS_HELP, "help");
 
-    if (failures) {
-        fprintf(stderr, "t_opts: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("t_opts: ok\n");
-    return 0;
+    return t_verdict();
 }

@@ -6,17 +6,8 @@
 #include "fb_buf.h"
 #include "fb_pattern.h"
 
-static int failures;
-
-#define EXPECT(cond, ...)                                                                      \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "t_pattern:%d: FAIL %s: ", __LINE__, #cond);                       \
-            fprintf(stderr, __VA_ARGS__);                                                      \
-            fputc('\n', stderr);                                                               \
-            failures++;                                                                        \
-        }                                                                                      \
-    } while (0)
+#define T_NAME "t_pattern"
+#include "t_expect.h"
 
 static void bytes_roundtrip(size_t len)
 {
@@ -89,10 +80,5 @@ int main(void)
         bytes_roundtrip(lens[i]);
     offsets();
     reductions();
-    if (failures) {
-        fprintf(stderr, "t_pattern: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("t_pattern: ok\n");
-    return 0;
+    return t_verdict();
 }
