@@ -17,6 +17,7 @@ Prints numbers, never asserts them; exits 0 when every campaign finished.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import statistics
 import subprocess
@@ -31,6 +32,7 @@ import yaml
 from fabench.analyse import summarize_result
 from fabench.hostprobe import run_core_to_core_ns
 from fabench.kernels import get_kernel
+from fabench.provenance import load_snapshot
 from fabench.spec import DEFAULT_SPEC
 from fabench.store import Store
 
@@ -39,10 +41,8 @@ HEADLINE = {"latency": 8, "bandwidth": 4 << 20}  # per primary metric, as docume
 
 
 def uptime() -> str:
-    try:
-        return "load average " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "load average unknown"
+    la = load_snapshot().get("loadavg")
+    return "load average " + (" ".join(f"{x:.2f}" for x in la) if la else "unknown")
 
 
 def parse_variant(text: str) -> dict[str, object]:
@@ -56,14 +56,14 @@ def parse_variant(text: str) -> dict[str, object]:
 
 
 def variant_spec(base: dict[str, object], overrides: dict[str, object]) -> dict[str, object]:
-    spec = json.loads(json.dumps(base))
+    spec = copy.deepcopy(base)
     spec["repeats"] = 1
     for group in spec["runs"]:  # type: ignore[union-attr]
         group.update(overrides)
     return spec
 
 
-def core_to_core(store: Store, campaign_id: int) -> float | None:
+def campaign_hand_off(store: Store, campaign_id: int) -> float | None:
     """The campaign's median core-to-core hand-off over its runs (ns), None if unprobed."""
     vals = [v for r in store.runs(campaign_id) if (v := run_core_to_core_ns(r.provenance))]
     return statistics.median(vals) if vals else None
@@ -133,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             with Store(vdir / "fabench.sqlite") as st:
                 cid = st.latest_campaign()
                 got = headline_medians(st, cid) if cid is not None else {}
-                c2c = core_to_core(st, cid) if cid is not None else None
+                c2c = campaign_hand_off(st, cid) if cid is not None else None
             for key, m in got.items():
                 medians[v].setdefault(key, []).append(m)
             hand_offs[v].append(c2c)

@@ -38,7 +38,9 @@ void *fb_buf_alloc_pages(size_t len, bool huge)
     size_t want = len ? len : 1;
     huge = huge && want >= HUGE_PAGE;
     size_t align = huge ? HUGE_PAGE : page;
-    size_t maplen = page + (align - page) + ((want + page - 1) / page) * page;
+    /* the pages for `want`, and below them at least one page for the mapping record (with
+     * huge pages, whatever it takes to reach the next 2 MiB boundary) */
+    size_t maplen = align + (want + page - 1) / page * page;
     char *base = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED) {
         fprintf(stderr, "fabench: cannot allocate %zu bytes: %s\n", want, strerror(errno));
@@ -83,4 +85,18 @@ void *fb_buf_renew(void *old, size_t len, bool huge, unsigned seed)
     if (buf)
         fb_buf_free(old);
     return buf;
+}
+
+int fb_buf_renew_pair(char **sbuf, size_t slen, char **rbuf, size_t rlen, bool huge,
+                      long round)
+{
+    char *s = fb_buf_renew(*sbuf, slen, huge, 2 * (unsigned)round);
+    if (!s)
+        return -1;
+    *sbuf = s;
+    char *r = fb_buf_renew(*rbuf, rlen, huge, 2 * (unsigned)round + 1);
+    if (!r)
+        return -1;
+    *rbuf = r;
+    return 0;
 }

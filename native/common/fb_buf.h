@@ -28,4 +28,9 @@ void fb_buf_free(void *buf);
  * still allocated). */
 void *fb_buf_renew(void *old, size_t len, bool huge, unsigned seed);
 
+/* A kernel's send and receive buffers renewed for round `round` (each with its own seed). 0 on
+ * success; -1 if an allocation failed, with *sbuf and *rbuf still valid buffers. */
+int fb_buf_renew_pair(char **sbuf, size_t slen, char **rbuf, size_t rlen, bool huge,
+                      long round);
+
 #endif

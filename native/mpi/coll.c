@@ -192,15 +192,10 @@ static void renew_buffers(struct coll *c, size_t smax, size_t rmax, long round)
 #ifdef SMPI_SHARED_MALLOC
     (void)c, (void)smax, (void)rmax, (void)round; /* simulated pages have no placement to sample */
 #else
-    bool huge = c->ctx->opts.hugepages;
-    char *sb = fb_buf_renew(c->sbuf, smax, huge, 2 * (unsigned)round);
-    char *rb = sb ? fb_buf_renew(c->rbuf, rmax, huge, 2 * (unsigned)round + 1) : NULL;
-    if (!sb || !rb) {
+    if (fb_buf_renew_pair(&c->sbuf, smax, &c->rbuf, rmax, c->ctx->opts.hugepages, round)) {
         fprintf(stderr, "%s: out of memory renewing buffers\n", c->ctx->kernel);
         MPI_Abort(c->ctx->comm, 1);
     }
-    c->sbuf = sb;
-    c->rbuf = rb;
 #endif
 }
 

@@ -210,15 +210,11 @@ static void setup(struct pt2pt *p, struct fb_mpi_ctx *ctx, enum fb_pt2pt_kind ki
 static void renew_buffers(struct pt2pt *p, long round)
 {
     size_t maxs = max_size(&p->ctx->opts);
-    bool huge = p->ctx->opts.hugepages;
-    char *s = fb_buf_renew(p->sbuf, maxs, huge, 2 * (unsigned)round);
-    char *r = s ? fb_buf_renew(p->rbuf, maxs * p->rslots, huge, 2 * (unsigned)round + 1) : NULL;
-    if (!s || !r) {
+    if (fb_buf_renew_pair(&p->sbuf, maxs, &p->rbuf, maxs * p->rslots, p->ctx->opts.hugepages,
+                          round)) {
         fprintf(stderr, "%s: out of memory renewing %zu-byte buffers\n", p->ctx->kernel, maxs);
         MPI_Abort(p->ctx->comm, 1);
     }
-    p->sbuf = s;
-    p->rbuf = r;
 }
 
 /* One size in one round: run it, gather the timing side's samples, emit the result. */
