@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import fabench_cli, own_testbeds
+from conftest import fabench_cli, missing, own_testbeds
 from fabench.errors import FabenchError
 from fabench.model.calibrate import calibrate, fit_segments
 from fabench.model.collectives import (
@@ -21,9 +21,9 @@ from fabench.model.collectives import (
     predict,
     predict_all,
 )
-from fabench.model.fabric import Fabric, Segment, load_fabric, save_fabric
+from fabench.model.fabric import Fabric, Segment, save_fabric
 from fabench.model.hpl import HplParams, fit_node_cv, hpl_point, peak_gflops
-from fabench.model.presets import PRESETS
+from fabench.model.presets import PRESETS, load_fabric
 from fabench.model.topology import FatTree, Torus, make_topology, torus_dims
 from fabench.model.validate import run_algorithm
 from fabench.records import ResultRecord
@@ -430,7 +430,7 @@ def test_openmpi_tuned_numbers_match_ompi_info() -> None:
     import shutil
 
     if shutil.which("ompi_info") is None:
-        pytest.skip("ompi_info not found (Open MPI not installed)")
+        missing("ompi_info not found (Open MPI not installed)")
     out = subprocess.run(["ompi_info", "--param", "coll", "tuned", "--level", "9"],
                          capture_output=True, text=True, timeout=60, check=True).stdout
     for coll, nums in OPENMPI_TUNED.items():

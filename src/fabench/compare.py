@@ -29,6 +29,7 @@ from .selection import (
 )
 from .stats import Interval, TwoSample, compare_medians, compare_medians_runs
 from .store import Store
+from .units import format_number
 
 DEFAULT_TOLERANCE = 0.05
 PAIR_FIELDS = ("transport", "mpi", "env", "label", "source")
@@ -213,17 +214,6 @@ _WORDS = {"latency": ("slower", "faster"), "bandwidth": ("lower bandwidth", "hig
           "message_rate": ("lower message rate", "higher message rate")}
 
 
-def _fmt(v: float) -> str:
-    a = abs(v)
-    if a >= 1000:
-        return f"{v:.0f}"
-    if a >= 10:
-        return f"{v:.1f}"
-    if a >= 0.1:
-        return f"{v:.2f}"
-    return f"{v:.3g}"
-
-
 def size_text(n: int) -> str:
     for suffix, mult in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= mult and n % mult == 0:
@@ -252,7 +242,7 @@ def _amount(sc: SizeComparison, unit: str) -> str:
     lo, hi = sorted((abs(ci.low), abs(ci.high)))
     r = sc.two.ratio
     ratio = f"{r:.2f}x" if r < 10 else f"{r:.1f}x"
-    return f"{_fmt(d)} {unit} ({_fmt(lo)}–{_fmt(hi)}, {ratio})"
+    return f"{format_number(d)} {unit} ({format_number(lo)}–{format_number(hi)}, {ratio})"
 
 
 def summary_sentence(c: Comparison) -> str:
@@ -299,8 +289,9 @@ def comparison_table(c: Comparison) -> list[str]:
         t = sc.two
         dci = _ci_text(t.diff_ci, 10)
         rci = _ci_text(t.ratio_ci, 7, ratio=True)
-        lines.append(f"  {size_text(sc.size):>9} {_fmt(t.median_a):>11} {_fmt(t.median_b):>11}"
-                     f" {_fmt(t.diff):>10} {dci:>23} {t.ratio:>7.3f} {rci:>17}  {sc.verdict}"
+        a, b, d = (format_number(v) for v in (t.median_a, t.median_b, t.diff))
+        lines.append(f"  {size_text(sc.size):>9} {a:>11} {b:>11} {d:>10} {dci:>23} "
+                     f"{t.ratio:>7.3f} {rci:>17}  {sc.verdict}"
                      + (f" ({sc.note})" if sc.note else ""))
     lines.append(f"# {c.sentence()}")
     if c.host_note:
@@ -313,4 +304,4 @@ def _ci_text(ci: Interval, width: int, ratio: bool = False) -> str:
         return "-"
     if ratio:
         return f"[{ci.low:.3f}, {ci.high:.3f}]"
-    return f"[{_fmt(ci.low)}, {_fmt(ci.high)}]"
+    return f"[{format_number(ci.low)}, {format_number(ci.high)}]"

@@ -8,8 +8,9 @@ from dataclasses import replace
 from ..errors import FabenchError
 from ..model.calibrate import calibrate
 from ..model.collectives import ALGORITHMS, Cluster, predict_all
-from ..model.fabric import list_fabrics, load_fabric, save_fabric
+from ..model.fabric import save_fabric
 from ..model.hpl import HplParams, fit_node_cv, hpl_curve, peak_gflops
+from ..model.presets import list_fabrics, load_fabric
 from ..model.tables import (
     calibration_lines,
     comparison_lines,
@@ -30,6 +31,7 @@ from ..model.validate import (
 )
 from ..store import Store
 from ..units import parse_sizes
+from . import COMMANDS
 from ._common import add_out_argument, store_path
 
 
@@ -72,6 +74,7 @@ def cluster_from_args(args: argparse.Namespace) -> Cluster:
     return c
 
 
+@COMMANDS.register("model")
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("model", help="calibrate a fabric model; predict collectives and HPL",
                        description="LogGP-family fabric models calibrated from stored "

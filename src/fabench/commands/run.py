@@ -3,14 +3,15 @@
 import argparse
 
 from ..campaign import run_campaign
-from ..launch import get_launcher
 from ..report.campaign_summary import campaign_lines
 from ..report.finalize import finalize_campaign
 from ..spec import load_spec
 from ..store import Store
-from ._common import add_on_argument, add_out_argument, parse_on, store_path
+from . import COMMANDS
+from ._common import add_on_argument, add_out_argument, scheduler_from, store_path
 
 
+@COMMANDS.register("run")
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser(
         "run", help="run a campaign (a YAML spec, or the built-in default)",
@@ -34,14 +35,15 @@ def main(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     if args.repeats:
         spec = spec.model_copy(update={"repeats": args.repeats})
-    name, opts = parse_on(args.on if args.on != ["local"] else [spec.launcher])
-    launcher = get_launcher(name, **opts)
-    launcher.results_dir = str(args.out)
+    scheduler = scheduler_from(args.on if args.on != ["local"] else [spec.launcher], args.out)
     spath = store_path(args.out)
-    result = run_campaign(spec, launcher, spath, quick=args.quick, resume=args.resume,
-                          show_progress=not args.no_progress)
+    try:
+        result = run_campaign(spec, scheduler, spath, quick=args.quick, resume=args.resume,
+                              show_progress=not args.no_progress)
+    finally:
+        scheduler.close()
     with Store(spath) as store:
-        print(f"# campaign {result.campaign_id} ({spec.name}) on {launcher.describe()}: "
+        print(f"# campaign {result.campaign_id} ({spec.name}) on {scheduler.describe()}: "
               f"{result.status}")
         for line in campaign_lines(store, result.campaign_id):
             print(line)

@@ -17,8 +17,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import FabenchError
-
 FABRICS_DIR = "fabrics"
 
 
@@ -164,28 +162,3 @@ def save_fabric(fabric: Fabric, out: Path) -> Path:
     path = d / f"{fabric.name}.json"
     path.write_text(json.dumps(fabric.to_dict(), indent=1) + "\n")
     return path
-
-
-def load_fabric(name: str, out: Path | None = None) -> Fabric:
-    """A calibration saved under `out`, a JSON file path, or a preset, in that order."""
-    from .presets import PRESETS
-
-    if out is not None:
-        path = fabrics_dir(out) / f"{name}.json"
-        if path.is_file():
-            return Fabric.from_dict(json.loads(path.read_text()))
-    p = Path(name)
-    if p.suffix == ".json" and p.is_file():
-        return Fabric.from_dict(json.loads(p.read_text()))
-    if name in PRESETS:
-        return PRESETS[name]()
-    saved = sorted(x.stem for x in fabrics_dir(out).glob("*.json")) if out else []
-    raise FabenchError(f"unknown fabric {name!r}; presets: {', '.join(PRESETS)}"
-                       + (f"; calibrated: {', '.join(saved)}" if saved else ""))
-
-
-def list_fabrics(out: Path | None = None) -> list[str]:
-    from .presets import PRESETS
-
-    saved = sorted(x.stem for x in fabrics_dir(out).glob("*.json")) if out else []
-    return [*PRESETS, *saved]

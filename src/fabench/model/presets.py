@@ -8,9 +8,12 @@ cost is one more round trip (the request-to-send/clear-to-send handshake). See d
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 
-from .fabric import Fabric, Segment
+from ..errors import FabenchError
+from .fabric import Fabric, Segment, fabrics_dir
 
 DOC004 = ("document 004 (40G Ethernet on an Intel ONS switch), IMB PingPong table: "
           "latency at 4 B, bandwidth at 4 MB")
@@ -128,3 +131,26 @@ PRESETS: dict[str, Callable[[], Fabric]] = {
     "tcp-1g": tcp_1g, "tcp-40g": tcp_40g, "roce-40g": roce_40g, "ib-qdr": ib_qdr,
     "ib-fdr": ib_fdr, "ib-100g": ib_edr_100g, "roce-100g": roce_100g, "tcp-100g": tcp_100g,
 }
+
+
+# Where fabrics come from, in the order a name is looked up: a calibration saved beside the
+# store, a fabric file, a preset (so this lives with the presets).
+def load_fabric(name: str, out: Path | None = None) -> Fabric:
+    """A calibration saved under `out`, a JSON file path, or a preset, in that order."""
+    if out is not None:
+        path = fabrics_dir(out) / f"{name}.json"
+        if path.is_file():
+            return Fabric.from_dict(json.loads(path.read_text()))
+    p = Path(name)
+    if p.suffix == ".json" and p.is_file():
+        return Fabric.from_dict(json.loads(p.read_text()))
+    if name in PRESETS:
+        return PRESETS[name]()
+    saved = sorted(x.stem for x in fabrics_dir(out).glob("*.json")) if out else []
+    raise FabenchError(f"unknown fabric {name!r}; presets: {', '.join(PRESETS)}"
+                       + (f"; calibrated: {', '.join(saved)}" if saved else ""))
+
+
+def list_fabrics(out: Path | None = None) -> list[str]:
+    saved = sorted(x.stem for x in fabrics_dir(out).glob("*.json")) if out else []
+    return [*PRESETS, *saved]

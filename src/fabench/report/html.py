@@ -12,8 +12,10 @@ from .. import __version__
 from ..compare import Comparison, summary_sentence
 from ..hostprobe import run_core_to_core_ns
 from ..selection import Series, SizeEstimate, config_label
+from ..units import format_number
 from .charts import Line, line_chart, size_label
 from .model import TABLE_COLUMNS, Report
+from .prediction import prediction_section
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1400px;color:#222;
@@ -54,10 +56,8 @@ document.body.dataset.charts = String(document.querySelectorAll('svg.chart').len
 """
 
 
-def _f(v: float, digits: int = 4) -> str:
-    if v != v:
-        return "-"
-    return f"{v:.{digits}g}"
+def _f(v: float) -> str:
+    return format_number(v)
 
 
 def _ci(p: SizeEstimate) -> str:
@@ -211,7 +211,6 @@ def _stats_tables(report: Report) -> str:
 
 
 def _prediction(report: Report) -> list[str]:
-    from .prediction import prediction_section  # the model's section (docs/model.md)
 
     section = prediction_section(report.series)
     return ["<h2>Prediction</h2>", section] if section else []

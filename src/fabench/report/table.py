@@ -5,18 +5,9 @@ from collections.abc import Iterable
 
 from ..analyse import SizeSummary, summarize_results
 from ..kernels import get_kernel
+from ..kernels.transport import stream_results
 from ..records import ResultRecord
-from ..units import format_size
-
-
-def _fmt(v: float) -> str:
-    if v != v:  # NaN
-        return "-"
-    if abs(v) >= 1e5:
-        return f"{v:.0f}"
-    if abs(v) >= 100:
-        return f"{v:.1f}"
-    return f"{v:.2f}"
+from ..units import format_number, format_size
 
 
 def header_lines(title: str, notes: Iterable[str] = ()) -> list[str]:
@@ -32,9 +23,9 @@ def size_table(rows: list[SizeSummary]) -> list[str]:
     for r in rows:
         s = r.summary
         check = "" if r.validated is None else ("  validated" if r.validated else "  INVALID")
-        lines.append(f"  {format_size(r.size):>9} {_fmt(s.median):>11} {_fmt(s.p5):>11}"
-                     f" {_fmt(s.p95):>11} {_fmt(s.mean):>11} {_fmt(s.min):>11}"
-                     f" {_fmt(s.max):>11} {s.n:>7}{check}")
+        cells = " ".join(f"{format_number(v):>11}"
+                         for v in (s.median, s.p5, s.p95, s.mean, s.min, s.max))
+        lines.append(f"  {format_size(r.size):>9} {cells} {s.n:>7}{check}")
     return lines
 
 
@@ -74,7 +65,6 @@ _DETAIL_COLUMNS = (
 def transport_details(kernel_name: str, results: list[ResultRecord]) -> list[str]:
     """CPU use, CPU seconds per GB moved, retransmits, loss, and for tcp.streams each stream's
     median bandwidth (lowest..highest stream): the columns a transport tuning decision needs."""
-    from ..kernels_transport import stream_results
 
     cols = [c for c in _DETAIL_COLUMNS if any(c[0] in r.extra for r in results)]
     streams = {r.size: stream_results(r) for r in results}
@@ -95,12 +85,12 @@ def transport_details(kernel_name: str, results: list[ResultRecord]) -> list[str
             row += f" {fmt.format(v) if isinstance(v, int | float) and v == v else '-':>9}"
         if received:
             t = r.extra.get("timed_s") or 0
-            row += f" {_fmt(r.extra.get('received_bytes', 0) / t / 1e6) if t else '-':>10}"
+            row += f" {format_number(r.extra.get('received_bytes', 0) / t / 1e6) if t else '-':>10}"
         per = streams.get(r.size) or []
         if per:
             meds = [summarize_results(kernel_name, [s], get_kernel(kernel_name).primary)[0]
                     .summary.median for s in per]
-            row += (f"  {len(per)} streams: {_fmt(sorted(meds)[len(meds) // 2])}, "
-                    f"{_fmt(min(meds))}..{_fmt(max(meds))}")
+            row += (f"  {len(per)} streams: {format_number(sorted(meds)[len(meds) // 2])}, "
+                    f"{format_number(min(meds))}..{format_number(max(meds))}")
         lines.append(row)
     return lines

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FabenchError
-from ..launch import HostExec
+from ..placement import HostExec
 
 
 class TargetError(FabenchError):

@@ -4,16 +4,15 @@ fabench cannot reach the compute nodes itself, so the job script does it: one ta
 copies /proc/net/dev into the job's working directory (shared with the submit host), named
 `<run>.<job id>.<before|after>.<node>.netdev`. After the job fabench reads those copies and
 checks them the way the testbed and hosts launchers check the counters they read live
-(testbed/counters.py). The job id in the name keeps a by-hand submission of the same script
+(fabench.netcounters). The job id in the name keeps a by-hand submission of the same script
 from mixing its copies with fabench's.
 """
 
 import shlex
 from pathlib import Path
 
-from ..testbed.counters import IfCounters, crossing_flag, delta, link_counters
-from .base import LaunchResult
-from .hosts import on_node_transport
+from ..launched import LaunchResult
+from ..netcounters import IfCounters, crossing_flag, delta, link_counters
 
 PHASES = ("before", "after")
 
@@ -53,7 +52,7 @@ def read_snapshots(wd: Path, stem: str, job: str, phase: str,
 
 
 def check_slurm_crossing(res: LaunchResult, *, wd: Path, stem: str, job: str,
-                         alloc_nodes: int, ranks: int, transport: str,
+                         alloc_nodes: int, ranks: int, on_node: bool,
                          ifname: str | None) -> None:
     """Record what each node's links carried during the run; flag it when the allocation spans
     several nodes, the transport can cross, and the links carried less than the run moved."""
@@ -71,9 +70,10 @@ def check_slurm_crossing(res: LaunchResult, *, wd: Path, stem: str, job: str,
         res.notes.append(f"interface counters incomplete: before on {sorted(before)}, after on "
                          f"{sorted(after)}" + (f" ({missing})" if missing else ""))
     nodes = max(alloc_nodes, len(set(before) | set(after)))
-    if on_node_transport(transport) or ranks < 2:
-        res.notes.append(f"interface bytes recorded; {transport} with {ranks} rank(s) stays "
-                         "on one node, so nothing claimed to cross")
+    if on_node or ranks < 2:
+        why = "an on-node transport" if on_node else f"{ranks} rank"
+        res.notes.append(f"interface bytes recorded; {why} stays on one node, so nothing "
+                         "claimed to cross")
     elif nodes < 2:
         res.notes.append("interface bytes recorded; one-node allocation, so nothing claimed to "
                          "cross (sbatch -N 2 --ntasks-per-node=1 puts ranks on two nodes)")

@@ -1,6 +1,6 @@
 """MPI kernels (native/mpi): point-to-point and collectives, OSU-style."""
 
-from .kernels import (
+from . import (
     BANDWIDTH,
     COLLECTIVE_SIZES,
     LATENCY,
@@ -30,11 +30,12 @@ for _name, (_metrics, _desc, _even) in _PT2PT.items():
     register_kernel(Kernel(
         name=f"mpi.{_name}", family="mpi", kind="pt2pt", executable=f"fb-mpi-{_name}",
         metrics=_metrics, default_sizes=PT2PT_SIZES, even_ranks=_even, description=_desc,
+        build_needs="an MPI compiler wrapper (mpicc) at build time",
     ))
 
 for _name, _desc in _COLLECTIVES.items():
     register_kernel(Kernel(
         name=f"mpi.{_name}", family="mpi", kind="collective", executable=f"fb-mpi-{_name}",
         metrics=(LATENCY,), default_sizes="0" if _name == "barrier" else COLLECTIVE_SIZES,
-        description=_desc,
+        description=_desc, build_needs="an MPI compiler wrapper (mpicc) at build time",
     ))

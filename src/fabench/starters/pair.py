@@ -1,4 +1,5 @@
-"""Start a two-sided transport kernel: the server on hosts[1], then the client on hosts[0].
+"""pair: a two-sided transport kernel's own start, no MPI: the server on the second host of
+the allocation, then the client on the first.
 
 The server is started with `--port 0`, prints {"type":"listen","port":N} once it listens, and
 the client is pointed at hosts[1].address:N; so no port is guessed, and a prefix that runs the
@@ -14,35 +15,17 @@ import time
 from typing import Any
 
 from ..errors import FabenchError
-from ..kernels import Kernel
+from ..launched import LaunchResult, RecordCallback
 from ..native import kernel_executable
+from ..placement import Allocation, HostExec
+from ..plan import PlannedRun
+from ..process import dispatch, run_streaming, terminate
 from ..records import KernelOutput, parse_line
-from .base import HostExec, LaunchRequest, LaunchResult, RecordCallback
-from .process import _terminate, dispatch, run_streaming
+from . import STARTERS, Starter
 
 LOOPBACK = HostExec(name="localhost", address="127.0.0.1")
 LISTEN_TIMEOUT_S = 60.0
 SERVER_EXIT_GRACE_S = 15.0
-
-
-def transport_args(kernel: Kernel, transport: str) -> list[str]:
-    """Map the generic --transport onto the kernel's own selection option.
-
-    `ucx:TLS` selects UCX transports (--tls), `ofi:PROVIDER` a libfabric provider
-    (--provider); the sockets kernels have nothing to select. "shm" (bench's MPI default) and
-    the kernel's own family name mean "the library's default".
-    """
-    t = transport.strip()
-    if t in ("", "shm", kernel.family):
-        return []
-    if kernel.family == "ucx" and t.startswith("ucx:") and t[4:]:
-        return ["--tls", t[4:]]
-    if kernel.family == "ofi" and t.startswith("ofi:") and t[4:]:
-        return ["--provider", t[4:]]
-    hint = {"ucx": " (use ucx:TLS, e.g. ucx:posix)",
-            "ofi": " (use ofi:PROVIDER, e.g. 'ofi:tcp;ofi_rxm')"}.get(kernel.family, "")
-    raise FabenchError(f"{kernel.name}: transport {transport!r} does not apply to this kernel"
-                       f"{hint}")
 
 
 class _Server:
@@ -91,30 +74,30 @@ class _Server:
         try:
             self.proc.wait(timeout=grace_s)
         except subprocess.TimeoutExpired:
-            _terminate(self.proc)
+            terminate(self.proc)
         self._out.join(timeout=5)
         self._err.join(timeout=5)
         return self.proc.returncode
 
     def kill(self) -> None:
-        _terminate(self.proc)
+        terminate(self.proc)
 
 
-def run_pair_kernel(req: LaunchRequest, on_record: RecordCallback | None,
-                    hosts: list[HostExec] | None) -> LaunchResult:
-    """Run req.kernel between hosts[0] (client) and hosts[1] (server); loopback if None."""
+def run_pair(run: PlannedRun, on_record: RecordCallback | None,
+             hosts: list[HostExec] | None) -> LaunchResult:
+    """Run the kernel between hosts[0] (client) and hosts[1] (server); loopback if None."""
     client_host, server_host = (hosts[0], hosts[1]) if hosts else (LOOPBACK, LOOPBACK)
     if hosts is not None and len(hosts) < 2:
-        raise FabenchError(f"{req.kernel.name} needs two hosts, got {len(hosts)}")
-    exe = str(kernel_executable(req.kernel))
-    args = [*req.kernel_args, *transport_args(req.kernel, req.transport)]
-    env = {**os.environ, **req.env}
+        raise FabenchError(f"{run.kernel.name} needs two hosts, got {len(hosts)}")
+    exe = str(kernel_executable(run.kernel))
+    args = run.kernel_argv()
+    env = {**os.environ, **run.env}
     server_argv = [*server_host.prefix, exe, *args, "--role", "server",
                    "--bind", server_host.address, "--port", "0"]
     start = time.monotonic()
     server = _Server(server_argv, env)
     try:
-        port = server.wait_listening(min(LISTEN_TIMEOUT_S, req.timeout_s))
+        port = server.wait_listening(min(LISTEN_TIMEOUT_S, run.timeout_s))
         if port is None:
             # It ended (a skip: no device; or an error) or hung before listening.
             rc = server.finish(SERVER_EXIT_GRACE_S if server.proc.poll() is None else 0)
@@ -130,7 +113,7 @@ def run_pair_kernel(req: LaunchRequest, on_record: RecordCallback | None,
                        "client_host": client_host.name})
         client_argv = [*client_host.prefix, exe, *args, "--role", "client",
                        "--peer", server_host.address, "--port", str(port)]
-        remaining = max(1.0, req.timeout_s - (time.monotonic() - start))
+        remaining = max(1.0, run.timeout_s - (time.monotonic() - start))
         outcome = run_streaming(client_argv, env, remaining, on_record)
     except BaseException:
         server.kill()
@@ -147,7 +130,7 @@ def run_pair_kernel(req: LaunchRequest, on_record: RecordCallback | None,
         rc = srv_rc
     notes = []
     if outcome.timed_out:
-        notes.append(f"timed out after {req.timeout_s:.0f} s")
+        notes.append(f"timed out after {run.timeout_s:.0f} s")
     if srv_rc not in (0, None, 77) and outcome.returncode == 0:
         notes.append(f"server side exited with status {srv_rc}")
     stderr = outcome.stderr
@@ -157,6 +140,20 @@ def run_pair_kernel(req: LaunchRequest, on_record: RecordCallback | None,
         output=out, returncode=rc, command=client_argv, stderr=stderr,
         selected_transport=out.meta.get("selected_transport"),
         selected_detail=out.meta.get("selected_detail"), notes=notes,
-        extra={"env": dict(req.env), "elapsed_s": outcome.elapsed_s,
+        extra={"env": dict(run.env), "elapsed_s": outcome.elapsed_s,
                "server_command": shlex.join(server_argv), "server_host": server_host.name,
                "client_host": client_host.name, "server_returncode": srv_rc})
+
+
+@STARTERS.register("pair")
+class PairStarter(Starter):
+    starts = "pair"
+    description = "a transport kernel's server then client, meeting over a TCP rendezvous"
+
+    def start(self, run: PlannedRun, alloc: Allocation,
+              on_record: RecordCallback | None = None) -> LaunchResult:
+        self.check(run)
+        hosts = alloc.pair() if alloc.remote else None
+        if hosts is not None and len(hosts) < 2:
+            raise FabenchError(f"{run.kernel.name} needs two hosts")
+        return run_pair(run, on_record, hosts)

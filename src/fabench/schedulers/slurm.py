@@ -1,7 +1,6 @@
-"""The Slurm launcher: each run becomes an sbatch job whose ranks `srun` starts directly
-(Slurm's PMIx for Open MPI, PMI-2 for MPICH; or, with the `mpirun` starter, mpirun inside the
-allocation, which takes its nodes from Slurm), fabench waits for it and reads the JSON lines it
-wrote.
+"""slurm: each run becomes an sbatch job whose ranks the starter starts inside the allocation
+(`srun`, directly through Slurm's PMI plugin, by default; or `--on slurm:mpirun`, mpirun
+taking its nodes from Slurm); fabench waits for the job and reads the JSON lines it wrote.
 
 Every job script is kept, and so is `campaign.sbatch`: all the runs of this campaign as the
 steps of ONE job, the way document 002 compares two libfabric providers in a single sbatch
@@ -15,16 +14,19 @@ import math
 import os
 import re
 import shlex
-import subprocess
+import shutil
 import time
 from pathlib import Path
+from typing import ClassVar
 
 from ..errors import FabenchError
-from ..mpi import get_flavour, parse_transport
-from ..native import kernel_executable
+from ..launched import LaunchResult, RecordCallback
+from ..placement import Allocation, HostSlots
+from ..plan import PlannedRun
+from ..process import STDERR_KEEP, dispatch, run_capture
 from ..records import KernelOutput, parse_line
-from .base import Launcher, LaunchRequest, LaunchResult, RecordCallback, register_launcher
-from .process import STDERR_KEEP, dispatch
+from ..starters import STARTERS, Starter
+from . import SCHEDULERS, Scheduler
 from .slurm_netdev import NETDEV_FUNCTION, check_slurm_crossing, snapshot_line
 
 _STATE_RE = re.compile(r"JobState=(\S+)")
@@ -35,7 +37,12 @@ _ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQU
 
 
 def sbatch_lines(args: list[str]) -> list[str]:
-    """User sbatch options as `#SBATCH` lines, so the kept script carries them too."""
+    """User sbatch options as `#SBATCH` lines, so the kept script carries them too. A line
+    break or other control character would end the comment and run the rest as a command of
+    the job script: refused."""
+    for a in args:
+        if any(ord(c) < 32 or ord(c) == 127 for c in a):
+            raise FabenchError(f"sbatch option {a!r}: control characters are not allowed")
     lines, i = [], 0
     while i < len(args):
         a = args[i]
@@ -63,25 +70,53 @@ def _header(job_name: str, ranks: int, minutes: int, sbatch_args: list[str]) -> 
     ]
 
 
-STARTERS = ("srun", "mpirun")
+def parse_job_state(scontrol_out: str) -> tuple[str, int, int]:
+    """(state, exit code, nodes) from `scontrol show job -o`; ("UNKNOWN", 0, 0) when the job
+    is gone from the controller's memory (MinJobAge): it ended, and its files tell how. A
+    signal-killed job's code is 128 + the signal, as a shell reports it."""
+    m = _STATE_RE.search(scontrol_out)
+    if not m:
+        return "UNKNOWN", 0, 0
+    e = _EXIT_RE.search(scontrol_out)
+    code = int(e.group(1)) if e else 0
+    if e and int(e.group(2)):
+        code = 128 + int(e.group(2))
+    n = _NODES_RE.search(scontrol_out)
+    return m.group(1), code, int(n.group(1)) if n else 0
 
 
-class SlurmLauncher(Launcher):
+def is_active(state: str) -> bool:
+    return state in _ACTIVE
+
+
+@SCHEDULERS.register("slurm")
+class SlurmScheduler(Scheduler):
+    description = "a Slurm job per run (sbatch), ranks started inside it by srun or mpirun"
+    usage = "slurm[:mpirun] [SBATCH ARGS]"
+    default_starters: ClassVar[dict[str, str]] = {"mpi": "srun"}
+
     def __init__(self, sbatch_args: list[str] | None = None, workdir: str | None = None,
-                 poll_s: float = 0.5, starter: str = "srun") -> None:
-        if starter not in STARTERS:
-            raise FabenchError(f"--on slurm: starter {starter!r} unknown; use one of "
-                               f"{', '.join(STARTERS)}")
-        self.starter = starter
+                 poll_s: float = 0.5, starter: str | None = None) -> None:
+        super().__init__(starter)
         self.sbatch_args = list(sbatch_args or [])
         self._workdir = Path(workdir) if workdir else None
         self.poll_s = poll_s
         self._steps: list[tuple[int, list[str]]] = []
         for tool in ("sbatch", "scontrol", "scancel"):
-            if subprocess.run(["sh", "-c", f"command -v {tool}"], capture_output=True,
-                              check=False).returncode:
+            if shutil.which(tool) is None:
                 raise FabenchError(f"--on slurm: {tool} not found (install slurm-client, or "
                                    "run where Slurm's commands are)")
+
+    @classmethod
+    def from_words(cls, words: list[str], starter: str | None = None) -> Scheduler:
+        # `--on slurm[:STARTER] [SBATCH ARGS]`: a first word that names a starter is one.
+        if words and words[0] in STARTERS and starter is None:
+            starter, words = words[0], words[1:]
+        return cls(sbatch_args=words, starter=starter)
+
+    @property
+    def starter(self) -> str:
+        return self.starter_name or self.default_starters["mpi"]
 
     @property
     def workdir(self) -> Path:
@@ -95,27 +130,17 @@ class SlurmLauncher(Launcher):
         extra = f" {shlex.join(self.sbatch_args)}" if self.sbatch_args else ""
         return f"slurm (sbatch{extra}, {self.starter} inside; scripts in {self.workdir})"
 
-    def _step(self, req: LaunchRequest,
+    def _step(self, run: PlannedRun, starter: Starter,
               stem: str) -> tuple[list[str], dict[str, str], list[str]]:
-        if not req.kernel.needs_mpi:
-            raise FabenchError(f"{req.kernel.name}: the slurm launcher starts MPI kernels; "
+        if not run.kernel.needs_mpi:
+            raise FabenchError(f"{run.kernel.name}: the slurm scheduler starts MPI kernels; "
                                "transport kernels need two hosts of an allocation "
                                "(use --on hosts with the job's nodes)")
-        flavour = get_flavour(req.mpi)
-        try:
-            transport = parse_transport(req.transport)
-        except ValueError as exc:
-            raise FabenchError(str(exc)) from exc
-        exe = kernel_executable(req.kernel, flavour.name)
-        if self.starter == "srun":
-            launch = flavour.srun_launch(str(exe), req.kernel_args, req.ranks, transport)
-        else:
-            # Inside an allocation mpirun takes ranks and nodes from Slurm; the submit host's
-            # core count says nothing about the compute nodes, so no oversubscription guess.
-            launch = flavour.launch(str(exe), req.kernel_args, req.ranks, transport,
-                                    oversubscribe=False)
-        env = {**launch.env, **req.env}
-        lines = [f"# {req.kernel.name} transport={req.transport} np={req.ranks} mpi={req.mpi}",
+        # The job's own allocation: the starter takes its nodes from Slurm.
+        launch = starter.batch_command(run, Allocation(placed=[HostSlots("slurm", run.ranks)],
+                                                       execs={}))
+        env = {**launch.env, **run.env}
+        lines = [f"# {run.kernel.name} transport={run.transport} np={run.ranks} mpi={run.mpi}",
                  snapshot_line(stem, "before")]
         lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
         # The ranks' exit status, kept past the snapshot so the job still reports it.
@@ -135,15 +160,16 @@ class SlurmLauncher(Launcher):
         path.write_text("\n".join(body) + "\n")
         return path
 
-    def run(self, req: LaunchRequest, on_record: RecordCallback | None = None) -> LaunchResult:
-        stem = f"run-{len(self._steps) + 1:03d}-{req.kernel.name}"
-        step, env, notes = self._step(req, stem)
+    def run(self, run: PlannedRun, on_record: RecordCallback | None = None) -> LaunchResult:
+        stem = f"run-{len(self._steps) + 1:03d}-{run.kernel.name}"
+        starter = self.starter_for(run.kernel)
+        step, env, notes = self._step(run, starter, stem)
         wd = self.workdir.resolve()
         wd.mkdir(parents=True, exist_ok=True)
-        self._steps.append((req.ranks, step))
+        self._steps.append((run.ranks, step))
         campaign = self._write_campaign_script()
-        minutes = max(1, math.ceil(req.timeout_s / 60))
-        script = "\n".join([*_header(f"fabench-{req.kernel.name}", req.ranks, minutes,
+        minutes = max(1, math.ceil(run.timeout_s / 60))
+        script = "\n".join([*_header(f"fabench-{run.kernel.name}", run.ranks, minutes,
                                      self.sbatch_args), *step, "exit $fabench_rc"]) + "\n"
         path = wd / f"{stem}.sbatch"
         path.write_text(script)
@@ -152,7 +178,7 @@ class SlurmLauncher(Launcher):
             f.unlink(missing_ok=True)
         argv = ["sbatch", "--parsable", f"--chdir={wd}", f"--output={out}", f"--error={err}",
                 *self.sbatch_args, str(path)]
-        sub = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        sub = run_capture(argv, timeout=120)
         if sub.returncode != 0:
             raise FabenchError(f"sbatch failed: {(sub.stderr or sub.stdout).strip()}")
         job = sub.stdout.strip().split(";", 1)[0]
@@ -165,34 +191,33 @@ class SlurmLauncher(Launcher):
                 state, code, seen = self._job_state(job)
                 # A pending job shows the nodes it asked for; only a started one its own.
                 nodes = seen if state != "PENDING" and seen else nodes
-                if state not in _ACTIVE:
+                if not is_active(state):
                     break
-                if time.monotonic() - start > req.timeout_s:
-                    subprocess.run(["scancel", job], capture_output=True, check=False)
-                    notes.append(f"timed out after {req.timeout_s:.0f} s; job {job} cancelled")
+                if time.monotonic() - start > run.timeout_s:
+                    run_capture(["scancel", job], timeout=60)
+                    notes.append(f"timed out after {run.timeout_s:.0f} s; job {job} cancelled")
                     break
                 time.sleep(self.poll_s)
             offset = self._consume(out, offset, output, on_record, final=True)
         except BaseException:
-            subprocess.run(["scancel", job], capture_output=True, check=False)
+            run_capture(["scancel", job], timeout=60)
             raise
         stderr = err.read_text(errors="replace") if err.exists() else ""
-        flavour = get_flavour(req.mpi)
-        selected = flavour.selected_transport(stderr, parse_transport(req.transport))
+        summary, detail = starter.selected(run, stderr)
         if state != "COMPLETED" and code == 0:
             code = 1
         notes.append(f"slurm job {job}: {state}")
         res = LaunchResult(
             output=output, returncode=code, command=["sbatch", str(path)],
-            stderr=stderr[-STDERR_KEEP:], selected_transport=selected.summary,
-            selected_detail=selected.detail, notes=notes,
+            stderr=stderr[-STDERR_KEEP:], selected_transport=summary,
+            selected_detail=detail, notes=notes,
             extra={"env": env, "elapsed_s": time.monotonic() - start,
                    "slurm": {"job_id": job, "state": state, "script_path": str(path),
                              "script": script, "campaign_script": str(campaign),
                              "stdout": str(out), "stderr": str(err)}})
         iface = os.environ.get("FABENCH_IFACE") or None
         check_slurm_crossing(res, wd=wd, stem=stem, job=job, alloc_nodes=nodes,
-                             ranks=req.ranks, transport=req.transport,
+                             ranks=run.ranks, on_node=run.transport.on_node,
                              # a subnet steers MPI elsewhere; the counters then read all links
                              ifname=iface if iface and "/" not in iface else None)
         return res
@@ -221,18 +246,5 @@ class SlurmLauncher(Launcher):
     @staticmethod
     def _job_state(job: str) -> tuple[str, int, int]:
         """(state, exit code, nodes) of the job; 0 nodes when scontrol does not say."""
-        p = subprocess.run(["scontrol", "show", "job", "-o", job], capture_output=True,
-                           text=True, timeout=60, check=False)
-        m = _STATE_RE.search(p.stdout)
-        if not m:
-            # Gone from the controller's memory (MinJobAge): it ended; the files tell how.
-            return "UNKNOWN", 0, 0
-        e = _EXIT_RE.search(p.stdout)
-        code = int(e.group(1)) if e else 0
-        if e and int(e.group(2)):
-            code = 128 + int(e.group(2))
-        n = _NODES_RE.search(p.stdout)
-        return m.group(1), code, int(n.group(1)) if n else 0
-
-
-register_launcher("slurm")(SlurmLauncher)
+        return parse_job_state(run_capture(["scontrol", "show", "job", "-o", job],
+                                           timeout=60).stdout)

@@ -1,16 +1,16 @@
 """Transport kernels (native/transport): TCP/UDP sockets, UCX, libfabric, RDMA verbs.
 
 They start without MPI (a TCP rendezvous brings the two sides together, see
-docs/transports.md), so they run between any two hosts; launch/pair_run.py starts them.
+docs/transports.md), so they run between any two hosts; the pair starter
+(fabench.starters.pair) starts them.
 """
 
 from dataclasses import replace
 from pathlib import Path
 
-from .kernels import BANDWIDTH, LATENCY, MESSAGE_RATE, Kernel, register_kernel
-from .records import ResultRecord
+from ..records import ResultRecord
+from . import BANDWIDTH, LATENCY, MESSAGE_RATE, PT2PT_SIZES, Kernel, register_kernel
 
-PT2PT_SIZES = "1:4M"
 UDP_SIZES = "8:32K"  # an 8-byte sequence header rides in every datagram; 64 KiB is UDP's cap
 
 # What a family needs at build time (the reason `fabench doctor` gives when it is missing).
@@ -45,8 +45,8 @@ _SPECS: list[tuple[str, str, tuple, str, str]] = [
 for _fam, _name, _metrics, _sizes, _desc in _SPECS:
     register_kernel(Kernel(
         name=f"{_fam}.{_name}", family=_fam, kind="pt2pt", executable=f"fb-{_fam}-{_name}",
-        metrics=_metrics, default_sizes=_sizes, description=_desc,
-        extra={"build_needs": BUILD_NEEDS[_fam]},
+        metrics=_metrics, default_sizes=_sizes, description=_desc, start="pair",
+        build_needs=BUILD_NEEDS[_fam],
     ))
 
 
@@ -54,13 +54,11 @@ def rdma_devices(sysfs: Path = Path("/sys/class/infiniband")) -> list[str]:
     return sorted(p.name for p in sysfs.iterdir()) if sysfs.is_dir() else []
 
 
-def kernel_status(kernel: Kernel, native_root: Path) -> tuple[bool, str]:
-    """Whether a transport kernel can run here, and why not."""
-    if not (native_root / "bin" / kernel.executable).is_file():
-        return False, f"not built: needs {kernel.extra.get('build_needs', 'its library')}"
+def runnable_here(kernel: Kernel) -> str | None:
+    """Why a built transport kernel cannot run on this host (None when it can)."""
     if kernel.family == "verbs" and not rdma_devices():
-        return False, "built; cannot run here: no RDMA device (runs are recorded as skipped)"
-    return True, "built"
+        return "no RDMA device (runs are recorded as skipped)"
+    return None
 
 
 def stream_results(rec: ResultRecord) -> list[ResultRecord]:

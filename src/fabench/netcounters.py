@@ -1,16 +1,19 @@
 """Interface counters before and after a run: proof that a run's traffic crossed the network.
 
+Every scheduler whose runs cross hosts checks them: the testbed and hostfile ones read the
+counters live through each host's command prefix, Slurm's from copies its job script made.
+
 A testbed run that says "tcp between h1 and h2" but whose bytes went through shared memory, or
 through loopback on one host, looks exactly like a fast network. The counters of each host's
 link cannot be fooled that way, so every run that claims to cross is checked against them.
 """
 
-import subprocess
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ..records import ResultRecord
-from .state import TestbedState
+from .launched import LaunchResult
+from .process import run_capture
+from .records import ResultRecord
 
 # A run crossed when the links carried at least this share of what the kernel says it moved
 # (latency counts one direction per sample, so a crossing run carries about twice that).
@@ -48,9 +51,8 @@ def read_host_counters(prefix: list[str] | tuple[str, ...],
                        ifname: str | None = None) -> IfCounters:
     """Counters of one host reached through ``prefix`` (nsenter line, ssh, agent): of
     ``ifname``, or of every interface but loopback when no interface is named."""
-    p = subprocess.run([*prefix, "cat", "/proc/net/dev"], capture_output=True, text=True,
-                       timeout=60, check=False)
-    return link_counters(p.stdout, ifname)
+    return link_counters(run_capture([*prefix, "cat", "/proc/net/dev"], timeout=60).stdout,
+                         ifname)
 
 
 def link_counters(proc_net_dev: str, ifname: str | None = None) -> IfCounters:
@@ -61,12 +63,6 @@ def link_counters(proc_net_dev: str, ifname: str | None = None) -> IfCounters:
         if (ifname is None and name != "lo") or name == ifname:
             total = total + c
     return total
-
-
-def read_counters(state: TestbedState, hosts: list[str] | None = None) -> dict[str, IfCounters]:
-    """Counters of each host's testbed interface, read inside the host."""
-    return {h.name: read_host_counters(h.enter, h.ifname) for h in state.hosts
-            if hosts is None or h.name in hosts}
 
 
 def delta(before: dict[str, IfCounters],
@@ -105,3 +101,14 @@ def summary(carried: dict[str, dict[str, int]]) -> dict[str, Any]:
     return {"per_host": carried,
             "tx_bytes": sum(c["tx_bytes"] for c in carried.values()),
             "rx_bytes": sum(c["rx_bytes"] for c in carried.values())}
+
+
+def check_crossing(res: LaunchResult, results: list[ResultRecord],
+                   before: dict[str, IfCounters], after: dict[str, IfCounters],
+                   where: str) -> None:
+    """Record what each host's link carried; flag the run if it carried less than it moved."""
+    carried = delta(before, after)
+    res.extra["interface_bytes"] = {"where": where, "per_host": carried}
+    flag = crossing_flag(carried, results, list(carried))
+    if flag:
+        res.flags.append(flag)
