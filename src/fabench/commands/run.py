@@ -3,6 +3,7 @@
 import argparse
 
 from ..campaign import run_campaign
+from ..errors import FabenchError
 from ..launch import get_launcher
 from ..report.campaign_summary import campaign_lines
 from ..report.finalize import finalize_campaign
@@ -22,15 +23,30 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     add_on_argument(p)
     p.add_argument("--quick", action="store_true",
                    help="fewer iterations per size (minutes instead of tens of minutes)")
-    p.add_argument("--resume", action="store_true",
-                   help="finish the last unfinished campaign of this spec in the store")
+    p.add_argument("--resume", nargs="?", const="", metavar="ID",
+                   help="finish an unfinished campaign of this spec in the store: campaign ID, "
+                        "or without ID the newest one")
     p.add_argument("--repeats", type=int, help="override the spec's repeats")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     add_out_argument(p)
     p.set_defaults(func=main)
 
 
+def _resume_id(args: argparse.Namespace) -> int | None:
+    """`--resume ID`; `run --resume spec.yaml` (the form before IDs) still names the spec."""
+    value = args.resume
+    if not value:
+        return None
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    if args.spec is None and not value.isdigit():
+        args.spec = value
+        return None
+    raise FabenchError(f"--resume takes a campaign id (an integer >= 1), got {value!r}")
+
+
 def main(args: argparse.Namespace) -> int:
+    resume_id = _resume_id(args)
     spec = load_spec(args.spec)
     if args.repeats:
         spec = spec.model_copy(update={"repeats": args.repeats})
@@ -38,7 +54,8 @@ def main(args: argparse.Namespace) -> int:
     launcher = get_launcher(name, **opts)
     launcher.results_dir = str(args.out)
     spath = store_path(args.out)
-    result = run_campaign(spec, launcher, spath, quick=args.quick, resume=args.resume,
+    result = run_campaign(spec, launcher, spath, quick=args.quick,
+                          resume=args.resume is not None, resume_id=resume_id,
                           show_progress=not args.no_progress)
     with Store(spath) as store:
         print(f"# campaign {result.campaign_id} ({spec.name}) on {launcher.describe()}: "
