@@ -8,6 +8,7 @@ only read: no migration, no recovery, so a damaged store is examined as it was f
 
 import json
 import math
+import os
 import re
 import sqlite3
 import zlib
@@ -133,9 +134,15 @@ def _header_size_check(rep: CheckReport, head: bytes) -> None:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    # Read-only, so the check never changes what it examines; a write-ahead log left by a
-    # killed writer is still read (SQLite needs the -shm beside it, which the writer left).
-    db = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+    # query_only: no statement of the check can change the store. Not SQLite's read-only
+    # mode where the store can be written: that mode leaves an empty -wal and a -shm beside
+    # the file, where a normal last close folds the log in and removes both, as any fabench
+    # command does.
+    if os.access(path, os.W_OK) and os.access(path.parent, os.W_OK):
+        db = sqlite3.connect(str(path))
+        db.execute("PRAGMA query_only = ON")
+    else:
+        db = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
     db.row_factory = sqlite3.Row
     return db
 
