@@ -381,3 +381,67 @@ def test_each_campaign_start_refreshes_the_backup(tmp_path: Path) -> None:
         st.end_campaign(c2, "finished")
     with Store(backup_path(path)) as bak:  # taken as campaign two began
         assert [c["name"] for c in bak.campaigns()] == ["one"]
+
+
+# -- run --resume [ID] -----------------------------------------------------------------------
+
+SMALL = ("name: small\nruns:\n  - kernel: [mpi.latency, mpi.gather]\n    ranks: 2\n"
+         "    sizes: '8'\n    iterations: 20\n")
+
+OPENER = """
+import sys
+from fabench.store import Store
+with Store(sys.argv[1]) as st:
+    print(st.begin_campaign("small", {}), st.begin_campaign("small", {}),
+          st.begin_campaign("other", {}))
+"""
+
+
+def test_resume_finishes_the_campaign_named_by_its_id(openmpi: str, tmp_path: Path) -> None:
+    spec = tmp_path / "small.yaml"
+    spec.write_text(SMALL)
+    out = tmp_path / "out"
+    db = out / "fabench.sqlite"
+    out.mkdir()
+    # three campaigns begun by a fabench that then ended without finishing them
+    opened = subprocess.run([sys.executable, "-c", OPENER, str(db)], capture_output=True,
+                            text=True, check=True)
+    c1, c2, other = (int(x) for x in opened.stdout.split())
+    res = fabench_cli("run", str(spec), "--out", str(out), "--resume", str(c1),
+                      "--no-progress")
+    assert f"# campaign {c1} (small)" in res.stdout
+    with Store(db) as st:
+        assert st.campaign(c1).status == "finished"
+        assert st.campaign(c2).status == "interrupted"  # not the newest: the one named
+        assert {r.kernel for r in st.runs(c1, status="ok")} == {"mpi.latency", "mpi.gather"}
+        assert st.runs(c2) == []
+    for args, message in (
+            ((str(spec), "--resume", str(c1)), f"(#{c1}) already finished"),
+            ((str(spec), "--resume", str(other)), f"campaign {other} in {db} is 'other'"),
+            ((str(spec), "--resume", "99"), "no campaign 99"),
+            ((str(spec), "--resume", "-3"), "--resume takes a campaign id")):
+        proc = fabench_cli("run", *args, "--out", str(out), "--no-progress", check=False)
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+    # the form from before ids, `--resume SPEC`, still names the spec; no id: the newest
+    res = fabench_cli("run", "--resume", str(spec), "--out", str(out), "--no-progress")
+    assert f"# campaign {c2} (small)" in res.stdout
+
+
+def test_resume_checks_the_store_before_running_anything(openmpi: str, tmp_path: Path) -> None:
+    spec = tmp_path / "small.yaml"
+    spec.write_text(SMALL)
+    out = tmp_path / "out"
+    db = out / "fabench.sqlite"
+    out.mkdir()
+    subprocess.run([sys.executable, "-c", OPENER, str(db)], check=True, capture_output=True)
+    sound = db.read_bytes()
+    page = len(sound) // 4096
+    damaged = bytearray(sound)
+    damaged[(page - 1) * 4096:(page - 1) * 4096 + 64] = bytes(64)  # a zeroed page header
+    db.write_bytes(bytes(damaged))
+    proc = fabench_cli("run", str(spec), "--out", str(out), "--resume", "--no-progress",
+                       check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"the store {db} is damaged" in proc.stderr and "fabench store check" in proc.stderr
+    assert "mpirun" not in proc.stdout + proc.stderr and "# campaign" not in proc.stdout
