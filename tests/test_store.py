@@ -100,8 +100,11 @@ def _version_of(path: Path) -> int:
 def test_store_of_the_previous_release_reports_the_same_numbers(tmp_path: Path) -> None:
     store = _old_store(tmp_path)
     assert _version_of(store) == 1
-    fabench_cli("report", "1", "2", "--store", str(store), "-o", str(tmp_path / "r.html"))
+    proc = fabench_cli("report", "1", "2", "--store", str(store), "-o",
+                       str(tmp_path / "r.html"))
     assert _version_of(store) == SCHEMA_VERSION
+    assert (f"migrated the store {store} from schema version 1 to {SCHEMA_VERSION}; the store "
+            f"as it was: {store}.schema1.bak") in proc.stderr
     rows = [r for r in csv.DictReader((tmp_path / "r.csv").open()) if r["scope"] == "run"]
     for run in EXPECTED["runs"]:
         for want in run["sizes"]:

@@ -13,6 +13,7 @@ import datetime
 import glob
 import json
 import sqlite3
+import sys
 import time
 import zlib
 from array import array
@@ -131,6 +132,10 @@ class _Cursor(sqlite3.Cursor):
         with _guard(self._path()):
             return super().fetchall()
 
+    def fetchmany(self, size: int | None = None) -> list[Any]:
+        with _guard(self._path()):
+            return super().fetchmany(self.arraysize if size is None else size)
+
     def __next__(self) -> Any:
         with _guard(self._path()):
             return super().__next__()
@@ -248,7 +253,11 @@ class Store:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot make the directory of the store {self.path}: "
+                             f"{exc.strerror}") from None
         if self.path.is_dir():
             raise StoreError(f"the store {self.path} is a directory, not a file")
         self.migration: MigrationDone | None = None
@@ -275,6 +284,14 @@ class Store:
         except BaseException:
             db.close()
             raise
+        # Said once, on stderr: a new file appeared beside the store, rows changed status.
+        if self.migration is not None:
+            m = self.migration
+            print(f"fabench: migrated the store {self.path} from schema version "
+                  f"{m.from_version} to {m.to_version}; the store as it was: {m.backup}",
+                  file=sys.stderr)
+        for line in self.recovered:
+            print(f"fabench: {self.path}: marked {line}", file=sys.stderr)
 
     def close(self) -> None:
         self.db.close()
@@ -336,7 +353,7 @@ class Store:
                 else:
                     self.db.execute("UPDATE campaigns SET status = 'interrupted' "
                                     "WHERE id = ? AND status = 'running'", (r["id"],))
-                marked.append(f"{what} {r['id']}: {reason}")
+                marked.append(f"{what} {r['id']} interrupted: {reason}")
         if marked:
             self.db.commit()
         return marked
