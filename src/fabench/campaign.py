@@ -25,7 +25,7 @@ class CampaignResult:
 
 
 def run_campaign(spec: CampaignSpec, scheduler: Scheduler, store_path: Path, *,
-                 quick: bool = False, resume: bool = False,
+                 quick: bool = False, resume: bool = False, resume_id: int | None = None,
                  show_progress: bool = True) -> CampaignResult:
     plan = make_plan(spec, quick=quick)
     if not plan:
@@ -33,8 +33,9 @@ def run_campaign(spec: CampaignSpec, scheduler: Scheduler, store_path: Path, *,
                            "e.g. mbw_mr needs an even number of ranks)")
     with Store(store_path) as store:
         done: set[str] = set()
-        if resume:
-            cid = _resumable(store, spec)
+        if resume or resume_id is not None:
+            cid = store.unfinished_campaign(id=resume_id, name=spec.name).id
+            store.reopen_campaign(cid)
             done = store.completed_keys(cid)
         else:
             cid = store.begin_campaign(spec.name, {**spec.model_dump(by_alias=True),
@@ -50,16 +51,6 @@ def run_campaign(spec: CampaignSpec, scheduler: Scheduler, store_path: Path, *,
         status = "finished" if not failed else f"finished with {failed} failed"
         store.end_campaign(cid, status)
     return CampaignResult(cid, store_path, outcomes, len(plan) - len(todo), status)
-
-
-def _resumable(store: Store, spec: CampaignSpec) -> int:
-    for c in reversed(store.campaigns()):
-        if c["name"] == spec.name:
-            if c["status"] == "finished":
-                raise FabenchError(f"campaign {spec.name!r} (#{c['id']}) already finished; "
-                                   "nothing to resume")
-            return int(c["id"])
-    raise FabenchError(f"no campaign named {spec.name!r} in {store.path} to resume")
 
 
 def run_bench(planned: PlannedRun, scheduler: Scheduler, store_path: Path) -> RunOutcome:

@@ -3,6 +3,7 @@
 import argparse
 
 from ..campaign import run_campaign
+from ..errors import FabenchError
 from ..report.campaign_summary import campaign_lines
 from ..report.finalize import finalize_campaign
 from ..spec import load_spec
@@ -23,22 +24,38 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     add_on_argument(p)
     p.add_argument("--quick", action="store_true",
                    help="fewer iterations per size (minutes instead of tens of minutes)")
-    p.add_argument("--resume", action="store_true",
-                   help="finish the last unfinished campaign of this spec in the store")
+    p.add_argument("--resume", nargs="?", const="", metavar="ID",
+                   help="finish an unfinished campaign of this spec in the store: campaign ID, "
+                        "or without ID the newest one")
     p.add_argument("--repeats", type=int, help="override the spec's repeats")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     add_out_argument(p)
     p.set_defaults(func=main)
 
 
+def _resume_id(args: argparse.Namespace) -> int | None:
+    """`--resume ID`; `run --resume spec.yaml` (the form before IDs) still names the spec."""
+    value = args.resume
+    if not value:
+        return None
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    if args.spec is None and not value.isdigit():
+        args.spec = value
+        return None
+    raise FabenchError(f"--resume takes a campaign id (an integer >= 1), got {value!r}")
+
+
 def main(args: argparse.Namespace) -> int:
+    resume_id = _resume_id(args)
     spec = load_spec(args.spec)
     if args.repeats:
         spec = spec.model_copy(update={"repeats": args.repeats})
     scheduler = scheduler_from(args.on if args.on != ["local"] else [spec.launcher], args.out)
     spath = store_path(args.out)
     try:
-        result = run_campaign(spec, scheduler, spath, quick=args.quick, resume=args.resume,
+        result = run_campaign(spec, scheduler, spath, quick=args.quick,
+                              resume=args.resume is not None, resume_id=resume_id,
                               show_progress=not args.no_progress)
     finally:
         scheduler.close()
