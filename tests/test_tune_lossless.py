@@ -36,6 +36,8 @@ SOURCES = {
     "cma_roce_tos-netarbiter-mlx5_2.txt": "https://github.com/att/netarbiter/blob/2c2682e6298ccab5a0a8e7314778c8148061e3bd/nvmf/OUTPUTSAMPLE.setup-nic-lossless-layer3.sh.md",
     "mlnx_qos-mellanox-doc2792-eth2.txt": "https://community.mellanox.com/docs/DOC-2792",
     "dcb_pfc-iproute2-man-eth0.txt": "https://man7.org/linux/man-pages/man8/dcb-pfc.8.html",
+    "dcb_app-iproute2-man-eth0.txt": "https://man7.org/linux/man-pages/man8/dcb-app.8.html",
+    "dcb_app-iproute2-man-eth0-names.txt": "https://man7.org/linux/man-pages/man8/dcb-app.8.html",
     "dcb_pfc-netdev-eni1np1.txt": "https://mail-archive.com/netdev@vger.kernel.org/msg377425.html",
     "ethtool_S-byteps-before.txt": "https://github.com/bytedance/byteps/issues/179",
     "ethtool_S-byteps-after.txt": "https://github.com/bytedance/byteps/issues/179",
@@ -135,6 +137,25 @@ def test_dcb_pfc_outputs() -> None:
     assert verdicts(found) == []
     pauses = by_item(found, "pauses on priority 1")
     assert pauses.status == "unknown" and pauses.current.startswith("396 ")
+
+
+def test_dscp_map_from_dcb_app() -> None:
+    """iproute2's dcb-app(8) example, numeric (`dcb -N`) and named: DSCP 0 -> 0, 48 -> 6,
+    and DSCP 24 given two priorities (2 and 3), so it maps to neither. RoCE at ToS 192
+    (DSCP 48) lands on 6; at DSCP 24 the priority cannot be derived and the profile's is
+    used, said as such."""
+    num = rp.parse_dcb_app(fixture("dcb_app-iproute2-man-eth0.txt"))
+    names = rp.parse_dcb_app(fixture("dcb_app-iproute2-man-eth0-names.txt"))
+    for m in (num, names):
+        assert (m.dscp2prio, m.ambiguous, m.problems) == ({0: 0, 48: 6}, {24}, [])
+    man = rp.parse_dcb_pfc(fixture("dcb_pfc-iproute2-man-eth0.txt"))
+    ev = Evidence("h", "eth0", pfc=man, pfc_source="dcb", dscp2prio=num.dscp2prio,
+                  dscp_source="dcb app", roce_tos=192, tos_source="default_roce_tos")
+    found = judge(ev, WANT)
+    assert by_item(found, "RoCE priority").current.startswith("6: ToS 192")
+    assert by_item(found, "PFC on priority 6").status == "ok"  # PFC on 6 and 7 in that example
+    ev.roce_tos = 24 << 2
+    assert "the profile's priority 3" in by_item(judge(ev, WANT), "RoCE priority").current
 
 
 def test_pauses_without_ecn_marks() -> None:
@@ -339,6 +360,14 @@ def test_tune_check_lossless_roce_on_namespaces(veth_pair: tuple[str, str]) -> N
     assert r.returncode == 3, r.stderr
     (mtu,) = [json.loads(x) for x in r.stdout.splitlines() if '"mismatched MTU"' in x]
     assert mtu["current"] == f"{a}/lla 1500, {b}/llb 9000"
+
+
+def test_window_is_validated() -> None:
+    for bad in ("nan", "inf", "-1", "4000"):
+        r = subprocess.run([sys.executable, "-m", "fabench", "tune", "check", "--profile",
+                            "lossless-roce", "--window", bad], capture_output=True, text=True,
+                           timeout=120, check=False)
+        assert r.returncode == 2 and "--window" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_lossless_profile_is_audit_only() -> None:

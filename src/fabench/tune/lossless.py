@@ -51,6 +51,7 @@ class Evidence:
     pfc_source: str = ""
     trust: str | None = None
     dscp2prio: dict[int, int] = field(default_factory=dict)
+    dscp_source: str = ""
     roce_tos: int | None = None
     tos_source: str = ""
     ecn: dict[str, dict[int, bool]] = field(default_factory=dict)  # roce_np|roce_rp -> prio
@@ -89,16 +90,18 @@ def _prios(ps: object) -> str:
 
 def roce_priority(ev: Evidence, want: LosslessSetting) -> tuple[int, str, bool]:
     """(priority, how it was found, derived from the host's own mapping)."""
-    if ev.roce_tos is not None and ev.trust == "dscp" and ev.dscp2prio:
-        dscp = ev.roce_tos >> 2
-        if dscp in ev.dscp2prio:
-            p = ev.dscp2prio[dscp]
-            return p, (f"ToS {ev.roce_tos} ({ev.tos_source}) -> DSCP {dscp} -> priority {p} "
-                       "(trust dscp)"), True
     if ev.trust == "pcp":
         return want.priority, ("trust pcp: the priority is the VLAN PCP of the sender's "
                                f"egress map (not read); the profile's {want.priority} "
                                "assumed"), False
+    if ev.roce_tos is not None and ev.dscp2prio:
+        dscp = ev.roce_tos >> 2
+        if dscp in ev.dscp2prio:
+            p = ev.dscp2prio[dscp]
+            trust = "trust dscp" if ev.trust == "dscp" else \
+                f"DSCP map from {ev.dscp_source or 'the NIC'}, trust not read"
+            return p, (f"ToS {ev.roce_tos} ({ev.tos_source}) -> DSCP {dscp} -> priority {p} "
+                       f"({trust})"), True
     return want.priority, f"the profile's priority {want.priority} (no ToS/DSCP map read)", False
 
 

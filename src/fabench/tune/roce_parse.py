@@ -117,6 +117,47 @@ def parse_dcb_pfc(text: str | bytes | None) -> PfcState:
     return st
 
 
+# -- DSCP to priority: `dcb app show dev IF dscp-prio` (iproute2) -----------------------------
+
+_DSCP_NAMES = {**{f"CS{i}": 8 * i for i in range(8)},
+               **{f"AF{x}{y}": 8 * x + 2 * y for x in range(1, 5) for y in range(1, 4)},
+               "EF": 46}
+
+
+@dataclass
+class DscpMap:
+    dscp2prio: dict[int, int] = field(default_factory=dict)
+    ambiguous: set[int] = field(default_factory=set)  # DSCPs with two priorities
+    problems: list[str] = field(default_factory=list)
+
+
+def parse_dcb_app(text: str | bytes | None) -> DscpMap:
+    """`dscp-prio 0:0 24:2 24:3 48:6` (`dcb -N`) or with names (`CS3:2`). The table may give
+    one DSCP two priorities (dcb-app(8) shows it): such a DSCP maps to neither."""
+    m = DscpMap()
+    seen: dict[int, set[int]] = {}
+    for line in _lines(text, m.problems):
+        toks = line.split()
+        if not toks:
+            continue
+        if toks[0] != "dscp-prio":
+            _note(m.problems, line, "not a dscp-prio line")
+            continue
+        for tok in toks[1:]:
+            k, _, v = tok.partition(":")
+            d = int(k) if k.isdigit() and len(k) <= 2 else _DSCP_NAMES.get(k)
+            if d is None or d > 63 or not (v.isdigit() and int(v) in PRIOS):
+                _note(m.problems, line, f"bad mapping {tok[:16]}")
+                continue
+            seen.setdefault(d, set()).add(int(v))
+    for d, ps in seen.items():
+        if len(ps) == 1:
+            m.dscp2prio[d] = next(iter(ps))
+        else:
+            m.ambiguous.add(d)
+    return m
+
+
 # -- `mlnx_qos -i IF` (MLNX_OFED / mlnx-tools) -------------------------------------------------
 
 @dataclass

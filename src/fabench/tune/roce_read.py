@@ -111,12 +111,20 @@ def read_evidence(t: Target, iface: str, ports: list[RdmaPort]) -> Evidence:
     out, why = _tool(t, ["mlnx_qos", "-i", iface])
     if out is not None:
         q = rp.parse_mlnx_qos(out)
-        ev.trust, ev.dscp2prio = q.trust, q.dscp2prio
+        ev.trust, ev.dscp2prio, ev.dscp_source = q.trust, q.dscp2prio, "mlnx_qos"
         if ev.pfc is None or not ev.pfc.complete:
             ev.pfc, ev.pfc_source = q.pfc, "mlnx_qos"
         ev.notes += [f"mlnx_qos: {x}" for x in q.problems]
-    elif ev.pfc is None:
-        ev.notes.append(f"trust and DSCP map (mlnx_qos): {why}")
+    else:
+        # Without mlnx_qos: the DSCP map from the kernel's DCB app table (numeric form).
+        app, why2 = _tool(t, ["dcb", "-N", "app", "show", "dev", iface, "dscp-prio"])
+        if app is not None:
+            m = rp.parse_dcb_app(app)
+            ev.dscp2prio, ev.dscp_source = m.dscp2prio, "dcb app"
+            ev.notes += [f"dcb app: {x}" for x in m.problems]
+            ev.notes += [f"dcb app: DSCP {d} maps to two priorities" for d in sorted(m.ambiguous)]
+        elif ev.pfc is None:
+            ev.notes.append(f"trust and DSCP map (mlnx_qos, dcb app): {why}; {why2}")
     ev.ecn = rp.parse_flags(_sh(t, _ECN_FLAGS, iface))
     pci = _sh(t, 'basename "$(readlink -f /sys/class/net/"$1"/device)"', iface).strip()
     for line in _sh(t, _DCQCN, iface, pci if re.fullmatch(r"[0-9a-f:.]{1,16}", pci)
