@@ -246,6 +246,43 @@ def test_mlxconfig_with_three_columns_and_a_cut_row() -> None:
     assert rp.mlx_int("True(1)") == 1 and rp.mlx_int("DEVICE_DEFAULT(0)") == 0
 
 
+def test_sysfs_readers_on_the_documented_layout(tmp_path: Path) -> None:
+    """The ECN, DCQCN and hw_counters readers, through the same shell snippets as on a host,
+    over a directory laid out as NVIDIA documents MLNX_OFED's sysfs
+    (/sys/class/net/IF/ecn/roce_np|roce_rp/enable/N, parameter files beside them) and as the
+    RDMA core lays out hw_counters (one file per counter). This machine has neither, so the
+    tree and its 0/1 values are made here; the reaction point is on for priority 3 only."""
+    net = tmp_path / "net" / "ens1f0"
+    for g in ("roce_np", "roce_rp"):
+        (net / "ecn" / g / "enable").mkdir(parents=True)
+        for p in range(8):
+            (net / "ecn" / g / "enable" / str(p)).write_text(
+                "1\n" if g == "roce_np" or p == 3 else "0\n")
+    for k, v in (("rpg_ai_rate", "5"), ("rpg_hai_rate", "50"), ("rpg_gd", "11")):
+        (net / "ecn" / "roce_rp" / k).write_text(v + "\n")
+    (net / "ecn" / "roce_np" / "min_time_between_cnps").write_text("4\n")
+    hw = tmp_path / "hw_counters"
+    hw.mkdir()
+    for k, v in (("np_ecn_marked_roce_packets", 0), ("np_cnp_sent", 0), ("rp_cnp_handled", 0),
+                 ("out_of_buffer", 0)):
+        (hw / k).write_text(f"{v}\n")
+    host = Target.host()
+    ecn = roce_read.read_ecn(host, str(net))
+    assert ecn["roce_rp"] == {p: p == 3 for p in range(8)} and all(ecn["roce_np"].values())
+    dcqcn = roce_read.read_dcqcn(host, str(net), str(tmp_path / "no-debugfs"))
+    assert dcqcn == {"rpg_ai_rate": "5", "rpg_hai_rate": "50", "rpg_gd": "11",
+                     "min_time_between_cnps": "4"}
+    counters = roce_read.read_hw_counters(host, str(hw))
+    assert counters.values["np_cnp_sent"] == 0 and not counters.problems
+    ev = qos_evidence("mlnx_qos-netarbiter-eth4.txt", 106, ecn=ecn, dcqcn=dcqcn, hw=counters)
+    found = judge(ev, WANT)
+    assert by_item(found, "ECN/DCQCN on priority 3").status == "ok"
+    assert "rpg_ai_rate 5" in by_item(found, "DCQCN parameters").current
+    assert verdicts(found) == []
+    ev.ecn = {"roce_np": ecn["roce_np"], "roce_rp": {p: False for p in range(8)}}
+    assert by_item(judge(ev, WANT), "ECN/DCQCN on priority 3").status == "differs"
+
+
 # -- hostile input -------------------------------------------------------------------------------
 
 PARSERS = (rp.parse_dcb_pfc, rp.parse_mlnx_qos, rp.parse_ethtool_stats, rp.parse_hw_counters,
@@ -360,6 +397,29 @@ def test_tune_check_lossless_roce_on_namespaces(veth_pair: tuple[str, str]) -> N
     assert r.returncode == 3, r.stderr
     (mtu,) = [json.loads(x) for x in r.stdout.splitlines() if '"mismatched MTU"' in x]
     assert mtu["current"] == f"{a}/lla 1500, {b}/llb 9000"
+
+
+@ROOT_ONLY
+def test_mtu_across_a_testbed_and_its_switch(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a testbed the switch's ports join the comparison: one host raised to MTU 9000
+    while its peer and the switch stay at 1500 is "mismatched MTU", naming every port."""
+    from conftest import own_testbeds
+    from fabench.testbed import TestbedConfig, create
+    from fabench.tune.targets import testbed_targets
+
+    monkeypatch.setenv("FABENCH_RUN_DIR", str(tmp_path))
+    with own_testbeds("fbll" + uuid.uuid4().hex[:5]):
+        st = create("mtu", TestbedConfig(hosts=2))
+        targets = testbed_targets(st.name)
+        prof = load_profile("lossless-roce")
+        assert verdicts(check(prof, targets)) == []
+        (h1,) = [t for t in targets if t.name == "h1"]
+        h1.run(["ip", "link", "set", "dev", "eth0", "mtu", "9000"])
+        (fabric,) = [f for f in check(prof, targets) if f.verdict]
+        assert fabric.verdict == ll.MTU_MISMATCH and fabric.recommended == "1500"
+        assert "h1/eth0 9000" in fabric.current and "h2/eth0 1500" in fabric.current
+        assert f"{st.name}-switch/" in fabric.current
 
 
 def test_window_is_validated() -> None:

@@ -24,15 +24,19 @@ _DEV = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 # RDMA devices and the netdev behind each port (GID 0's), one "DEV PORT NETDEV" per line.
 _RDMA_PORTS = ('for d in /sys/class/infiniband/*; do [ -d "$d/ports" ] || continue; '
                'for p in "$d"/ports/*; do n=$(cat "$p/gid_attrs/ndevs/0" 2>/dev/null); '
-               'printf "%s %s %s\\n" "${d##*/}" "${p##*/}" "$n"; done; done')
-# ECN enablement per priority (MLNX_OFED's sysfs): "roce_np|roce_rp PRIO 0|1".
-_ECN_FLAGS = ('for g in roce_np roce_rp; do for f in /sys/class/net/"$1"/ecn/$g/enable/*; do '
-              '[ -f "$f" ] && printf "%s %s %s\\n" "$g" "${f##*/}" "$(cat "$f")"; done; done')
+               'printf "%s %s %s\\n" "${d##*/}" "${p##*/}" "$n"; done; done; exit 0')
+# ECN enablement per priority (MLNX_OFED's sysfs, under /sys/class/net/IF):
+# "roce_np|roce_rp PRIO 0|1".
+_ECN_FLAGS = ('for g in roce_np roce_rp; do for f in "$1"/ecn/$g/enable/*; do '
+              '[ -f "$f" ] && printf "%s %s %s\\n" "$g" "${f##*/}" "$(cat "$f")"; done; done; '
+              'exit 0')
 # DCQCN parameters: MLNX_OFED's sysfs files, then the upstream driver's debugfs cc_params.
-_DCQCN = ('for f in /sys/class/net/"$1"/ecn/roce_rp/* /sys/class/net/"$1"/ecn/roce_np/* '
-          '/sys/kernel/debug/mlx5/"$2"/cc_params/*; do [ -f "$f" ] && '
-          'printf "%s %s\\n" "${f##*/}" "$(head -c 64 "$f" | tr -d "\\n")"; done')
-_GREP_DIR = 'for f in "$1"/*; do [ -f "$f" ] && printf "%s:%s\\n" "$f" "$(cat "$f")"; done'
+_DCQCN = ('for f in "$1"/ecn/roce_rp/* "$1"/ecn/roce_np/* "$2"/*; do [ -f "$f" ] && '
+          'printf "%s %s\\n" "${f##*/}" "$(head -c 64 "$f" | tr -d "\\n")"; done; exit 0')
+# A loop's status is its last test's: every snippet ends with `exit 0`, as a missing file is
+# an answer ("not offered here"), not a failure that should discard what was printed.
+_GREP_DIR = ('for f in "$1"/*; do [ -f "$f" ] && printf "%s:%s\\n" "$f" "$(cat "$f")"; done; '
+             'exit 0')
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,26 @@ def audited_interfaces(t: Target, s: LosslessSetting) -> tuple[list[str], list[R
     return up, [], "no RDMA device here: every link that is up, for what it exposes"
 
 
+def read_ecn(t: Target, netdir: str) -> dict[str, dict[int, bool]]:
+    """ECN enablement per priority from an interface's sysfs directory."""
+    return rp.parse_flags(_sh(t, _ECN_FLAGS, netdir))
+
+
+def read_dcqcn(t: Target, netdir: str, debugdir: str) -> dict[str, str]:
+    """DCQCN parameters: file name -> value, from sysfs (MLNX_OFED) and debugfs (upstream)."""
+    out = {}
+    for line in _sh(t, _DCQCN, netdir, debugdir).splitlines():
+        k, _, v = line.partition(" ")
+        if re.fullmatch(r"[a-z0-9_]{1,40}", k) and re.fullmatch(r"[\w.-]{1,32}", v):
+            out[k] = v
+    return out
+
+
+def read_hw_counters(t: Target, directory: str) -> rp.Counters:
+    """An RDMA port's hw_counters directory, one file per counter."""
+    return rp.parse_hw_counters(_sh(t, _GREP_DIR, directory))
+
+
 def read_counters(t: Target, iface: str, ports: list[RdmaPort]) -> tuple[rp.Counters,
                                                                          rp.Counters | None]:
     """(ethtool -S, the RDMA port's hw_counters) of one interface."""
@@ -93,9 +117,8 @@ def read_counters(t: Target, iface: str, ports: list[RdmaPort]) -> tuple[rp.Coun
     hw = None
     for p in ports:
         if p.netdev == iface:
-            hw = rp.parse_hw_counters(_sh(t, _GREP_DIR,
-                                          f"/sys/class/infiniband/{p.dev}/ports/{p.port}"
-                                          "/hw_counters"))
+            hw = read_hw_counters(t, f"/sys/class/infiniband/{p.dev}/ports/{p.port}"
+                                     "/hw_counters")
     return stats, hw
 
 
@@ -125,13 +148,11 @@ def read_evidence(t: Target, iface: str, ports: list[RdmaPort]) -> Evidence:
             ev.notes += [f"dcb app: DSCP {d} maps to two priorities" for d in sorted(m.ambiguous)]
         elif ev.pfc is None:
             ev.notes.append(f"trust and DSCP map (mlnx_qos, dcb app): {why}; {why2}")
-    ev.ecn = rp.parse_flags(_sh(t, _ECN_FLAGS, iface))
-    pci = _sh(t, 'basename "$(readlink -f /sys/class/net/"$1"/device)"', iface).strip()
-    for line in _sh(t, _DCQCN, iface, pci if re.fullmatch(r"[0-9a-f:.]{1,16}", pci)
-                    else "-").splitlines():
-        k, _, v = line.partition(" ")
-        if re.fullmatch(r"[a-z0-9_]{1,40}", k) and re.fullmatch(r"[\w.-]{1,32}", v):
-            ev.dcqcn[k] = v
+    netdir = f"/sys/class/net/{iface}"
+    ev.ecn = read_ecn(t, netdir)
+    pci = _sh(t, 'basename "$(readlink -f "$1"/device)"', netdir).strip()
+    ev.dcqcn = read_dcqcn(t, netdir, f"/sys/kernel/debug/mlx5/{pci}/cc_params"
+                          if re.fullmatch(r"[0-9a-f:.]{1,16}", pci) else "/nonexistent")
     for p in mine:
         for path, src in ((f"/sys/kernel/config/rdma_cm/{p.dev}/ports/{p.port}/"
                            "default_roce_tos", "rdma_cm default_roce_tos"),
