@@ -332,7 +332,9 @@ def judge_fabric(evidence: list[Evidence], switch_mtus: dict[str, int] | None = 
     if len(set(mtus.values())) <= 1:
         return []
     shown = ", ".join(f"{k} {v}" for k, v in sorted(mtus.items()))
-    return [Finding("fabric", "lossless", "MTU across the fabric", shown,
-                    str(max(set(mtus.values()), key=list(mtus.values()).count)), "differs",
+    counts = sorted(((list(mtus.values()).count(v), v) for v in set(mtus.values())),
+                    reverse=True)
+    common = str(counts[0][1]) if counts[0][0] > counts[1][0] else "one MTU for all"
+    return [Finding("fabric", "lossless", "MTU across the fabric", shown, common, "differs",
                     "fabric", "a frame larger than a port's MTU is dropped there, on the "
                     "lossless priority too", SRC_MLX5, "", MTU_MISMATCH)]
