@@ -40,6 +40,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     _targets(c, default_host=True)
     c.add_argument("--json", action="store_true", help="one JSON object per finding")
     c.add_argument("--brief", action="store_true", help="no why/source/risk lines")
+    c.add_argument("--window", type=float, default=0.0, metavar="SECONDS",
+                   help="read NIC counters twice, SECONDS apart, and judge the interval "
+                        "(lossless-roce: a pause storm on an idle link shows only this way)")
     c.set_defaults(func=check_main)
 
     a = tsub.add_parser("apply", help="apply a profile's system settings (journaled)")
@@ -110,16 +113,19 @@ def _journal(args: argparse.Namespace) -> Path:
 
 def check_main(args: argparse.Namespace) -> int:
 
+    if not 0 <= args.window <= 3600:  # also refuses nan and inf
+        raise FabenchError(f"--window {args.window}: give 0..3600 seconds")
     profile = load_profile(args.profile)
-    findings = check(profile, _resolve(args, default_host=True))
+    findings = check(profile, _resolve(args, default_host=True), window=args.window)
     if args.json:
         for f in findings:
             print(json.dumps(f.as_dict()))
-        return 0
-    print(f"# fabench tune check: profile {profile.name} ({profile.source_file})")
-    for line in finding_lines(findings, verbose=not args.brief):
-        print(line)
-    return 0
+    else:
+        print(f"# fabench tune check: profile {profile.name} ({profile.source_file})")
+        for line in finding_lines(findings, verbose=not args.brief):
+            print(line)
+    # Exit 3: a diagnosis flagged something (a named verdict), as every diagnosing command.
+    return 3 if any(f.verdict for f in findings) else 0
 
 
 def apply_main(args: argparse.Namespace) -> int:

@@ -10,15 +10,17 @@ from typing import Any
 
 from ..errors import FabenchError
 from . import journal as jr
-from . import state
+from . import state, sysctl_scope
 from .journal import Change, Journal
 from .profiles import (
     CpuSetting,
+    LosslessSetting,
     MtuSetting,
     NumaSetting,
     OffloadSetting,
     Profile,
     QuickackSetting,
+    RtoMinSetting,
     SysctlSetting,
 )
 from .target import Target, TargetError, sysctl_path
@@ -83,12 +85,23 @@ def _plan_target(plan: Plan, profile: Profile, t: Target, ifaces: list[str] | No
         _plan_switch(plan, profile, t, links)
         return
     offload_wants: dict[str, dict[str, bool]] = {}
+    # One change per route: `ip route change` replaces every metric, so quickack and rto_min
+    # on the same route must be written together.
+    route_wants: dict[str, dict[str, str]] = {}
     for s in profile.system_settings:
         if isinstance(s, SysctlSetting):
             label = s.name
             if s.name in NOOP_SYSCTLS:
                 plan.skipped.append(Skipped(t.name, label, NOOP_SYSCTLS[s.name]))
                 continue
+            if not t.host_wide:
+                scope = sysctl_scope.decide([s.name])[s.name]
+                if not scope.namespaced:
+                    # Written "inside" a namespace, a host-wide key is written for the host.
+                    plan.skipped.append(Skipped(
+                        t.name, label, f"refused on a namespace target: {scope.label} "
+                        f"({scope.how}); apply it to the host with --host-wide"))
+                    continue
             path = sysctl_path(s.name)
             raw = t.read(path)
             if raw is None:
@@ -119,16 +132,17 @@ def _plan_target(plan: Plan, profile: Profile, t: Target, ifaces: list[str] | No
             for iface in links:
                 if _iface_ok(t, s, iface, ifaces):
                     offload_wants.setdefault(iface, {})[s.long_name] = s.value == "on"
-        elif isinstance(s, QuickackSetting):
+        elif isinstance(s, QuickackSetting | RtoMinSetting):
             for r in state.routes(t):
                 if r.dev is None or not _iface_ok(t, s, r.dev, ifaces):
                     continue
-                if (r.quickack or 0) == s.value:
-                    plan.unchanged.append(f"{t.name}: route {r.line}")
-                    continue
-                plan.changes.append(Change(tj, "route", r.line.split()[0], r.line,
-                                           _route_with(r.line, s.value),
-                                           f"route {r.line.split()[0]} quickack"))
+                if isinstance(s, QuickackSetting):
+                    want, have = ("quickack", str(s.value)), str(r.quickack or 0)
+                else:
+                    want, have = ("rto_min", s.value), f"{r.rto_min_ms}ms"
+                attrs = route_wants.setdefault(r.line, {})
+                if have != want[1]:
+                    attrs[want[0]] = want[1]
         elif isinstance(s, CpuSetting):
             if not t.host_wide:
                 plan.skipped.append(Skipped(t.name, f"cpu {s.name}", "host-wide: the CPUs "
@@ -138,8 +152,23 @@ def _plan_target(plan: Plan, profile: Profile, t: Target, ifaces: list[str] | No
         elif isinstance(s, NumaSetting):
             plan.skipped.append(Skipped(t.name, "numa placement", "chosen per run (bind ranks "
                                         "to the NIC's NUMA node); not a system setting"))
+        elif isinstance(s, LosslessSetting):
+            plan.skipped.append(Skipped(t.name, "lossless RoCE", "audit only: PFC, trust and "
+                                        "ECN must match the switch, so fabench reports them "
+                                        "and changes none"))
     for iface, wants in offload_wants.items():
         _plan_offloads(plan, t, iface, wants)
+    for line, attrs in route_wants.items():
+        dst = line.split()[0]
+        if not attrs:
+            plan.unchanged.append(f"{t.name}: route {line}")
+            continue
+        new_line = line
+        for attr, value in attrs.items():
+            new_line = route_with(new_line, attr, value)
+        plan.changes.append(Change(tj, "route", dst, line, new_line,
+                                   f"route {dst} " + " ".join(f"{k} {v}"
+                                                              for k, v in attrs.items())))
 
 
 def _plan_switch(plan: Plan, profile: Profile, t: Target, links: list[str]) -> None:
@@ -156,12 +185,29 @@ def _plan_switch(plan: Plan, profile: Profile, t: Target, links: list[str]) -> N
                                                f"{iface} mtu (switch)"))
 
 
-def _route_with(line: str, quickack: int) -> str:
+# Route metrics `ip route show` prints with " lock" that `ip route change` does not take
+# back in that form: rto_min is always locked, and its parser refuses the word.
+_LOCK_IMPLIED = {"rto_min"}
+
+
+def route_args(line: str) -> list[str]:
+    """A route as `ip route show` prints it -> the arguments `ip route change` accepts."""
     toks = [x for x in line.split() if x not in _ROUTE_FLAGS]
-    if "quickack" in toks:
-        i = toks.index("quickack")
+    out: list[str] = []
+    for i, tok in enumerate(toks):
+        if tok == "lock" and i > 0 and toks[i - 1] in _LOCK_IMPLIED:
+            continue
+        out.append(tok)
+    return out
+
+
+def route_with(line: str, attr: str, value: str) -> str:
+    """The route with one metric set (replacing its old value, and its " lock")."""
+    toks = route_args(line)
+    if attr in toks:
+        i = toks.index(attr)
         del toks[i:i + 2]
-    return " ".join([*toks, "quickack", str(quickack)])
+    return " ".join([*toks, attr, value])
 
 
 def _plan_offloads(plan: Plan, t: Target, iface: str, wants: dict[str, bool]) -> None:
@@ -229,7 +275,7 @@ def _set(c: Change, value: Any) -> None:
     elif c.kind == "offloads":
         _set_features(t, c.key, {k: bool(v) for k, v in value.items()})
     elif c.kind == "route":
-        t.run(["ip", "route", "change", *str(value).split()])
+        t.run(["ip", "route", "change", *route_args(str(value))])
     else:
         raise FabenchError(f"journal: unknown change kind {c.kind!r}")
 
@@ -270,8 +316,9 @@ def matches(c: Change, value: Any, now: Any) -> bool:
     if c.kind == "offloads":
         return all(now.get(k) == v for k, v in value.items())
     if c.kind == "route":
-        norm = [x for x in str(now or "").split() if x not in _ROUTE_FLAGS]
-        return norm == [x for x in str(value).split() if x not in _ROUTE_FLAGS]
+        # The kernel prints metrics in its own order, not the order they were given in.
+        a, b = route_args(str(now or "")), route_args(str(value))
+        return a[:1] == b[:1] and sorted(a) == sorted(b)
     return bool(now == value)
 
 

@@ -4,7 +4,7 @@ import textwrap
 from collections.abc import Iterable
 
 from .apply import Plan, RevertReport, show_value
-from .audit import Finding
+from .findings import Finding
 
 _MARK = {"ok": "ok", "differs": "DIFFERS", "no-op": "no-op", "info": "info",
          "unknown": "n/a"}
@@ -21,6 +21,8 @@ def finding_lines(findings: Iterable[Finding], verbose: bool = True) -> list[str
                          "scope")
         lines.append(f"  {_MARK.get(f.status, f.status):<8} {f.item:<32} "
                      f"{_cut(f.current, 40):<40} {_cut(f.recommended, 24):<24} {f.scope}")
+        if f.verdict:
+            lines.append(f"           VERDICT: {f.verdict} ({_cut(f.current, 120)})")
         if verbose and (f.why or f.source or f.risk):
             text = "; ".join(x for x in (f.why, f"source: {f.source}" if f.source else "",
                                          f"risk: {f.risk}" if f.risk else "") if x)
@@ -29,7 +31,9 @@ def finding_lines(findings: Iterable[Finding], verbose: bool = True) -> list[str
     counts: dict[str, int] = {}
     for f in findings:
         counts[f.status] = counts.get(f.status, 0) + 1
-    lines.append("# " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
+    verdicts = [f.verdict for f in findings if f.verdict]
+    lines.append("# " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) +
+                 (f"; verdicts: {', '.join(dict.fromkeys(verdicts))}" if verdicts else ""))
     return lines
 
 

@@ -122,6 +122,21 @@ class Route:
     line: str  # as `ip route show` prints it: also the argument list to restore it exactly
     dev: str | None
     quickack: int | None
+    rto_min_ms: int | None = None
+
+
+def _route_ms(toks: list[str], name: str) -> int | None:
+    """`rto_min lock 5ms` (as `ip route show` prints it) or `rto_min 5ms`, in ms."""
+    if name not in toks:
+        return None
+    rest = toks[toks.index(name) + 1:]
+    if rest[:1] == ["lock"]:
+        rest = rest[1:]
+    m = re.fullmatch(r"(\d{1,9})(ms|s|us)?", rest[0]) if rest else None
+    if not m:
+        return None
+    n = int(m.group(1))
+    return {"s": n * 1000, "us": n // 1000}.get(m.group(2) or "ms", n)
 
 
 def routes(t: Target) -> list[Route]:
@@ -132,9 +147,10 @@ def routes(t: Target) -> list[Route]:
         if not line:
             continue
         toks = line.split()
-        dev = toks[toks.index("dev") + 1] if "dev" in toks else None
-        qa = int(toks[toks.index("quickack") + 1]) if "quickack" in toks else None
-        out.append(Route(line, dev, qa))
+        dev = toks[toks.index("dev") + 1] if "dev" in toks[:-1] else None
+        qa = toks[toks.index("quickack") + 1] if "quickack" in toks[:-1] else None
+        out.append(Route(line, dev, int(qa) if qa in ("0", "1") else None,
+                         _route_ms(toks, "rto_min")))
     return out
 
 
