@@ -20,12 +20,13 @@ from typing import Any
 import pytest
 
 from fabench.errors import FabenchError
+from fabench.process_identity import netns_of, proc_start
 from fabench.tune import apply as ap
 from fabench.tune import journal as jr
 from fabench.tune import topology
 from fabench.tune.audit import check
 from fabench.tune.profiles import ProfileError, available_profiles, load_profile, parse_profile
-from fabench.tune.target import Target, TargetMismatch, netns_of, proc_start
+from fabench.tune.target import Target, TargetMismatch
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make namespaces")
 

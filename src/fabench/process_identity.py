@@ -1,4 +1,5 @@
-"""Who owns a `running` row in the store, and whether that process still lives.
+"""Which process and which namespace: who owns a `running` row in the store and whether that
+process still lives; and the network namespaces that are this host's own.
 
 A PID alone names nothing once its process is gone: the number is reused. The start time in
 clock ticks since boot (field 22 of /proc/PID/stat) pins the PID to one process; the boot id
@@ -12,6 +13,21 @@ import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+
+def netns_of(pid: int | str) -> str | None:
+    """`net:[INODE]`, the network namespace of a process."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net")
+    except OSError:
+        return None
+
+
+def host_netns() -> set[str]:
+    """This host's own network namespace: fabench's, and PID 1's where readable (without
+    root only ours, which stands for it). Nothing in it is ever changed or killed by a
+    command that targets a testbed or a named namespace."""
+    return {ns for ns in (netns_of("self"), netns_of(1)) if ns}
 
 
 def proc_start(pid: int) -> int | None:
