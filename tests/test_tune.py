@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
+from fabench import host_topology as topology
 from fabench.errors import FabenchError
 from fabench.process_identity import netns_of, proc_start
 from fabench.tune import apply as ap
 from fabench.tune import journal as jr
-from fabench.tune import topology
 from fabench.tune.audit import check
 from fabench.tune.profiles import ProfileError, available_profiles, load_profile, parse_profile
 from fabench.tune.target import Target, TargetMismatch

@@ -69,9 +69,9 @@ def _planned(kernel: str, sizes: str, iterations: int, extra: list[str] | None =
 
 
 def _route_lines(targets: list) -> list[str]:  # type: ignore[type-arg]
-    from fabench.tune import state
+    from fabench.tune import readers
 
-    return [r.line for t in targets if t.meta.get("role") != "switch" for r in state.routes(t)]
+    return [r.line for t in targets if t.meta.get("role") != "switch" for r in readers.routes(t)]
 
 
 def test_nodelay_and_route_quickack_remove_the_delayed_ack_stall(testbed: str,

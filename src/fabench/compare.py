@@ -29,6 +29,7 @@ from .selection import (
 )
 from .stats import Interval, TwoSample, compare_medians, compare_medians_runs
 from .store import Store
+from .textable import Col, header, row
 from .units import format_number
 
 DEFAULT_TOLERANCE = 0.05
@@ -278,21 +279,23 @@ def summary_sentence(c: Comparison) -> str:
     return f"{nb} vs {na} ({c.kernel}, {c.metric.name}): " + "; ".join(parts)
 
 
+_COMPARE_COLUMNS = (Col("Size", 9), Col("A median", 11), Col("B median", 11), Col("B-A", 10),
+                    Col("95% CI", 23), Col("B/A", 7), Col("95% CI", 17))
+
+
 def comparison_table(c: Comparison) -> list[str]:
     u = c.metric.unit
     lines = [f"# {c.kernel} {c.metric.name} [{u}, {c.metric.better.value} is better]",
              f"# A: {c.name_a} (runs {', '.join(str(r.id) for r in c.a.runs)})",
              f"# B: {c.name_b} (runs {', '.join(str(r.id) for r in c.b.runs)})",
-             f"# {'Size':>9} {'A median':>11} {'B median':>11} {'B-A':>10} {'95% CI':>23}"
-             f" {'B/A':>7} {'95% CI':>17}  verdict"]
+             header(_COMPARE_COLUMNS, "  verdict")]
     for sc in c.sizes:
         t = sc.two
-        dci = _ci_text(t.diff_ci, 10)
-        rci = _ci_text(t.ratio_ci, 7, ratio=True)
-        a, b, d = (format_number(v) for v in (t.median_a, t.median_b, t.diff))
-        lines.append(f"  {size_text(sc.size):>9} {a:>11} {b:>11} {d:>10} {dci:>23} "
-                     f"{t.ratio:>7.3f} {rci:>17}  {sc.verdict}"
-                     + (f" ({sc.note})" if sc.note else ""))
+        nums = (format_number(v) for v in (t.median_a, t.median_b, t.diff))
+        cells = [size_text(sc.size), *nums,
+                 _ci_text(t.diff_ci, 10), f"{t.ratio:.3f}", _ci_text(t.ratio_ci, 7, ratio=True)]
+        lines.append(row(_COMPARE_COLUMNS, cells, f"  {sc.verdict}"
+                         + (f" ({sc.note})" if sc.note else "")))
     lines.append(f"# {c.sentence()}")
     if c.host_note:
         lines.append(f"# caution: {c.host_note}")

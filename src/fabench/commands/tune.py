@@ -15,8 +15,8 @@ from ..tune.apply import apply, revert
 from ..tune.apply import make_plan as changes_plan
 from ..tune.audit import check
 from ..tune.journal import default_journal_path
+from ..tune.lines import finding_lines, plan_lines, revert_lines
 from ..tune.profiles import available_profiles, load_profile
-from ..tune.report import finding_lines, plan_lines, revert_lines
 from ..tune.target import Target
 from ..tune.targets import resolve
 from . import COMMANDS

@@ -7,6 +7,7 @@ from ..analyse import SizeSummary, summarize_results
 from ..kernels import get_kernel
 from ..kernels.transport import stream_results
 from ..records import ResultRecord
+from ..textable import Col, header, row
 from ..units import format_number, format_size
 
 
@@ -14,18 +15,21 @@ def header_lines(title: str, notes: Iterable[str] = ()) -> list[str]:
     return [f"# {title}", *[f"# {n}" for n in notes if n]]
 
 
+SIZE_COLUMNS = (Col("Size", 9), *(Col(t, 11) for t in ("Median", "P5", "P95", "Mean", "Min",
+                                                        "Max")), Col("N", 7))
+
+
 def size_table(rows: list[SizeSummary]) -> list[str]:
     if not rows:
         return ["# (no results)"]
     m = rows[0].metric
-    lines = [f"# {'Size':>9} {'Median':>11} {'P5':>11} {'P95':>11} {'Mean':>11} {'Min':>11}"
-             f" {'Max':>11} {'N':>7}   [{m.name}, {m.unit}, {m.better.value} is better]"]
+    lines = [header(SIZE_COLUMNS, f"   [{m.name}, {m.unit}, {m.better.value} is better]")]
     for r in rows:
         s = r.summary
         check = "" if r.validated is None else ("  validated" if r.validated else "  INVALID")
-        cells = " ".join(f"{format_number(v):>11}"
-                         for v in (s.median, s.p5, s.p95, s.mean, s.min, s.max))
-        lines.append(f"  {format_size(r.size):>9} {cells} {s.n:>7}{check}")
+        lines.append(row(SIZE_COLUMNS, [format_size(r.size), *(
+            format_number(v) for v in (s.median, s.p5, s.p95, s.mean, s.min, s.max)),
+            str(s.n)], check))
     return lines
 
 

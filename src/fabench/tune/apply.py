@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import FabenchError
 from . import journal as jr
-from . import state, sysctl_scope
+from . import readers, sysctl_scope
 from .journal import Change, Journal
 from .profiles import (
     CpuSetting,
@@ -80,7 +80,7 @@ def make_plan(profile: Profile, targets: list[Target], *, ifaces: list[str] | No
 
 def _plan_target(plan: Plan, profile: Profile, t: Target, ifaces: list[str] | None) -> None:
     tj = t.to_json()
-    links = state.interfaces(t)
+    links = readers.interfaces(t)
     if t.meta.get("role") == "switch":
         _plan_switch(plan, profile, t, links)
         return
@@ -114,8 +114,8 @@ def _plan_target(plan: Plan, profile: Profile, t: Target, ifaces: list[str] | No
                     t.name, label, "read-only in a network namespace: a host-wide setting "
                     "(apply on the host with --host-wide)" if not t.host_wide else "read-only"))
                 continue
-            new = merge_fields(state.normalize(raw), state.normalize(s.value), s.match)
-            if new == state.normalize(raw):
+            new = merge_fields(readers.normalize(raw), readers.normalize(s.value), s.match)
+            if new == readers.normalize(raw):
                 plan.unchanged.append(f"{t.name}: {label} = {new}")
                 continue
             plan.changes.append(Change(tj, "file", path, raw, new, label))
@@ -123,7 +123,7 @@ def _plan_target(plan: Plan, profile: Profile, t: Target, ifaces: list[str] | No
             for iface in links:
                 if not _iface_ok(t, s, iface, ifaces):
                     continue
-                cur = state.mtu(t, iface)
+                cur = readers.mtu(t, iface)
                 if cur == s.value:
                     plan.unchanged.append(f"{t.name}: {iface} mtu = {cur}")
                 elif cur is not None:
@@ -133,7 +133,7 @@ def _plan_target(plan: Plan, profile: Profile, t: Target, ifaces: list[str] | No
                 if _iface_ok(t, s, iface, ifaces):
                     offload_wants.setdefault(iface, {})[s.long_name] = s.value == "on"
         elif isinstance(s, QuickackSetting | RtoMinSetting):
-            for r in state.routes(t):
+            for r in readers.routes(t):
                 if r.dev is None or not _iface_ok(t, s, r.dev, ifaces):
                     continue
                 if isinstance(s, QuickackSetting):
@@ -179,7 +179,7 @@ def _plan_switch(plan: Plan, profile: Profile, t: Target, links: list[str]) -> N
     for s in profile.system_settings:
         if isinstance(s, MtuSetting):
             for iface in ifaces:
-                cur = state.mtu(t, iface)
+                cur = readers.mtu(t, iface)
                 if cur is not None and cur != s.value:
                     plan.changes.append(Change(t.to_json(), "mtu", iface, cur, s.value,
                                                f"{iface} mtu (switch)"))
@@ -211,11 +211,11 @@ def route_with(line: str, attr: str, value: str) -> str:
 
 
 def _plan_offloads(plan: Plan, t: Target, iface: str, wants: dict[str, bool]) -> None:
-    feats = state.offloads(t, iface)
+    feats = readers.offloads(t, iface)
     if feats is None:
         plan.skipped.append(Skipped(t.name, f"{iface} offloads", "ethtool -k failed"))
         return
-    leaves = state.leaf_features(feats)
+    leaves = readers.leaf_features(feats)
     new: dict[str, bool] = {}
     for name, on in wants.items():
         if name not in feats:
@@ -238,14 +238,14 @@ def _plan_offloads(plan: Plan, t: Target, iface: str, wants: dict[str, bool]) ->
 def _plan_cpu(plan: Plan, t: Target, s: CpuSetting) -> None:
     tj = t.to_json()
     if s.name == "governor":
-        govs = state.cpu_governors(t)
+        govs = readers.cpu_governors(t)
         if not govs:
             plan.skipped.append(Skipped(t.name, "cpu governor", "no cpufreq on this host"))
         for path, cur in govs.items():
             if cur != s.value:
                 plan.changes.append(Change(tj, "file", path, cur, s.value, "cpu governor"))
     elif s.name == "turbo":
-        tf = state.turbo_file(t)
+        tf = readers.turbo_file(t)
         if tf is None:
             plan.skipped.append(Skipped(t.name, "cpu turbo", "turbo control not exposed"))
             return
@@ -256,7 +256,7 @@ def _plan_cpu(plan: Plan, t: Target, s: CpuSetting) -> None:
         if cur != want:
             plan.changes.append(Change(tj, "file", path, cur, want, "cpu turbo"))
     elif s.name == "smt":
-        control, _ = state.smt(t)
+        control, _ = readers.smt(t)
         if control not in ("on", "off"):
             plan.skipped.append(Skipped(t.name, "cpu smt", f"SMT control is {control}"))
         elif control != s.value:
@@ -284,8 +284,8 @@ def _set_features(t: Target, iface: str, want: dict[str, bool]) -> None:
     # Features depend on each other (TSO needs SG): a second pass sets what the first one's
     # order prevented.
     for _ in range(3):
-        feats = state.offloads(t, iface) or {}
-        leaves = state.leaf_features(feats)
+        feats = readers.offloads(t, iface) or {}
+        leaves = readers.leaf_features(feats)
         diff = {k: v for k, v in want.items() if k in leaves and leaves[k] != v}
         if not diff:
             return
@@ -298,12 +298,12 @@ def current(c: Change) -> Any:
     if c.kind == "file":
         return t.read(c.key)
     if c.kind == "mtu":
-        return state.mtu(t, c.key)
+        return readers.mtu(t, c.key)
     if c.kind == "offloads":
-        return state.leaf_features(state.offloads(t, c.key) or {})
+        return readers.leaf_features(readers.offloads(t, c.key) or {})
     if c.kind == "route":
         dst = c.key
-        for r in state.routes(t):
+        for r in readers.routes(t):
             if r.line.split()[0] == dst:
                 return r.line
         return None
@@ -312,7 +312,7 @@ def current(c: Change) -> Any:
 
 def matches(c: Change, value: Any, now: Any) -> bool:
     if c.kind == "file":
-        return now is not None and state.normalize(str(now)) == state.normalize(str(value))
+        return now is not None and readers.normalize(str(now)) == readers.normalize(str(value))
     if c.kind == "offloads":
         return all(now.get(k) == v for k, v in value.items())
     if c.kind == "route":
@@ -417,4 +417,4 @@ def revert(journal_path: Path) -> RevertReport:
 def show_value(v: Any) -> str:
     if isinstance(v, dict):
         return ", ".join(f"{k} {'on' if x else 'off'}" for k, x in v.items())
-    return state.normalize(str(v)) if v is not None else "(absent)"
+    return readers.normalize(str(v)) if v is not None else "(absent)"

@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .. import host_topology as topology
 from ..errors import FabenchError
-from . import delack, roce_read, state, sysctl_scope, topology
+from . import delack, readers, roce_read, sysctl_scope
 from . import lossless as lossless_
 from .apply import NOOP_SYSCTLS, merge_fields
 from .findings import Finding
@@ -55,9 +56,9 @@ def check(profile: Profile | None, targets: list[Target], window: float = 0.0
             out += found
             evidence[k] += evs
     switch_mtus = {f"{t.name}/{link.name}": m for t in targets
-                   if t.meta.get("role") == "switch" for link in state.links(t)
+                   if t.meta.get("role") == "switch" for link in readers.links(t)
                    if not link.down and link.name != "lo"
-                   and (m := state.mtu(t, link.name)) is not None}
+                   and (m := readers.mtu(t, link.name)) is not None}
     for evs in evidence:
         out += lossless_.judge_fabric(evs, switch_mtus)
     return out + delack_probe(profile.settings if profile else [])
@@ -83,7 +84,7 @@ def _lossless(t: Target, s: LosslessSetting, before: roce_read.Snapshot | None
 def check_target(profile: Profile | None, t: Target) -> list[Finding]:
     found: list[Finding] = []
     covered: set[str] = set()
-    all_links = [link for link in state.links(t) if link.name != "lo"]
+    all_links = [link for link in readers.links(t) if link.name != "lo"]
     # A link that is down carries no traffic: advice on its MTU, offloads, routes or NUMA
     # node would be noise (virtual ifb devices sit down on many hosts).
     links = [link.name for link in all_links if not link.down]
@@ -96,14 +97,14 @@ def check_target(profile: Profile | None, t: Target) -> list[Finding]:
             found.append(_sysctl_finding(t, s, scopes.get(s.name)))
         elif isinstance(s, MtuSetting):
             for i in (i for i in links if s.matches(i)):
-                cur = state.mtu(t, i)
+                cur = readers.mtu(t, i)
                 found.append(Finding(t.name, "mtu", f"{i} mtu", str(cur), str(s.value),
                                      "ok" if cur == s.value else "differs",
                                      _iface_scope(t), s.why, s.source, s.risk))
         elif isinstance(s, OffloadSetting):
             for i in (i for i in links if s.matches(i)):
-                feats = state.offloads(t, i)
-                on = state.feature_on(feats, s.long_name) if feats else None
+                feats = readers.offloads(t, i)
+                on = readers.feature_on(feats, s.long_name) if feats else None
                 cur = "unknown" if on is None else ("on" if on else "off")
                 st = "unknown" if on is None else ("ok" if cur == s.value else "differs")
                 found.append(Finding(t.name, "offload", f"{i} {s.long_name}", cur, s.value,
@@ -128,13 +129,13 @@ def check_target(profile: Profile | None, t: Target) -> list[Finding]:
         found.append(_skipped_down(t, down))
     if "mtu" not in covered:
         for i in links:
-            found.append(Finding(t.name, "mtu", f"{i} mtu", str(state.mtu(t, i)), "-",
+            found.append(Finding(t.name, "mtu", f"{i} mtu", str(readers.mtu(t, i)), "-",
                                  "info", _iface_scope(t)))
     if "offload" not in covered:
         for i in links:
-            feats = state.offloads(t, i)
+            feats = readers.offloads(t, i)
             if feats:
-                desc = ", ".join(f"{n} {'on' if state.feature_on(feats, long) else 'off'}"
+                desc = ", ".join(f"{n} {'on' if readers.feature_on(feats, long) else 'off'}"
                                  for n, long in (("rx", "rx-checksumming"),
                                                  ("tx", "tx-checksumming"),
                                                  ("tso", "tcp-segmentation-offload"),
@@ -179,8 +180,8 @@ def _scope_label(t: Target, sc: sysctl_scope.Scope | None) -> str:
 
 def _sysctl_finding(t: Target, s: SysctlSetting, sc: sysctl_scope.Scope | None) -> Finding:
     scope = _scope_label(t, sc)
-    st = state.sysctl(t, s.name)
-    rec = {"exact": "", "at-least": ">= ", "at-most": "<= "}[s.match] + state.normalize(s.value)
+    st = readers.sysctl(t, s.name)
+    rec = {"exact": "", "at-least": ">= ", "at-most": "<= "}[s.match] + readers.normalize(s.value)
     if s.name in NOOP_SYSCTLS:
         return Finding(t.name, "sysctl", s.name, st.value or "(absent here)", rec, "no-op",
                        scope,
@@ -189,7 +190,7 @@ def _sysctl_finding(t: Target, s: SysctlSetting, sc: sysctl_scope.Scope | None) 
     if st.value is None:
         return Finding(t.name, "sysctl", s.name, "(absent)", rec, "unknown", scope,
                        s.why, s.source, s.risk)
-    ok = merge_fields(st.value, state.normalize(s.value), s.match) == st.value
+    ok = merge_fields(st.value, readers.normalize(s.value), s.match) == st.value
     why = f"{s.why}; scope: {sc.how}" if sc else s.why
     return Finding(t.name, "sysctl", s.name, st.value, rec, "ok" if ok else "differs",
                    scope, why, s.source, s.risk)
@@ -199,7 +200,7 @@ def _low_latency_note(t: Target, settings: list[Any]) -> list[Finding]:
     name = "net.ipv4.tcp_low_latency"
     if any(isinstance(s, SysctlSetting) and s.name == name for s in settings):
         return []
-    st = state.sysctl(t, name)
+    st = readers.sysctl(t, name)
     if st.value is None:
         return []
     return [Finding(t.name, "sysctl", name, st.value, "(any)", "no-op", "root-ns only",
@@ -207,7 +208,7 @@ def _low_latency_note(t: Target, settings: list[Any]) -> list[Finding]:
                     f"[001]; {FACTS}", "none")]
 
 
-def _skipped_down(t: Target, down: list[state.Link]) -> Finding:
+def _skipped_down(t: Target, down: list[readers.Link]) -> Finding:
     return Finding(t.name, "interfaces", "skipped: down",
                    ", ".join(f"{link.name} ({link.down})" for link in down), "-", "info",
                    _iface_scope(t), "a link that is down carries no traffic, so its MTU, "
@@ -218,7 +219,7 @@ def _routes(t: Target, links: list[str], s: QuickackSetting | RtoMinSetting | No
             ) -> list[Finding]:
     """Each route's delayed-ACK attributes: against a setting, or as information."""
     out = []
-    for r in state.routes(t):
+    for r in readers.routes(t):
         # Only routes over links that are up (a route over a link without carrier stays in
         # the table, flagged linkdown).
         if r.dev not in links or (s is not None and not s.matches(r.dev)):
@@ -383,18 +384,18 @@ def _cpu(t: Target, name: str, want: str | None, why: str, source: str, risk: st
     source = source or "[000]"
     scope = "host-wide" + ("" if t.host_wide else " (shared by every namespace)")
     if name == "governor":
-        govs = state.cpu_governors(t)
+        govs = readers.cpu_governors(t)
         cur = ", ".join(sorted(set(govs.values()))) if govs else \
             "not exposed (no cpufreq: a VM or fixed frequency)"
     elif name == "turbo":
-        tf = state.turbo_file(t)
+        tf = readers.turbo_file(t)
         if tf is None:
             cur = "not exposed (no intel_pstate/no_turbo or cpufreq/boost)"
         else:
             v = t.read(tf[0])
             cur = ("off" if v == "1" else "on") if tf[1] else ("on" if v == "1" else "off")
     else:
-        control, active = state.smt(t)
+        control, active = readers.smt(t)
         cur = f"control {control}, active {active}" if control else "not exposed"
     if want is None:
         st = "info"

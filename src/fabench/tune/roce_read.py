@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from . import readers
 from . import roce_parse as rp
-from . import state
 from .lossless import Evidence, Window
 from .profiles import LosslessSetting
 from .target import Target, TargetError
@@ -79,7 +79,7 @@ def _tool(t: Target, argv: list[str]) -> tuple[str | None, str]:
 def audited_interfaces(t: Target, s: LosslessSetting) -> tuple[list[str], list[RdmaPort], str]:
     """(interfaces, RDMA ports, why these): the RoCE netdevs, those the profile names, or,
     on a host without RDMA devices, every link that is up (counters only)."""
-    up = [link.name for link in state.links(t) if not link.down and link.name != "lo"
+    up = [link.name for link in readers.links(t) if not link.down and link.name != "lo"
           and _IFNAME.fullmatch(link.name)]
     ports = [p for p in rdma_ports(t) if p.netdev in up]
     if s.interfaces:
@@ -164,7 +164,7 @@ def read_evidence(t: Target, iface: str, ports: list[RdmaPort]) -> Evidence:
         out, _ = _tool(t, ["ibv_devinfo", "-d", p.dev, "-i", str(p.port)])
         if out is not None:
             ev.ib_ports += rp.parse_ibv_devinfo(out).ports
-    ev.netdev_mtu = state.mtu(t, iface)
+    ev.netdev_mtu = readers.mtu(t, iface)
     ev.stats, ev.hw = read_counters(t, iface, ports)
     ev.notes += [f"ethtool -S: {x}" for x in ev.stats.problems if "header" not in x]
     return ev

@@ -3,11 +3,16 @@
 import textwrap
 from collections.abc import Iterable
 
+from ..textable import Col, header, row
 from .apply import Plan, RevertReport, show_value
 from .findings import Finding
 
 _MARK = {"ok": "ok", "differs": "DIFFERS", "no-op": "no-op", "info": "info",
          "unknown": "n/a"}
+
+
+_FINDING_COLUMNS = (Col("status", 8, text=True), Col("item", 32, text=True),
+                    Col("current", 40, text=True), Col("recommended", 24, text=True))
 
 
 def finding_lines(findings: Iterable[Finding], verbose: bool = True) -> list[str]:
@@ -17,10 +22,9 @@ def finding_lines(findings: Iterable[Finding], verbose: bool = True) -> list[str
         if f.target != target:
             target = f.target
             lines.append(f"# target {target}")
-            lines.append(f"  {'status':<8} {'item':<32} {'current':<40} {'recommended':<24} "
-                         "scope")
-        lines.append(f"  {_MARK.get(f.status, f.status):<8} {f.item:<32} "
-                     f"{_cut(f.current, 40):<40} {_cut(f.recommended, 24):<24} {f.scope}")
+            lines.append(header(_FINDING_COLUMNS, " scope"))
+        lines.append(row(_FINDING_COLUMNS, [_MARK.get(f.status, f.status), f.item, f.current,
+                                            f.recommended], f" {f.scope}"))
         if f.verdict:
             lines.append(f"           VERDICT: {f.verdict} ({_cut(f.current, 120)})")
         if verbose and (f.why or f.source or f.risk):

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .target import Target, TargetError
+from .tune.target import Target, TargetError
 
 LSTOPO = "lstopo-no-graphics"
 NET_OSDEV = "2"  # hwloc's osdev_type of a network interface
