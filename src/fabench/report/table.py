@@ -19,37 +19,54 @@ SIZE_COLUMNS = (Col("Size", 9), *(Col(t, 11) for t in ("Median", "P5", "P95", "M
                                                         "Max")), Col("N", 7))
 
 
-def size_table(rows: list[SizeSummary]) -> list[str]:
+# A collective's OSU-comparable figures (fabench.peer_stats) after the headline's.
+PEER_COLUMNS = (Col("RankMean", 11), Col("OSU avg", 11))
+
+
+def size_table(rows: list[SizeSummary], peers: bool = False) -> list[str]:
     if not rows:
         return ["# (no results)"]
     m = rows[0].metric
-    lines = [header(SIZE_COLUMNS, f"   [{m.name}, {m.unit}, {m.better.value} is better]")]
+    cols = (*SIZE_COLUMNS, *(PEER_COLUMNS if peers else ()))
+    lines = [header(cols, f"   [{m.name}, {m.unit}, {m.better.value} is better]")]
     for r in rows:
         s = r.summary
         check = "" if r.validated is None else ("  validated" if r.validated else "  INVALID")
-        lines.append(row(SIZE_COLUMNS, [format_size(r.size), *(
-            format_number(v) for v in (s.median, s.p5, s.p95, s.mean, s.min, s.max)),
-            str(s.n)], check))
+        cells = [format_size(r.size), *(
+            format_number(v) for v in (s.median, s.p5, s.p95, s.mean, s.min, s.max)), str(s.n)]
+        if peers:
+            cells += [format_number(v) if v is not None else "-"
+                      for v in (r.median_rank_mean, r.osu_avg)]
+        lines.append(row(cols, cells, check))
+    if peers:
+        lines.append("# Median: slowest rank per call after a barrier (fabench's headline); "
+                     "RankMean: mean over ranks per call; OSU avg: loop mean without barriers, "
+                     "as osu_* prints")
     return lines
 
 
 def kernel_tables(kernel_name: str, results: list[ResultRecord]) -> list[str]:
     """One table per metric of the kernel (mbw_mr has bandwidth and message rate)."""
     lines: list[str] = []
-    for metric in get_kernel(kernel_name).metrics:
-        lines += size_table(summarize_results(kernel_name, results, metric))
+    kernel = get_kernel(kernel_name)
+    for metric in kernel.metrics:
+        lines += size_table(summarize_results(kernel_name, results, metric),
+                            peers=kernel.kind == "collective")
     return lines
 
 
 def summaries_json(kernel_name: str, results: list[ResultRecord],
                    context: dict[str, object]) -> list[str]:
     out = []
-    for metric in get_kernel(kernel_name).metrics:
+    kernel = get_kernel(kernel_name)
+    for metric in kernel.metrics:
         for r in summarize_results(kernel_name, results, metric):
             out.append(json.dumps({
                 **context, "size": r.size, "metric": metric.name, "unit": metric.unit,
                 "better": metric.better.value, "iterations": r.iterations,
-                "validated": r.validated, **r.summary.as_dict()}))
+                "validated": r.validated, "datatype": r.datatype, **r.summary.as_dict(),
+                **({"median_rank_mean": r.median_rank_mean, "osu_avg": r.osu_avg}
+                   if kernel.kind == "collective" else {})}))
     return out
 
 
