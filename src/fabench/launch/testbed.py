@@ -17,6 +17,7 @@ from ..errors import FabenchError
 from ..mpi.base import cpu_count
 from ..testbed import TestbedConfig, TestbedState, create, destroy, load_state
 from ..testbed.counters import IfCounters, read_counters
+from ..testbed.links import LinkWatch
 from .base import (
     HostExec,
     Launcher,
@@ -98,6 +99,8 @@ class TestbedLauncher(Launcher):
             return read_counters(st, names)
 
         ifname = st.hosts[0].ifname
+        links = LinkWatch(st)
+        links.start()  # a testbed whose fb-link died is refused, not measured
         res = run_across(
             req, on_record, placed=placed, execs=testbed_execs(st), crosses=crosses,
             counters=counters, mpirun_prefix=tuple(st.host(placed[0].name).enter),
@@ -112,6 +115,11 @@ class TestbedLauncher(Launcher):
         res.extra["testbed"] = {"name": st.name, "subnet": st.subnet, "mode": st.mode,
                                 "mtu": st.config.mtu, "rate": st.config.rate,
                                 "offloads": st.config.offloads, "sysctls": st.config.sysctls}
+        # Which implementation carried each impaired link, fb-link's counters over the run,
+        # and a flag when a link process died during it.
+        link_extra, link_flags = links.finish()
+        res.extra["testbed"].update(link_extra)
+        res.flags.extend(link_flags)
         return res
 
 
