@@ -55,10 +55,14 @@ def test_specs_parse_into_link_units() -> None:
     assert (imp.reorder_ppb, imp.gap) == (250_000_000, 5)
     imp = parse_impair("h2:delay=200us,reorder=multipath:4:50us,reorder-window=32", HOSTS8)
     assert (imp.paths, imp.path_step_ns, imp.window) == (4, 50_000, 32)
-    assert imp.hold_ns == 200_000_000  # the default hold: TCP's minimum RTO
+    assert imp.hold_ns == 2 * 3 * 50_000  # the default hold: twice the paths' spread
     assert imp.needs_fb_link and not imp.rate_only
     assert imp.rule_text("10.77.3.5") == ("peer=10.77.3.5,delay_ns=200000,paths=4,"
-                                          "path_step_ns=50000,window=32,hold_ns=200000000")
+                                          "path_step_ns=50000,window=32,hold_ns=300000")
+    assert parse_impair("h2:delay=1ms,reorder=5%,reorder-window=8", HOSTS8).hold_ns == 2_000_000
+    assert parse_impair("h2:delay=1ms,jitter=100us,reorder-window=8", HOSTS8).hold_ns == 400_000
+    assert parse_impair("h2:loss=1%,reorder-window=8,reorder-hold=5ms", HOSTS8).hold_ns == \
+        5_000_000
     imp = parse_impair("h2>h5:rate=50mbit", HOSTS8)
     assert (imp.host, imp.peer, imp.both, imp.rate_bps, imp.rate_only) == \
         ("h2", "h5", False, 50_000_000, True)
@@ -92,6 +96,7 @@ def test_specs_parse_into_link_units() -> None:
     ("h2:jitter=5us", "give delay= too"),
     ("h2-h3:rate=1gbit,dir=in", "dir= is for one host"),
     ("h2:reorder-hold=1ms", "give reorder-window= too"),
+    ("h2:loss=1%,reorder-window=8", "does not reorder"),
 ])
 def test_bad_specs_are_refused_with_the_reason(spec: str, why: str) -> None:
     with pytest.raises(FabenchError, match="--impair") as err:

@@ -22,11 +22,13 @@ from .state import rate_bits
 PPB = 1_000_000_000
 WINDOW_MAX = 1024  # fb-link's FBL_WINDOW_MAX: far below 32768, where 16-bit msg_ids wrap
 # How long a reorder window may hold a hole before taking the missing packet as lost, when
-# the spec does not say: Linux's minimum retransmission timeout (TCP_RTO_MIN, 200 ms in
-# include/net/tcp.h). By then the sender has retransmitted the packet under a new msg_id, so
-# holding longer only stalls the connection. Algorithm 1 itself has no timeout.
-DEFAULT_HOLD = "200ms"
-
+# the spec does not say (Algorithm 1 itself has no timeout: a hole that fewer than W later
+# packets follow would wait for the sender's retransmission): twice the most this link
+# itself can put between two frames (the spread of its paths and jitter, or its delay when
+# netem's model sends some frames without it). A frame later than that is not reordered
+# but lost; the factor 2 leaves room for the link process's own scheduling. A window on a
+# link that does not reorder needs reorder-hold= said.
+HOLD_FACTOR = 2
 KEYS = ("rate", "delay", "jitter", "loss", "dup", "reorder", "reorder-window", "reorder-hold",
         "queue", "ecn", "dir")
 _TARGET = re.compile(r"^(h[1-9][0-9]{0,2})(?:([->])(h[1-9][0-9]{0,2}))?$")
@@ -216,7 +218,12 @@ def parse_impair(text: str, host_names: list[str]) -> Impairment:
                      keys=tuple(keys), **values)
     _check_combination(imp)
     if imp.window and not imp.hold_ns:
-        imp = replace(imp, hold_ns=duration_ns(DEFAULT_HOLD, text, "reorder-hold"))
+        spread = ((imp.paths - 1) * imp.path_step_ns + 2 * imp.jitter_ns
+                  + (imp.delay_ns if imp.reorder_ppb else 0))
+        if not spread:
+            raise _err(text, "reorder-window= on a link that does not reorder: say how long "
+                             "a hole may be held (reorder-hold=, e.g. 1ms)")
+        imp = replace(imp, hold_ns=HOLD_FACTOR * spread)
     return imp
 
 

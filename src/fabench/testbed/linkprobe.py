@@ -37,10 +37,13 @@ class ProbeResult:
     duplicates: int
     lost: int
     reordered: int  # RFC 4737 reordered datagrams (of the unique ones)
+    overtook: int  # datagrams that arrived before one with a lower number (netem's
+    #                "reordered": those sent ahead of the others)
     delay_us_median: float
     delay_us_mean: float
     delay_us_p99: float
     delay_us_min: float
+    delay_us_p10: float = float("nan")
 
     @property
     def loss_ratio(self) -> float:
@@ -57,7 +60,8 @@ class ProbeResult:
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out.update(loss_ratio=self.loss_ratio, dup_ratio=self.dup_ratio,
-                   reordered_ratio=self.reordered_ratio)
+                   reordered_ratio=self.reordered_ratio,
+                   overtook_ratio=self.overtook / (self.unique or 1))
         return out
 
 
@@ -72,6 +76,7 @@ def receive(port: int, count: int, idle_s: float) -> dict[str, Any]:
     highest = -1
     received = dups = reordered = 0
     delays: list[float] = []
+    order: list[int] = []
     while len(seen) < count:
         try:
             data, anc, _, _ = s.recvmsg(_PAD, socket.CMSG_SPACE(16))
@@ -89,12 +94,18 @@ def receive(port: int, count: int, idle_s: float) -> dict[str, Any]:
             dups += 1
             continue
         seen.add(seq)
+        order.append(seq)
         if seq < highest:
             reordered += 1
         highest = max(highest, seq)
         delays.append((rx_ns - tx_ns) / 1000)
+    overtook = 0
+    low = float("inf")
+    for seq in reversed(order):  # a datagram overtook when a lower one arrived after it
+        overtook += seq > low
+        low = min(low, seq)
     return {"received": received, "unique": len(seen), "duplicates": dups,
-            "reordered": reordered, "delays_us": delays}
+            "reordered": reordered, "overtook": overtook, "delays_us": delays}
 
 
 def send(host: str, port: int, count: int, interval_us: float) -> dict[str, Any]:
@@ -117,9 +128,10 @@ def summarise(sent: int, recv: dict[str, Any]) -> ProbeResult:
     d = sorted(recv["delays_us"]) or [float("nan")]
     return ProbeResult(sent=sent, received=recv["received"], unique=recv["unique"],
                        duplicates=recv["duplicates"], lost=sent - recv["unique"],
-                       reordered=recv["reordered"], delay_us_median=statistics.median(d),
+                       reordered=recv["reordered"], overtook=recv["overtook"],
+                       delay_us_median=statistics.median(d),
                        delay_us_mean=statistics.fmean(d), delay_us_p99=d[int(0.99 * (len(d) - 1))],
-                       delay_us_min=d[0])
+                       delay_us_min=d[0], delay_us_p10=d[int(0.10 * (len(d) - 1))])
 
 
 def measure(src_enter: list[str], dst_enter: list[str], dst_address: str, *, count: int = 2000,

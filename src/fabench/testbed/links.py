@@ -9,6 +9,7 @@ link is written into the testbed state (LinkState) and into every run's provenan
 
 import json
 import os
+import secrets
 import shlex
 import signal
 import subprocess
@@ -228,7 +229,7 @@ def start_fb_link(state: TestbedState, h: HostState, rules: list[str], specs: li
     from .plumbing import proc_start
 
     link = LinkState(host=h.name, impl="fb-link", specs=specs, detail=rules, pid=proc.pid,
-                     start=proc_start(proc.pid), status_file=str(status))
+                     start=proc_start(proc.pid), status_file=str(status), seed=seed)
     deadline = time.monotonic() + 10
     while not status.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -239,6 +240,17 @@ def start_fb_link(state: TestbedState, h: HostState, rules: list[str], specs: li
                                f"{log.read_text().strip()[-600:]}")
         time.sleep(0.01)
     return link
+
+
+def link_seed(index: int) -> int:
+    """A fresh seed per link (recorded in the state and the runs' provenance), or, with
+    FABENCH_LINK_SEED=N, N plus the host's index: the same choices on every testbed."""
+    fixed = os.environ.get("FABENCH_LINK_SEED")
+    if fixed is not None:
+        if not fixed.isdigit():
+            raise FabenchError(f"FABENCH_LINK_SEED={fixed!r}: a non-negative integer")
+        return int(fixed) + index
+    return secrets.randbits(63)
 
 
 def link_alive(link: LinkState) -> bool:
@@ -314,7 +326,8 @@ def provenance(state: TestbedState) -> list[dict[str, Any]]:
     """What a run records about the links it crossed: which implementation carried which
     spec, and for fb-link its rules."""
     return [{"host": ln.host, "impl": ln.impl, "specs": ln.specs,
-             "detail": ln.detail if ln.impl == "fb-link" else []} for ln in state.links]
+             "detail": ln.detail if ln.impl == "fb-link" else [], "seed": ln.seed}
+            for ln in state.links]
 
 
 def peer_name(state: TestbedState, address: str) -> str:

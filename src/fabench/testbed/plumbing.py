@@ -348,7 +348,8 @@ def _build(state: TestbedState) -> None:
         p = plans.get(h.name)
         for impl, specs in (p.specs.items() if p else []):
             if impl == "fb-link":
-                link = links.start_fb_link(state, h, p.rules, specs, ctx, seed=h.index)
+                link = links.start_fb_link(state, h, p.rules, specs, ctx,
+                                           seed=links.link_seed(h.index))
             else:
                 link = links.LinkState(host=h.name, impl=impl, specs=specs)
             state.links.append(link)

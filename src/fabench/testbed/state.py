@@ -156,6 +156,7 @@ class LinkState:
     pid: int | None = None  # fb-link's process
     start: int | None = None
     status_file: str = ""
+    seed: int | None = None  # fb-link's random numbers: the same seed repeats its choices
 
 
 @dataclass
