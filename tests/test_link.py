@@ -70,6 +70,9 @@ def test_specs_parse_into_link_units() -> None:
     imp = parse_impair("h4:rate=100mbit,queue=64kb,ecn=20", HOSTS8)
     assert (imp.queue_bytes, imp.ecn_k) == (65536, 20)
     assert parse_impair("h4:rate=100mbit,queue=100", HOSTS8).queue_pkts == 100
+    # netem's default limit for a rate fb-link carries; none for a plain rate (tbf's queue)
+    assert parse_impair("h4:rate=100mbit,delay=1ms", HOSTS8).queue_pkts == 1000
+    assert parse_impair("h4:rate=100mbit", HOSTS8).queue_pkts == 0
 
 
 @pytest.mark.parametrize(("spec", "why"), [
@@ -90,7 +93,8 @@ def test_specs_parse_into_link_units() -> None:
     ("h2:", "nothing to impair"),
     ("h2:reorder=25%", "give delay= too"),
     ("h2:queue=100", "give rate= too"),
-    ("h2:rate=1gbit,queue=10,ecn=10", "below queue"),
+    ("h2:rate=1gbit,queue=10,ecn=10", "below the queue (10 frames)"),
+    ("h2:rate=1gbit,ecn=1000", "below the queue (1000 frames)"),
     ("h2:reorder=multipath:1:50us", "must be 2..64"),
     ("h2:reorder=multipath:4", "multipath:K:STEP"),
     ("h2:jitter=5us", "give delay= too"),
@@ -159,7 +163,7 @@ def test_tc_for_pairs_and_netem() -> None:
     imp = parse_impair("h2:delay=200us,jitter=20us,loss=1%,reorder=25%:5,rate=1gbit", HOSTS8)
     lines = tc_lines("eth0", None, [], [(None, imp)], c)
     assert lines == ["tc qdisc replace dev eth0 root handle 1: netem delay 200us 20us "
-                     "loss 1% reorder 25% gap 5 rate 1gbit"]
+                     "loss 1% reorder 25% gap 5 rate 1gbit limit 1000"]
 
 
 def test_bad_impair_on_the_command_line_exits_2(tb: str) -> None:

@@ -29,6 +29,9 @@ WINDOW_MAX = 1024  # fb-link's FBL_WINDOW_MAX: far below 32768, where 16-bit msg
 # but lost; the factor 2 leaves room for the link process's own scheduling. A window on a
 # link that does not reorder needs reorder-hold= said.
 HOLD_FACTOR = 2
+# The queue of a rate carried by fb-link or netem when `queue=` is not given: netem's default
+# `limit 1000` (tc-netem(8)).
+DEFAULT_QUEUE_FRAMES = 1000
 KEYS = ("rate", "delay", "jitter", "loss", "dup", "reorder", "reorder-window", "reorder-hold",
         "queue", "ecn", "dir")
 _TARGET = re.compile(r"^(h[1-9][0-9]{0,2})(?:([->])(h[1-9][0-9]{0,2}))?$")
@@ -214,6 +217,8 @@ def parse_impair(text: str, host_names: list[str]) -> Impairment:
             if value not in ("both", "in", "out"):
                 raise _err(text, f"dir={value!r}: both, in (to the host) or out (from it)")
             values["direction"] = value
+    if ("rate" in keys and "queue" not in keys and not set(keys) <= {"rate", "dir"}):
+        values["queue_pkts"] = DEFAULT_QUEUE_FRAMES
     imp = Impairment(text=text.strip(), host=host, peer=peer, both=kind != ">",
                      keys=tuple(keys), **values)
     _check_combination(imp)
@@ -232,7 +237,7 @@ def _check_combination(imp: Impairment) -> None:
     if (imp.queue_pkts or imp.queue_bytes or imp.ecn_k) and not imp.rate_bps:
         raise _err(t, "queue= and ecn= size the queue of the link's rate: give rate= too")
     if imp.ecn_k and imp.queue_pkts and imp.ecn_k >= imp.queue_pkts:
-        raise _err(t, f"ecn={imp.ecn_k} must be below queue={imp.queue_pkts} (frames)")
+        raise _err(t, f"ecn={imp.ecn_k} must be below the queue ({imp.queue_pkts} frames)")
     if imp.reorder_ppb and not imp.delay_ns:
         raise _err(t, "reorder=P% (netem's model) sends some packets without the delay: "
                       "give delay= too")
