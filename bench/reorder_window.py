@@ -28,6 +28,7 @@ import os
 import statistics
 import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 from fabench.testbed import TestbedConfig, create, destroy
@@ -104,11 +105,20 @@ def main() -> int:
     ap.add_argument("--hold", help="reorder-hold for every W > 0 (default: the link's own, "
                                    "twice its paths' spread)")
     ap.add_argument("--losses", help="comma-separated losses to run (default: 0%%,LOSS)")
+    ap.add_argument("--table-from", metavar="FILE",
+                    help="print the table of an earlier run's JSON lines, measure nothing")
     args = ap.parse_args()
     os.environ.setdefault("FABENCH_TESTBED_PREFIX", f"fbrw{os.getpid() % 10000}")
     windows = [int(w) for w in args.windows.split(",")]
     losses = args.losses.split(",") if args.losses else ["0%", args.loss]
     rows: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
+    if args.table_from:
+        for line in Path(args.table_from).read_text().splitlines():
+            if line.startswith("{"):
+                r = json.loads(line)
+                rows.setdefault((r["loss"], r["streams"], r["W"]), []).append(r)
+        losses = sorted({k[0] for k in rows}, key=lambda x: float(x.rstrip("%")))
+        args.rounds = 0
     for rnd in range(args.rounds):
         order = windows if rnd % 2 == 0 else windows[::-1]
         for loss in losses:
@@ -122,8 +132,8 @@ def main() -> int:
                                       "load": load(), **r}), flush=True)
     med = statistics.median
     print(f"\nlink: multipath {args.paths} paths, {args.step} apart, fastest {args.delay}; "
-          f"hold {args.hold or 'default'}; reno; {args.seconds} s per run; medians of "
-          f"{args.rounds} rounds")
+          f"hold {args.hold or 'default'}; reno; {args.seconds} s per run; medians over "
+          f"rounds")
     for loss in losses:
         for streams in (1, 4):
             base = rows.get((loss, streams, 0))

@@ -265,7 +265,7 @@ def dead_links(state: TestbedState) -> list[str]:
             for ln in state.links if not link_alive(ln)]
 
 
-def link_status(link: LinkState, timeout: float = 2.0) -> dict[str, Any] | None:
+def link_status(link: LinkState, timeout: float = 5.0) -> dict[str, Any] | None:
     """fb-link's counters now: it rewrites its status file on SIGUSR1; None when it is gone
     or does not answer in time."""
     if link.impl != "fb-link" or not link_alive(link):
@@ -386,4 +386,4 @@ def counter_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, An
         if isinstance(a, int) and isinstance(b, int):
             return a - b
         return a
-    return {d: sub(after["dirs"][d], before["dirs"].get(d, {})) for d in after.get("dirs", {})}
+    return {d: sub(a, before.get("dirs", {}).get(d, {})) for d, a in after.get("dirs", {}).items()}
