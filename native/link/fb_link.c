@@ -40,6 +40,9 @@
 #define MAX_RULES 64
 #define BATCH 64
 #define FLOWS 4096
+/* How often the windows are looked at for holes held too long: the hold time's resolution,
+ * kept small against the default holds (twice a link's path spread, tens of us and up). */
+#define HOLD_CHECK_NS 20000ULL
 enum { OUT = 0, IN = 1 };
 static const char *const DIR_NAME[2] = {"out", "in"};
 
@@ -66,6 +69,10 @@ struct dir {
     struct fbl_flows tx_flows, rx_flows;
     struct fbl_rwin_stats rw;
     uint64_t held;          /* frames held by windows now */
+    uint64_t hold_check_ns; /* when the windows are next looked at for expired holes */
+    uint32_t *holding;      /* rx_flows slots whose window may hold frames (duplicates and
+                               slots that stopped holding are dropped at the next scan) */
+    uint32_t nholding, epoch;
     uint64_t rx_frames, rx_bytes, tx_frames, tx_bytes;
     uint64_t unmatched, limit_drops, write_drops;
     uint64_t reordered_in, reordered_out; /* frames below their flow's highest msg_id so
@@ -82,7 +89,6 @@ struct link {
     uint64_t spin_ns;
     uint64_t start_ns;
     uint64_t status_writes;
-    uint64_t hold_check_ns;
     const char *status_path;
     const char *host_if, *switch_if;
 };
@@ -203,6 +209,8 @@ static void evict_flow(void *ctx, struct fbl_flow *f)
     }
 }
 
+static void note_holding(struct link *L, struct dir *d, struct fbl_flow *f, uint64_t now);
+
 static void receive(struct link *L, struct dir *d, struct pkt *p, uint64_t now)
 {
     struct deliver_ctx ctx = {L, d};
@@ -213,38 +221,58 @@ static void receive(struct link *L, struct dir *d, struct pkt *p, uint64_t now)
     }
     struct fbl_flow *f = fbl_flows_get(&d->rx_flows, &p->key, now, evict_flow, &ctx);
     count_order(f, id, 0, &d->reordered_in);
-    unsigned w = p->rule >= 0 ? d->rules[p->rule].p.window : 0;
+    const struct fbl_params *rp = p->rule >= 0 ? &d->rules[p->rule].p : NULL;
+    unsigned w = rp ? rp->window : 0;
     if (w == 0 || p->key.proto != 6) { /* Algorithm 1 is for TCP connections */
         deliver(&ctx, p);
         return;
     }
-    if (!f->rw.slot && fbl_rwin_init(&f->rw, w) != 0) {
-        deliver(&ctx, p);
-        return;
+    if (!f->rw.slot) {
+        if (fbl_rwin_init(&f->rw, w) != 0) {
+            deliver(&ctx, p);
+            return;
+        }
+        f->hold_ns = rp->hold_ns; /* the flow keeps its first frame's rule's window */
     }
     unsigned before = f->rw.held;
     fbl_rwin_input(&f->rw, id, p, now, deliver, &ctx, &d->rw);
     d->held = d->held + f->rw.held - before;
+    note_holding(L, d, f, now);
 }
 
-/* Windows whose oldest hole has outlived its rule's hold time give it up. */
+/* Windows whose oldest hole has outlived its rule's hold time give it up; the list of
+ * holding flows is compacted on the way. */
 static void hold_check(struct link *L, struct dir *d, uint64_t now)
 {
     struct deliver_ctx ctx = {L, d};
-    for (uint32_t i = 0; i < d->rx_flows.cap && d->held; i++) {
-        struct fbl_flow *f = &d->rx_flows.e[i];
-        if (!f->used || !f->rw.held)
+    uint32_t keep = 0;
+    d->epoch++;
+    for (uint32_t i = 0; i < d->nholding; i++) {
+        uint32_t idx = d->holding[i];
+        struct fbl_flow *f = &d->rx_flows.e[idx];
+        if (!f->used || !f->rw.held || f->epoch == d->epoch)
             continue;
-        uint64_t hold = 0;
-        for (int r = 0; r < d->nrules; r++)
-            if (d->rules[r].p.window == f->rw.w && d->rules[r].p.hold_ns)
-                hold = hold ? (hold < d->rules[r].p.hold_ns ? hold : d->rules[r].p.hold_ns)
-                            : d->rules[r].p.hold_ns;
-        if (hold && now - f->rw.held_since_ns >= hold) {
+        f->epoch = d->epoch;
+        if (f->hold_ns && now - f->rw.held_since_ns >= f->hold_ns) {
             d->held -= f->rw.held;
             fbl_rwin_flush(&f->rw, deliver, &ctx, &d->rw);
         }
+        if (f->rw.held)
+            d->holding[keep++] = idx;
+        else
+            f->in_holding = 0;
     }
+    d->nholding = keep;
+}
+
+static void note_holding(struct link *L, struct dir *d, struct fbl_flow *f, uint64_t now)
+{
+    if (f->in_holding || !f->rw.held)
+        return;
+    if (d->nholding == 2 * d->rx_flows.cap)
+        hold_check(L, d, now); /* compacts: at most one entry per holding flow remains */
+    d->holding[d->nholding++] = (uint32_t)(f - d->rx_flows.e);
+    f->in_holding = 1;
 }
 
 /* ---- the sending half --------------------------------------------------------------------- */
@@ -534,9 +562,13 @@ int main(int argc, char **argv)
     L.limit = (uint32_t)limit;
     L.spin_ns = spin_us * 1000;
     fbl_rng_seed(&L.rng, seed);
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < 2; k++) {
         if (fbl_flows_init(&L.d[k].tx_flows, FLOWS) || fbl_flows_init(&L.d[k].rx_flows, FLOWS))
             return 1;
+        L.d[k].holding = malloc(2 * FLOWS * sizeof *L.d[k].holding);
+        if (!L.d[k].holding)
+            return 1;
+    }
 
     int host_fd = tap_attach(host_ns, L.host_if);
     int sw_fd = host_fd < 0 ? -1 : tap_attach(switch_ns, L.switch_if);
@@ -572,12 +604,12 @@ int main(int argc, char **argv)
             if (d->heap_n && d->heap[0]->release_ns < next)
                 next = d->heap[0]->release_ns;
             if (d->held) {
-                if (now >= L.hold_check_ns) {
+                if (now >= d->hold_check_ns) {
                     hold_check(&L, d, now);
-                    L.hold_check_ns = now + 100000; /* windows are looked at every 100 us */
+                    d->hold_check_ns = now + HOLD_CHECK_NS;
                 }
-                if (d->held && L.hold_check_ns < next)
-                    next = L.hold_check_ns;
+                if (d->held && d->hold_check_ns < next)
+                    next = d->hold_check_ns;
             }
         }
         if (want_status) {

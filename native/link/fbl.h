@@ -158,7 +158,10 @@ struct fbl_flow {
     uint16_t next_msg;         /* sending half: the msg_id of the flow's next frame */
     uint16_t max_in, max_out;  /* receiving half: highest msg_id before and after the window */
     uint8_t seen_in, seen_out; /* ... once there was one */
-    struct fbl_rwin rw;        /* receiving half, when the rule has a window */
+    struct fbl_rwin rw;        /* receiving half, when the rule has a window ... */
+    uint64_t hold_ns;          /* ... and how long that window may hold a hole */
+    uint8_t in_holding;        /* listed among the flows whose window holds frames */
+    uint32_t epoch;            /* the last scan of that list that saw it */
 };
 
 struct fbl_flows {
