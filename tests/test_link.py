@@ -242,11 +242,14 @@ def test_fb_link_delay_loss_duplication(tb: str) -> None:
     h1, h2 = st.hosts
     assert h2.link == "tap" and [ln.impl for ln in st.links] == ["fb-link"]
     assert "tun" in _sh(h2.enter, "ethtool -i eth0")
+    udp0 = read_tcp_counters(h2.enter).values.get("Udp.RcvbufErrors", 0)
     r = measure(h1.enter, h2.enter, h2.address, count=3000, interval_us=300)
+    # what h2's own socket dropped (a busy host's receiver falls behind) is not the link's
+    sock_drops = read_tcp_counters(h2.enter).values.get("Udp.RcvbufErrors", 0) - udp0
     # a link never releases a frame before its delay
     assert r.delay_us_min >= 2000, r
     # binomial, n = 3000: 3 sigma of 10 % is 1.6 %, of 5 % (of 90 %) 1.2 %
-    assert 0.084 < r.loss_ratio < 0.116, r
+    assert 0.084 < (r.lost - sock_drops) / r.sent < 0.116, (r, sock_drops)
     assert 0.033 < r.duplicates / r.sent < 0.057, r
     status = link_status(st.links[0])
     assert status is not None
