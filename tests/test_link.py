@@ -281,11 +281,27 @@ def test_multipath_reorders_and_the_window_puts_it_back(tb: str) -> None:
     assert off["reordered_in"] > 100 and off["reordered_out"] == off["reordered_in"]
     assert on["reordered_in"] > 100 and on["window"]["buffered"] > 100
     assert on["reordered_out"] <= 0.01 * on["reordered_in"], on
+    assert on["window"]["held"] == 0  # nothing left behind once the stream ended
     # the sender's TCP (h1) saw the reordering without the window, far less with it
     reorder_off = results[0][1]["h1"].reorder_events
     reorder_on = results[256][1]["h1"].reorder_events
     assert reorder_off > 10 and reorder_on < 0.2 * reorder_off, (reorder_off, reorder_on)
     assert results[0][1]["h2"].ofo_queue > results[256][1]["h2"].ofo_queue
+
+
+@needs_root
+def test_the_window_gives_up_holes_of_lost_frames(tb: str) -> None:
+    """Frames lost after the link numbered them leave holes; the window holds what follows
+    each hole no longer than its hold time, so when the stream ends nothing is left held and
+    the holes were given up by timeout (flushes) or by the slide."""
+    st = create("h", TestbedConfig(hosts=2, impairs=[
+        "h2:delay=50us,reorder=multipath:4:20us,reorder-window=64,loss=2%,dir=in"]))
+    for streams in (1, 4):  # the second run meets the windows the first one left
+        _iperf(st, "h1", "h2", seconds=2, streams=streams)
+        time.sleep(0.05)
+        win = (link_status(st.links[0]) or {})["dirs"]["in"]["window"]
+        assert win["held"] == 0, win
+        assert win["flushes"] + win["slides"] > 0, win
 
 
 @needs_root

@@ -236,7 +236,8 @@ static void receive(struct link *L, struct dir *d, struct pkt *p, uint64_t now)
     }
     unsigned before = f->rw.held;
     fbl_rwin_input(&f->rw, id, p, now, deliver, &ctx, &d->rw);
-    d->held = d->held + f->rw.held - before;
+    d->held += f->rw.held;
+    d->held -= before;
     note_holding(L, d, f, now);
 }
 
@@ -250,8 +251,12 @@ static void hold_check(struct link *L, struct dir *d, uint64_t now)
     for (uint32_t i = 0; i < d->nholding; i++) {
         uint32_t idx = d->holding[i];
         struct fbl_flow *f = &d->rx_flows.e[idx];
-        if (!f->used || !f->rw.held || f->epoch == d->epoch)
+        if (!f->used || f->epoch == d->epoch)
+            continue; /* a slot since emptied, or a flow this scan has already seen */
+        if (!f->rw.held) {
+            f->in_holding = 0; /* it holds nothing: off the list until it holds again */
             continue;
+        }
         f->epoch = d->epoch;
         if (f->hold_ns && now - f->rw.held_since_ns >= f->hold_ns) {
             d->held -= f->rw.held;

@@ -330,13 +330,6 @@ def provenance(state: TestbedState) -> list[dict[str, Any]]:
             for ln in state.links]
 
 
-def peer_name(state: TestbedState, address: str) -> str:
-    for h in state.hosts:
-        if h.address == address:
-            return h.name
-    return address
-
-
 def quote_lines(lines: list[str]) -> list[str]:
     """tc lines come from validated values only; this re-checks that nothing in them could
     be read by the shell as more than words."""
