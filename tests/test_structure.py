@@ -18,8 +18,9 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def resolve(mod: str, is_pkg: bool, node: ast.ImportFrom) -> list[str]:
-    """Absolute fabench module names an ImportFrom refers to (a name may be a submodule)."""
+def resolve(mod: str, is_pkg: bool, node: ast.ImportFrom, modules: set[str]) -> list[str]:
+    """Absolute fabench module names an ImportFrom needs: the submodules it names, and the
+    module or package it imports from when it takes a name defined there."""
     if node.level:
         base = mod.split(".") if is_pkg else mod.split(".")[:-1]
         base = base[:len(base) - (node.level - 1)]
@@ -28,7 +29,9 @@ def resolve(mod: str, is_pkg: bool, node: ast.ImportFrom) -> list[str]:
         target = node.module or ""
     if not target.startswith("fabench"):
         return []
-    return [target] + [f"{target}.{a.name}" for a in node.names]
+    subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in modules]
+    takes_names = len(subs) < len(node.names)
+    return ([target] if takes_names else []) + subs
 
 
 def in_type_checking(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
@@ -56,7 +59,7 @@ def import_graph() -> tuple[dict[str, set[str]], list[str]]:
         parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
-                targets = resolve(mod, path.name == "__init__.py", node)
+                targets = resolve(mod, path.name == "__init__.py", node, set(files))
             elif isinstance(node, ast.Import):
                 targets = [a.name for a in node.names if a.name.startswith("fabench")]
             else:

@@ -10,6 +10,7 @@ containers: from anywhere else the answer is "cannot tell", never "dead".
 
 import os
 import socket
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,18 @@ def host_netns() -> set[str]:
     root only ours, which stands for it). Nothing in it is ever changed or killed by a
     command that targets a testbed or a named namespace."""
     return {ns for ns in (netns_of("self"), netns_of(1)) if ns}
+
+
+def wait_gone(pid: int | None, timeout: float = 5.0) -> None:
+    """Wait (at most ``timeout``) until a process we ended is gone; reap it if it is our
+    child, so it does not linger as a zombie."""
+    deadline = time.monotonic() + timeout
+    while pid and Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        time.sleep(0.02)
 
 
 def proc_start(pid: int) -> int | None:

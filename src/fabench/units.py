@@ -59,3 +59,14 @@ def format_number(v: float) -> str:
     if a >= 0.1:
         return f"{v:.2f}"
     return f"{v:.3g}"
+
+
+_RATE_UNITS = {"": 1.0, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+
+
+def rate_bits(rate: str) -> float:
+    """A tc rate in bit/s ("bps" is bytes per second in tc's units)."""
+    m = re.match(r"^(\d+(?:\.\d+)?)([kmgt]?)(bit|bps)$", rate.lower())
+    if not m:
+        raise ValueError(f"rate {rate!r}: use tc units such as 100mbit, 1gbit")
+    return float(m.group(1)) * _RATE_UNITS[m.group(2)] * (8 if m.group(3) == "bps" else 1)

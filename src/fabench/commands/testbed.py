@@ -1,6 +1,7 @@
 """`fabench testbed up|down|status|exec`: an emulated cluster in network namespaces."""
 
 import argparse
+import json
 import os
 import signal
 import sys
@@ -9,7 +10,7 @@ from types import FrameType
 from ..errors import FabenchError
 from ..testbed import TestbedConfig, create, destroy, destroy_all, list_states, load_state
 from ..testbed.state import DEFAULT_QUEUE
-from ..testbed.status import status_lines
+from ..testbed.status import status_json, status_lines
 from . import COMMANDS
 
 
@@ -38,6 +39,21 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                     help="TSO/GSO/GRO on both ends of every link (default: kernel's)")
     up.add_argument("--sysctl", action="append", default=[], metavar="KEY=VALUE",
                     help="per-host net.* sysctl, repeatable (net.ipv4.tcp_rmem='4096 ...')")
+    up.add_argument("--switches", type=int, default=1,
+                    help="leaf switches (default 1); hosts split evenly between them in "
+                         "order, the leaves joined through a spine")
+    up.add_argument("--uplink-rate", metavar="RATE",
+                    help="rate of each leaf's uplink to the spine, both directions (tc units)")
+    up.add_argument("--impair", action="append", default=[], metavar="SPEC",
+                    help="repeatable: hN:KEY=V,... (one host's link), hA-hB:... (the path "
+                         "between two hosts, both directions), hA>hB:... (one direction); "
+                         "keys rate, delay, jitter, loss, dup, reorder (P%%[:GAP] or "
+                         "multipath:K:STEP), reorder-window, reorder-hold, queue, ecn, dir "
+                         "(docs/testbed.md)")
+    up.add_argument("--link-impl", choices=["auto", "netem", "fb-link"], default="auto",
+                    help="what carries impairments beyond a rate: netem where this kernel "
+                         "has it and it can (auto, the default), or fb-link, the user-space "
+                         "link on TAP devices")
     up.set_defaults(func=_up)
     down = tsub.add_parser("down", help="remove a testbed (also after a crash)")
     down.add_argument("name", nargs="?", default="tb", help="testbed name (default: tb)")
@@ -46,6 +62,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     down.set_defaults(func=_down)
     st = tsub.add_parser("status", help="testbeds, hosts, addresses, link settings")
     st.add_argument("name", nargs="?", help="one testbed (default: all)")
+    st.add_argument("--json", action="store_true",
+                    help="the state and every fb-link's counters, as JSON")
     st.set_defaults(func=_status)
     ex = tsub.add_parser("exec", help="run a command on a testbed host",
                          description="Run COMMAND inside HOST's namespaces, e.g. "
@@ -77,7 +95,9 @@ def _up(args: argparse.Namespace) -> int:
     config = TestbedConfig(hosts=args.hosts, mtu=args.mtu, rate=args.rate, burst=args.burst,
                            queue=args.queue or DEFAULT_QUEUE,
                            offloads=None if args.offloads is None else args.offloads == "on",
-                           sysctls=_parse_sysctls(args.sysctl))
+                           sysctls=_parse_sysctls(args.sysctl), switches=args.switches,
+                           uplink_rate=args.uplink_rate, impairs=list(args.impair),
+                           link_impl=args.link_impl)
     signal.signal(signal.SIGTERM, _interrupt)
     state = create(args.name, config)
     for line in status_lines(state):
@@ -99,6 +119,9 @@ def _down(args: argparse.Namespace) -> int:
 
 def _status(args: argparse.Namespace) -> int:
     states = [load_state(args.name)] if args.name else list_states()
+    if args.json:
+        print(json.dumps([status_json(st) for st in states], indent=1))
+        return 0
     if not states:
         print("no testbeds (make one with `fabench testbed up`)")
     for st in states:

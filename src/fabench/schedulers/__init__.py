@@ -22,6 +22,7 @@ from ..plan import PlannedRun
 from ..records import ResultRecord
 from ..registry import Registry
 from ..starters import STARTERS, Starter, get_starter
+from ..tcpstats import TcpCounterWatch
 
 
 class Scheduler(ABC):
@@ -98,7 +99,13 @@ class DirectScheduler(Scheduler):
                 on_record(obj)  # type: ignore[arg-type]
 
         before = self.counters(names) if names else {}
+        # The kernel's own TCP counters of each host (reordering, out-of-order queueing,
+        # retransmits, ECN): the evidence behind a TCP number on an impaired path.
+        tcp = TcpCounterWatch({n: alloc.execs[n].prefix for n in names})
+        tcp.start()
         res = starter.start(run, alloc, collect)
+        if names:
+            res.extra["tcp_counters"] = {h: d.to_json() for h, d in tcp.finish().items()}
         if len(alloc.execs) > 1:
             res.notes.append(placement_note(alloc.placed, not alloc.crosses))
         if before:

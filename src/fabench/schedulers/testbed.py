@@ -21,6 +21,7 @@ from ..netcounters import IfCounters, read_host_counters
 from ..placement import Allocation, HostExec, HostSlots, cpu_count, place_ranks
 from ..plan import PlannedRun
 from ..testbed import TestbedConfig, TestbedState, create, destroy, list_states, load_state
+from ..testbed.links import LinkWatch
 from . import SCHEDULERS, DirectScheduler, Scheduler
 from .local import LocalScheduler
 
@@ -95,8 +96,11 @@ class TestbedScheduler(DirectScheduler):
         s, c = self.state, self.state.config
         rate = f", rate {c.rate}" if c.rate else ""
         kind = ", made for this run" if self.ephemeral else ""
-        return (f"testbed {s.name} ({len(s.hosts)} hosts, {s.subnet}, mtu {c.mtu}{rate}, "
-                f"{s.mode}{kind})")
+        sw = (f", {c.switches} switches" + (f" (uplink {c.uplink_rate})" if c.uplink_rate
+                                             else "")) if c.switches > 1 else ""
+        imp = f", impaired: {'; '.join(c.impairs)}" if c.impairs else ""
+        return (f"testbed {s.name} ({len(s.hosts)} hosts, {s.subnet}, mtu {c.mtu}{rate}{sw}, "
+                f"{s.mode}{kind}{imp})")
 
     def close(self) -> None:
         if self.ephemeral and self.state in _EPHEMERAL:
@@ -128,11 +132,18 @@ class TestbedScheduler(DirectScheduler):
         return self.state.hosts[0].ifname
 
     def run(self, run: PlannedRun, on_record: RecordCallback | None = None) -> LaunchResult:
-        res = super().run(run, on_record)
         st = self.state
+        links = LinkWatch(st)
+        links.start()  # a testbed whose fb-link died is refused, not measured
+        res = super().run(run, on_record)
         res.extra["testbed"] = {"name": st.name, "subnet": st.subnet, "mode": st.mode,
                                 "mtu": st.config.mtu, "rate": st.config.rate,
                                 "offloads": st.config.offloads, "sysctls": st.config.sysctls}
+        # Which implementation carried each impaired link, fb-link's counters over the run,
+        # and a flag when a link process died during it.
+        link_extra, link_flags = links.finish()
+        res.extra["testbed"].update(link_extra)
+        res.flags.extend(link_flags)
         return res
 
 

@@ -21,19 +21,20 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from ..errors import FabenchError
+from ..process_identity import proc_start, wait_gone
+from . import links
+from .impair import parse_impairs
 from .state import (
     NAME_RE,
     HostState,
+    SwitchState,
     TestbedConfig,
     TestbedState,
-    burst_for,
     list_states,
     name_prefix,
-    queue_us,
     run_dir,
     state_path,
 )
@@ -68,32 +69,12 @@ def _run(argv: list[str], *, input_text: str | None = None, check: bool = True,
     return p
 
 
-def proc_start(pid: int) -> int | None:
-    """Start time of a process (clock ticks since boot): with the PID it identifies the
-    process, so a recycled PID is never killed by mistake."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return int(stat.rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
 def _kill_exact(pid: int | None, start: int | None) -> None:
     if pid and start is not None and proc_start(pid) == start:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-
-
-def _wait_gone(pid: int | None, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while pid and Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-        try:  # reap it if it is our child, or it lingers as a zombie holding nothing
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        time.sleep(0.02)
 
 
 def _mode() -> str:
@@ -131,20 +112,19 @@ def outer_ctx(state: TestbedState) -> list[str]:
     return ["nsenter", "-t", str(state.holder_pid), "-U", "-m", "--preserve-credentials", "--"]
 
 
-def tbf_args(rate: str, c: TestbedConfig) -> str:
-    """The tbf of one link end: the rate, the bucket, and how long a packet may queue."""
-    return (f"tbf rate {rate} burst {c.burst or burst_for(rate, c.mtu)} "
-            f"latency {queue_us(c.queue)}us")
-
-
-def _host_script(state: TestbedState, h: HostState, hosts_file: Path) -> str:
+def _host_script(state: TestbedState, h: HostState, hosts_file: Path,
+                 plan: "links.HostPlan | None") -> str:
     """Shell run inside the new host namespaces: link, address, limits, name, private mounts."""
     c = state.config
     q = shlex.quote
     plen = ipaddress.ip_network(state.subnet).prefixlen
+    # A host on fb-link has a TAP device as eth0 (made already, with its twin in the switch)
+    make = ([] if h.link == "tap" else
+            [f"ip link add {h.ifname} type veth peer name {h.port} "
+             f"netns {state.switch_of(h).netns}"])
     lines = [
         "ip link set lo up",
-        f"ip link add {h.ifname} type veth peer name {h.port} netns {state.switch_ns}",
+        *make,
         f"ip link set {h.ifname} mtu {c.mtu}",
         f"ip addr add {h.address}/{plen} dev {h.ifname}",
         # IPv6 autoconfiguration chatter (MLD, router solicitations) would be counted as
@@ -163,9 +143,10 @@ def _host_script(state: TestbedState, h: HostState, hosts_file: Path) -> str:
                      f"{q(want)} ] || {{ echo {q(why)} >&2; exit 3; }}")
     if c.offloads is not None:
         onoff = "on" if c.offloads else "off"
-        lines.append(f"ethtool -K {h.ifname} tso {onoff} gso {onoff} gro {onoff}")
-    if c.rate:
-        lines.append(f"tc qdisc replace dev {h.ifname} root {tbf_args(c.rate, c)}")
+        # a TAP device cannot segment or checksum for its host: what cannot be set is not
+        lines.append(f"ethtool -K {h.ifname} tso {onoff} gso {onoff} gro {onoff}"
+                     + (" 2>/dev/null || true" if h.link == "tap" else ""))
+    lines += links.quote_lines(links.host_tc(h, plan, c))
     lines += [
         f"ip link set {h.ifname} up",
         f"hostname {h.name}",
@@ -179,18 +160,44 @@ def _host_script(state: TestbedState, h: HostState, hosts_file: Path) -> str:
     return "\n".join(lines)
 
 
-def _switch_script(state: TestbedState) -> str:
+def _switch_script(state: TestbedState, sw: SwitchState,
+                   plans: "dict[str, links.HostPlan]") -> str:
+    """One leaf: its hosts' ports into its bridge (with their limits), and its uplink."""
     c = state.config
     lines = []
     for h in state.hosts:
-        lines.append(f"ip link set {h.port} mtu {c.mtu} master {state.bridge}")
+        if h.switch != sw.index:
+            continue
+        lines.append(f"ip link set {h.port} mtu {c.mtu} master {sw.bridge}")
         if c.offloads is not None:
             onoff = "on" if c.offloads else "off"
-            lines.append(f"ethtool -K {h.port} tso {onoff} gso {onoff} gro {onoff}")
-        if c.rate:
-            # The port's egress is the host's ingress: the second direction of the link.
-            lines.append(f"tc qdisc replace dev {h.port} root {tbf_args(c.rate, c)}")
+            lines.append(f"ethtool -K {h.port} tso {onoff} gso {onoff} gro {onoff}"
+                         + (" 2>/dev/null || true" if h.link == "tap" else ""))
+        # The port's egress is the host's ingress: the second direction of the link.
+        lines += links.quote_lines(links.port_tc(h, plans.get(h.name), c))
         lines.append(f"ip link set {h.port} up")
+    if sw.uplink:
+        lines.append(f"ip link set {sw.uplink} mtu {c.mtu} master {sw.bridge}")
+        if c.uplink_rate:
+            lines.append(f"tc qdisc replace dev {sw.uplink} root "
+                         f"{links.tbf_args(c.uplink_rate, c)}")
+        lines.append(f"ip link set {sw.uplink} up")
+    return "\n".join(lines)
+
+
+def _spine_script(state: TestbedState) -> str:
+    """The spine: one bridge joining every leaf's uplink, each rate-limited toward its leaf."""
+    c = state.config
+    lines = ["ip link set lo up", "ip link add br0 type bridge", f"ip link set br0 mtu {c.mtu}",
+             "ip link set br0 up"]
+    for sw in state.switches:
+        lines.append(f"ip link add {sw.spine_port} type veth peer name {sw.uplink} "
+                     f"netns {sw.netns}")
+        lines.append(f"ip link set {sw.spine_port} mtu {c.mtu} master br0")
+        if c.uplink_rate:
+            lines.append(f"tc qdisc replace dev {sw.spine_port} root "
+                         f"{links.tbf_args(c.uplink_rate, c)}")
+        lines.append(f"ip link set {sw.spine_port} up")
     return "\n".join(lines)
 
 
@@ -233,6 +240,9 @@ def _agent_script(state: TestbedState) -> str:
 def create(name: str, config: TestbedConfig) -> TestbedState:
     """Create the testbed; on any failure (or Ctrl-C) remove what was made, then re-raise."""
     config.validate()
+    if any("ecn=" in spec for spec in config.impairs):
+        # CE marks mean nothing to a TCP that did not negotiate ECN; only inside the hosts.
+        config.sysctls.setdefault("net.ipv4.tcp_ecn", "1")
     prefix = name_prefix()
     if not NAME_RE.match(name):
         raise FabenchError(f"testbed name {name!r}: 1-16 lower-case letters/digits, "
@@ -243,9 +253,19 @@ def create(name: str, config: TestbedConfig) -> TestbedState:
                          switch_ns=f"{prefix}-{name}-sw", config=config,
                          created_by=os.getpid())
     net = ipaddress.ip_network(state.subnet)
+    for k in range(1, config.switches + 1):
+        # Switch 1 keeps the one-switch name, so tools that know `switch_ns` still find it.
+        state.switches.append(SwitchState(
+            index=k, netns=state.switch_ns if k == 1 else f"{prefix}-{name}-sw{k}",
+            uplink="upl" if config.switches > 1 else "",
+            spine_port=f"l{k}" if config.switches > 1 else ""))
+    if config.switches > 1:
+        state.spine_ns = f"{prefix}-{name}-spine"
     for i in range(1, config.hosts + 1):
+        # Hosts split evenly, in order: h1..h4 on switch 1 and h5..h8 on switch 2 of 8.
         state.hosts.append(HostState(name=f"h{i}", index=i, netns=f"{prefix}-{name}-h{i}",
-                                     address=str(net.network_address + i), port=f"p{i}"))
+                                     address=str(net.network_address + i), port=f"p{i}",
+                                     switch=1 + (i - 1) * config.switches // config.hosts))
     # Written before anything exists: a crash from here on leaves a file `down` can act on.
     state.save()
     try:
@@ -258,6 +278,11 @@ def create(name: str, config: TestbedConfig) -> TestbedState:
     return state
 
 
+def _all_netns(state: TestbedState) -> list[str]:
+    names = [sw.netns for sw in state.switches] or [state.switch_ns]
+    return names + ([state.spine_ns] if state.spine_ns else []) + [h.netns for h in state.hosts]
+
+
 def _build(state: TestbedState) -> None:
     state.dir.mkdir(parents=True, exist_ok=True)
     hosts_file = state.dir / "hosts"
@@ -265,7 +290,7 @@ def _build(state: TestbedState) -> None:
     if state.mode == "userns":
         _start_outer_holder(state)
     ctx = outer_ctx(state)
-    names = [state.switch_ns, *(h.netns for h in state.hosts)]
+    names = _all_netns(state)
     if state.mode == "root":
         _run(["ip", "-batch", "-"], input_text="".join(f"netns add {n}\n" for n in names))
     else:
@@ -277,22 +302,60 @@ def _build(state: TestbedState) -> None:
         missing = set(names) - set(_list_netns(ctx))
         if missing:
             raise PlumbingError(f"could not make network namespaces {sorted(missing)}")
-    _run([*ctx, "ip", "-n", state.switch_ns, "-batch", "-"], input_text=(
-        "link set lo up\n"
-        f"link add {state.bridge} type bridge\n"
-        f"link set {state.bridge} mtu {state.config.mtu}\n"
-        f"link set {state.bridge} up\n"))
+    for sw in state.switches:
+        _run([*ctx, "ip", "-n", sw.netns, "-batch", "-"], input_text=(
+            "link set lo up\n"
+            f"link add {sw.bridge} type bridge\n"
+            f"link set {sw.bridge} mtu {state.config.mtu}\n"
+            f"link set {sw.bridge} up\n"))
+    if state.spine_ns:
+        _run([*ctx, "nsenter", f"--net=/run/netns/{state.spine_ns}", "sh", "-ec",
+              _spine_script(state)])
+    plans = _plan_links(state, ctx)
     for h in state.hosts:
-        _make_host(state, h, hosts_file, ctx)
+        if plans.get(h.name) and plans[h.name].rules:
+            h.link = "tap"
+            for ns, dev in ((h.netns, h.ifname), (state.switch_of(h).netns, h.port)):
+                _run([*ctx, "ip", "-n", ns, "tuntap", "add", "dev", dev, "mode", "tap"])
+                # fb-link reads in bursts; a short device queue drops what arrives between
+                _run([*ctx, "ip", "-n", ns, "link", "set", dev, "txqueuelen",
+                      str(links.TAP_QUEUE)])
+        _make_host(state, h, hosts_file, ctx, plans.get(h.name))
         state.save()
-    _run([*ctx, "nsenter", f"--net=/run/netns/{state.switch_ns}", "sh", "-ec",
-          _switch_script(state)])
+    for sw in state.switches:
+        _run([*ctx, "nsenter", f"--net=/run/netns/{sw.netns}", "sh", "-ec",
+              _switch_script(state, sw, plans)])
+    for h in state.hosts:
+        p = plans.get(h.name)
+        for impl, specs in (p.specs.items() if p else []):
+            if impl == "fb-link":
+                link = links.start_fb_link(state, h, p.rules, specs, ctx,
+                                           seed=links.link_seed(h.index))
+            else:
+                link = links.LinkState(host=h.name, impl=impl, specs=specs)
+            state.links.append(link)
+            state.save()
     state.agent.write_text(_agent_script(state))
     state.agent.chmod(0o755)
 
 
-def _make_host(state: TestbedState, h: HostState, hosts_file: Path, ctx: list[str]) -> None:
-    script = _host_script(state, h, hosts_file)
+def _plan_links(state: TestbedState, ctx: list[str]) -> "dict[str, links.HostPlan]":
+    """Who carries each --impair; netem is looked for only when a spec could use it."""
+    c = state.config
+    if not c.impairs:
+        return {}
+    imps = parse_impairs(c.impairs, [h.name for h in state.hosts])
+    if any(not i.rate_only for i in imps) and c.link_impl != "fb-link":
+        state.netem = links.netem_available(ctx, state.switch_ns)
+    plans = links.plan(state, bool(state.netem))
+    if any(p.rules for p in plans.values()):
+        links.fb_link_path()  # a clear error before anything is made for it
+    return plans
+
+
+def _make_host(state: TestbedState, h: HostState, hosts_file: Path, ctx: list[str],
+               plan: "links.HostPlan | None") -> None:
+    script = _host_script(state, h, hosts_file, plan)
     marker = f"{HOLDER_MARK}:{state.full_name}:{h.name}"
     argv = [*ctx, "nsenter", f"--net=/run/netns/{h.netns}", "unshare", "--ipc", "--uts",
             "--mount", "--propagation", "private", "sh", "-ec",
@@ -366,13 +429,15 @@ def _kill_all(pids: list[int]) -> None:
 def destroy(state: TestbedState) -> list[str]:
     """Remove everything the state names; tolerant of parts that never got made."""
     problems: list[str] = []
+    for link in state.links:
+        links.stop_link(link)
     for h in state.hosts:
         if h.holder_pid and proc_start(h.holder_pid) == h.holder_start:
             _kill_all(_pids_sharing_netns(h.holder_pid))
         _kill_exact(h.holder_pid, h.holder_start)
     if state.mode == "root":
         existing = set(_list_netns([]))
-        for ns in [h.netns for h in state.hosts] + [state.switch_ns]:
+        for ns in _all_netns(state):
             if ns in existing:
                 _kill_all(_pids_in_netns([], ns))
                 p = _run(["ip", "netns", "del", ns], check=False)
@@ -380,9 +445,11 @@ def destroy(state: TestbedState) -> list[str]:
                     problems.append(f"ip netns del {ns}: {p.stderr.strip()}")
     _kill_exact(state.holder_pid, state.holder_start)
     for pid in [h.holder_pid for h in state.hosts] + [state.holder_pid]:
-        _wait_gone(pid)
-    for f in (state.agent, state.dir / "hosts"):
-        f.unlink(missing_ok=True)
+        wait_gone(pid)
+    # The agent, the hosts file, fb-link's status files and logs: all of this dir is ours.
+    for f in state.dir.glob("*") if state.dir.is_dir() else []:
+        if f.is_file() or f.is_symlink():
+            f.unlink(missing_ok=True)
     if state.dir.is_dir():
         try:
             state.dir.rmdir()
@@ -436,7 +503,7 @@ def destroy_all(prefix: str | None = None) -> list[str]:
         # The holder itself by PID and start time, wherever it lives: the outer holder of
         # an unprivileged testbed is in the host's network namespace.
         _kill_exact(pid, start)
-        _wait_gone(pid)
+        wait_gone(pid)
         removed.append(f"holder pid {pid}")
     tb_dir = run_dir() / "testbeds"
     for sub in sorted(tb_dir.glob(f"{prefix}-*")) if tb_dir.is_dir() else []:

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FabenchError
+from ..units import rate_bits
+from .impair import parse_impairs
 
 DEFAULT_PREFIX = "fbtb"
 # The tbf queue (tc `latency`: how long a packet may wait before tbf drops it). 50 ms, measured
@@ -51,6 +53,10 @@ class TestbedConfig:
     queue: str = DEFAULT_QUEUE  # tbf `latency` of every rate-limited link end
     offloads: bool | None = None  # TSO/GSO/GRO on both veth ends; None leaves the defaults
     sysctls: dict[str, str] = field(default_factory=dict)
+    switches: int = 1  # leaf switches; hosts split evenly, leaves joined through a spine
+    uplink_rate: str | None = None  # tc rate of each leaf's uplink, both directions
+    impairs: list[str] = field(default_factory=list)  # --impair specs (testbed/impair.py)
+    link_impl: str = "auto"  # auto (netem where the kernel has it), netem, fb-link
 
     def validate(self) -> None:
         if not 1 <= self.hosts <= 250:
@@ -61,21 +67,25 @@ class TestbedConfig:
                                                   self.rate.lower()):
             raise FabenchError(f"--rate {self.rate!r}: use tc units such as 100mbit, 1gbit")
         queue_us(self.queue)
+        if not 1 <= self.switches <= min(self.hosts, 16):
+            raise FabenchError(f"--switches must be 1..{min(self.hosts, 16)} (at most one per "
+                               f"host, at most 16), got {self.switches}")
+        if self.uplink_rate is not None:
+            if self.switches < 2:
+                raise FabenchError("--uplink-rate is the rate between switches: give "
+                                   "--switches 2 or more")
+            if not re.match(r"^\d+(\.\d+)?[kmgt]?(bit|bps)$", self.uplink_rate.lower()):
+                raise FabenchError(f"--uplink-rate {self.uplink_rate!r}: use tc units such "
+                                   "as 100mbit, 1gbit")
+        if self.link_impl not in ("auto", "netem", "fb-link"):
+            raise FabenchError(f"--link-impl {self.link_impl!r}: auto, netem or fb-link")
+        parse_impairs(self.impairs, [f"h{i}" for i in range(1, self.hosts + 1)])
         for key in self.sysctls:
             if not re.match(r"^net\.[a-z0-9_.]+$", key):
                 raise FabenchError(f"--sysctl {key!r}: only per-namespace net.* keys apply "
                                    "to a testbed host")
 
 
-_UNITS = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
-
-
-def rate_bits(rate: str) -> float:
-    """A tc rate in bit/s ("bps" is bytes per second in tc's units)."""
-    m = re.match(r"^(\d+(?:\.\d+)?)([kmgt]?)(bit|bps)$", rate.lower())
-    if not m:
-        raise FabenchError(f"rate {rate!r}: use tc units such as 100mbit, 1gbit")
-    return float(m.group(1)) * _UNITS[m.group(2)] * (8 if m.group(3) == "bps" else 1)
 
 
 _TIME_UNITS = {"s": 1_000_000, "ms": 1000, "us": 1}
@@ -113,6 +123,31 @@ class HostState:
     holder_pid: int | None = None  # unprivileged mode: the process holding the namespaces
     holder_start: int | None = None
     enter: list[str] = field(default_factory=list)  # argv prefix that runs a command here
+    switch: int = 1  # the leaf switch its link goes to
+    link: str = "veth"  # what its eth0 is: veth, or tap (fb-link forwards to the switch)
+
+
+@dataclass
+class SwitchState:
+    index: int
+    netns: str
+    bridge: str = "br0"
+    uplink: str = ""  # this leaf's port toward the spine ("" with one switch)
+    spine_port: str = ""  # the spine's port toward this leaf
+
+
+@dataclass
+class LinkState:
+    """Who carries one host's impairments, so every run can say which implementation did."""
+
+    host: str
+    impl: str  # "tbf" or "htb" (tc rate limits), "netem", "fb-link" (user space, TAP)
+    specs: list[str] = field(default_factory=list)  # the --impair texts it carries
+    detail: list[str] = field(default_factory=list)  # fb-link --rule args, or tc commands
+    pid: int | None = None  # fb-link's process
+    start: int | None = None
+    status_file: str = ""
+    seed: int | None = None  # fb-link's random numbers: the same seed repeats its choices
 
 
 @dataclass
@@ -130,6 +165,10 @@ class TestbedState:
     holder_start: int | None = None
     created_by: int = 0
     complete: bool = False
+    switches: list[SwitchState] = field(default_factory=list)
+    spine_ns: str = ""  # with two switches or more: the namespace joining their uplinks
+    links: list[LinkState] = field(default_factory=list)
+    netem: bool | None = None  # whether this kernel had sch_netem when the testbed was made
 
     @property
     def full_name(self) -> str:
@@ -168,7 +207,16 @@ class TestbedState:
         config.setdefault("queue", LEGACY_QUEUE)
         data["config"] = TestbedConfig(**config)
         data["hosts"] = [HostState(**h) for h in data.get("hosts", [])]
+        data["switches"] = [SwitchState(**s) for s in data.get("switches", [])]
+        data["links"] = [LinkState(**ln) for ln in data.get("links", [])]
         return cls(**data)
+
+    def switch_of(self, host: HostState) -> SwitchState:
+        """The leaf a host hangs off (testbeds made before --switches had one: switch_ns)."""
+        for sw in self.switches:
+            if sw.index == host.switch:
+                return sw
+        return SwitchState(1, self.switch_ns, self.bridge)
 
 
 def state_path(prefix: str, name: str) -> Path:

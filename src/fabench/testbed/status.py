@@ -1,9 +1,12 @@
 """A testbed described for people: settings, hosts, and whether each host is alive."""
 
 import shlex
+from dataclasses import asdict
+from typing import Any
 
 from ..netcounters import read_host_counters
-from .plumbing import proc_start
+from ..process_identity import proc_start
+from . import links
 from .state import TestbedState, burst_for
 
 
@@ -24,6 +27,17 @@ def status_lines(state: TestbedState) -> list[str]:
     ]
     if c.sysctls:
         lines.append("  sysctls: " + ", ".join(f"{k}={v}" for k, v in c.sysctls.items()))
+    if len(state.switches) > 1:
+        groups = "; ".join(f"sw{sw.index}: " + ",".join(h.name for h in state.hosts
+                                                         if h.switch == sw.index)
+                           for sw in state.switches)
+        up = f"uplinks {c.uplink_rate} (tbf)" if c.uplink_rate else "uplinks unlimited"
+        lines.append(f"  {len(state.switches)} switches joined by spine {state.spine_ns}, "
+                     f"{up}: {groups}")
+    if state.links:
+        netem = {None: "not looked for", True: "present", False: "absent"}[state.netem]
+        lines.append(f"  impaired links (netem in this kernel: {netem}):")
+        lines += [f"    {links.describe(ln)}" for ln in state.links]
     alive = host_alive(state)
     for h in state.hosts:
         if alive[h.name]:
@@ -31,8 +45,20 @@ def status_lines(state: TestbedState) -> list[str]:
             live = f"up, {h.ifname} rx {cnt.rx_bytes} B tx {cnt.tx_bytes} B"
         else:
             live = "GONE"
-        lines.append(f"  {h.name:<4} {h.address:<15} netns {h.netns}  {live}")
+        sw = f"  sw{h.switch}" if len(state.switches) > 1 else ""
+        lines.append(f"  {h.name:<4} {h.address:<15} netns {h.netns}{sw}  {live}")
     lines.append(f"  run on a host: fabench testbed exec --name {state.name} h1 -- CMD"
                  f"   (or: {shlex.join(state.hosts[0].enter)} CMD)" if state.hosts else "")
     lines.append(f"  ssh stand-in for mpirun/hostfiles: {state.agent}")
     return lines
+
+
+def status_json(state: TestbedState) -> dict[str, Any]:
+    """The state as recorded, whether each host and link is alive, and every fb-link's
+    counters now (None for one that is gone)."""
+    out = asdict(state)
+    out["alive"] = host_alive(state)
+    out["link_status"] = {ln.host: links.link_status(ln) for ln in state.links
+                          if ln.impl == "fb-link"}
+    out["dead_links"] = links.dead_links(state)
+    return out
