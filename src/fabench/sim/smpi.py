@@ -11,6 +11,7 @@ from pathlib import Path
 from ..errors import FabenchError
 from ..model.collectives import ALGORITHMS, EXCHANGE_ALGORITHMS
 from ..model.fabric import Fabric
+from ..model.topology import TopologySpec
 from .platform import hostfile_lines, make_platform, smpi_factors, write_platform
 from .rss import MARKER
 
@@ -33,12 +34,9 @@ _MEM_RE = re.compile(re.escape(MARKER) + r" peak_rss_anon_kb=(\d+) wall_s=([0-9.
 @dataclass
 class SimSetup:
     fabric: Fabric
-    topology: str = "fat-tree"
+    spec: TopologySpec = field(default_factory=TopologySpec)
     nodes: int = 2
     ppn: int = 1
-    hosts_per_leaf: int = 24
-    oversubscription: float = 1.0
-    dims: tuple[int, ...] | None = None
     algorithm: str | None = None  # the model's name (ring, pairwise, ...)
     cores: int | None = None  # cores the emulated nodes shared (None: a core per rank)
     extra_cfg: dict[str, str] = field(default_factory=dict)
@@ -46,6 +44,14 @@ class SimSetup:
     @property
     def ranks(self) -> int:
         return self.nodes * self.ppn
+
+    @property
+    def topology(self) -> str:
+        return self.spec.kind
+
+    @property
+    def hosts_per_leaf(self) -> int:
+        return self.spec.hosts_per_leaf
 
 
 def smpi_algorithm(collective: str, algorithm: str | None) -> tuple[str, str]:
@@ -73,9 +79,7 @@ def smpirun_path() -> str:
 def build_command(setup: SimSetup, exe: Path, kernel_name: str, kernel_args: list[str],
                   workdir: Path) -> tuple[list[str], dict[str, str], list[str]]:
     """(argv, configuration used, notes). The command runs under the RssAnon sampler."""
-    platform = make_platform(setup.fabric, setup.topology, setup.nodes,
-                             hosts_per_leaf=setup.hosts_per_leaf,
-                             oversubscription=setup.oversubscription, dims=setup.dims)
+    platform = make_platform(setup.fabric, setup.spec, setup.nodes)
     hosts = hostfile_lines(platform, setup.nodes, setup.ppn)
     pxml, hfile = write_platform(platform, hosts, workdir)
     cfg: dict[str, str] = {
