@@ -474,7 +474,7 @@ def predict_all(fabric: Fabric, cluster: Cluster, collective: str, sizes: list[i
             notes.append(why)
             continue
         times[name] = predict(fabric, cluster, collective, name, sizes)
-    if not times and not libraries:
+    if not times and (only or not libraries):
         raise FabenchError(f"no applicable {collective} algorithm among {only}"
                            + "".join(f"; {n}" for n in notes))
     pred = Prediction(collective, sizes, times, notes)

@@ -46,17 +46,32 @@ def in_network_time(md: Model, m: float) -> float | None:
     return first + (frags - 1) * inn.fragment_us + md.link_per_byte(m) * m
 
 
+def _lg(n: int) -> int:
+    return max(0, math.ceil(math.log2(n))) if n > 1 else 0
+
+
 def intra_reduce(md: Model, m: float) -> float:
-    t, d = 0.0, 1
-    while d < md.c.ppn:
-        t += md.intra_step(m) + md.reduce_cost(m)
-        d *= 2
-    return t
+    """Reduce to the node's leader over shared memory: a binomial tree for small messages,
+    a reduce-scatter then gather (each rank reducing its share) for large ones, whichever
+    costs less, as MPI libraries switch between them."""
+    k = md.c.ppn
+    if k < 2:
+        return 0.0
+    lg = _lg(k)
+    binomial = lg * (md.intra_step(m) + md.reduce_cost(m))
+    share = m * (k - 1) / k
+    split = (2 * lg * md.f.alpha(m, intra=True) + 2 * share * md.f.beta(m, intra=True)
+             + md.reduce_cost(share))
+    return min(binomial, split)
 
 
 def intra_bcast(md: Model, m: float) -> float:
-    d, t = 1, 0.0
-    while d < md.c.ppn:
-        t += md.intra_step(m)
-        d *= 2
-    return t
+    """Broadcast from the node's leader over shared memory: binomial, or scatter then
+    allgather for large messages, whichever costs less."""
+    k = md.c.ppn
+    if k < 2:
+        return 0.0
+    lg = _lg(k)
+    binomial = lg * md.intra_step(m)
+    split = 2 * lg * md.f.alpha(m, intra=True) + 2 * m * (k - 1) / k * md.f.beta(m, intra=True)
+    return min(binomial, split)

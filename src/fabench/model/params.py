@@ -100,7 +100,11 @@ def _attr(name: str) -> tuple[Callable[[Fabric], float | None], Callable[[Fabric
 def _inn(name: str, integer: bool = False) -> tuple[Callable[[Fabric], float | None],
                                                      Callable[[Fabric, float], None]]:
     def getter(f: Fabric) -> float | None:
-        return float(getattr(f.in_network, name)) if f.in_network else None
+        if f.in_network is None:
+            return None
+        if name.startswith("streaming") and not f.in_network.streaming_MBps > 0:
+            return None  # no streaming engine: its figures do not apply
+        return float(getattr(f.in_network, name))
 
     def setter(f: Fabric, value: float) -> None:
         if f.in_network is not None:
