@@ -477,6 +477,15 @@ def predict_all(fabric: Fabric, cluster: Cluster, collective: str, sizes: list[i
     if not times and (only or not libraries):
         raise FabenchError(f"no applicable {collective} algorithm among {only}"
                            + "".join(f"; {n}" for n in notes))
+    inn = fabric.in_network
+    if "in_network" in times and inn is not None:
+        above = [s for s in sizes if s > inn.max_bytes and not (
+            inn.streaming_MBps > 0 and 0 < inn.streaming_from_bytes <= s)]
+        if above:
+            notes.append(f"in_network from {min(above)} B: the library's host-based fallback "
+                         f"(the switches take at most {inn.max_bytes} B)")
+        if cluster.nodes < inn.min_nodes:
+            notes.append(f"in_network: fewer than {inn.min_nodes} nodes, host-based")
     pred = Prediction(collective, sizes, times, notes)
     for lib in libraries:
         add_library_column(pred, fabric, cluster, lib)

@@ -73,6 +73,8 @@ class Published:
     shm_MBps: Figure | None = None
     gamma_MBps: Figure | None = None
     overhead_us: float | None = None
+    overhead_note: str = ""  # where a given overhead comes from (default: the source)
+    link_note: str = ""  # where a given link rate comes from (default: the source)
     assumptions: list[str] = field(default_factory=list)
     origin: str = "defined"
 
@@ -114,11 +116,12 @@ def define_fabric(p: Published) -> Fabric:
         "hop_latency_us": hop_prov,
         "eager_limit_B": eager_prov,
         "rendezvous_us": rndv_prov,
-        "overhead_us": (Provenance(src) if p.overhead_us is not None else
+        "overhead_us": (Provenance(p.overhead_note or src, bool(p.overhead_note))
+                        if p.overhead_us is not None else
                         Provenance("assumed: min(latency/4, 1 us), not published", True,
                                    o / 2, min(2 * o, lat / 2))),
         "gap_us": Provenance("assumed: equal to o", True),
-        "link_bandwidth_MBps": (Provenance(src) if p.link_MBps else
+        "link_bandwidth_MBps": (Provenance(p.link_note or src) if p.link_MBps else
                                 Provenance("assumed: one flow fills the link", True)),
         "shm_latency_us": shm_lat_prov,
         "shm_bandwidth_MBps": shm_bw_prov,
