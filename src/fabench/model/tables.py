@@ -84,6 +84,14 @@ def fabric_lines(f: Fabric, params: bool = True) -> list[str]:
                          f"{q['median_rel_err'] * 100:.1f} %, max {q['max_rel_err'] * 100:.1f} %"
                          + (f"; values rounded to {step:g} us (residuals within half a step "
                             "count as zero)" if step else ""))
+    if f.contention:
+        lo = min(x for _, x in f.contention)
+        hi = max(x for _, x in f.contention)
+        lines.append(f"# ranks sharing cores: measured with {f.contention_ranks} ranks, a step "
+                     f"stretched {lo:.2f}-{hi:.2f}x (--cores)")
+    else:
+        lines.append("# ranks sharing cores: not measured; with --cores a step stretches by "
+                     "active ranks / cores (assumed)")
     if f.replicates:
         lines.append(f"# bands: {len(f.replicates)} bootstrap refits of the calibration runs "
                      "and the ranges below")
