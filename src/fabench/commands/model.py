@@ -15,6 +15,7 @@ from ..model.collectives import ALGORITHMS, predict_all
 from ..model.cost import Cluster
 from ..model.decisions import MPI_LIBRARIES
 from ..model.define import Figure, Published, define_fabric
+from ..model.fabric import Fabric
 from ..model.families import FAMILIES, IN_NETWORK_KINDS, in_network_defaults
 from ..model.hpl import fit_node_cv, hpl_curve, load_node_table, params_from, peak_gflops
 from ..model.published import corpus_lines, run_corpus
@@ -114,7 +115,7 @@ def cluster_from_args(args: argparse.Namespace, nodes: int | None = None) -> Clu
                    cores=args.cores if args.topology != "loopback" else None)
 
 
-def fabric_for(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def fabric_for(args: argparse.Namespace) -> Fabric:
     fabric = load_fabric(args.fabric, args.out)
     if getattr(args, "switch_reduce_us", None) is not None and fabric.in_network:
         fabric.in_network.level_us = args.switch_reduce_us
