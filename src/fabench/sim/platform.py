@@ -77,7 +77,13 @@ def _cluster(spec: TopologySpec, nodes: int) -> tuple[str, int, str]:
     raise FabenchError(f"no SimGrid platform for topology {spec.kind!r}")
 
 
-def make_platform(fabric: Fabric, spec: TopologySpec, nodes: int) -> Platform:
+def make_platform(fabric: Fabric, spec: TopologySpec | str, nodes: int, *,
+                  hosts_per_leaf: int = 24, oversubscription: float = 1.0,
+                  dims: tuple[int, ...] | None = None) -> Platform:
+    """`spec`: the topology (or its kind, with the keyword options of a two-level tree or a
+    torus)."""
+    if isinstance(spec, str):
+        spec = TopologySpec(spec, hosts_per_leaf, (oversubscription,), dims=dims)
     attrs, count, desc = _cluster(spec, nodes)
     link_MBps = fabric.link_bandwidth_MBps or fabric.peak_bandwidth_MBps
     shm = fabric.intra[0] if fabric.intra else None
