@@ -32,9 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fabench.kernels import get_kernel
-from fabench.launch.base import LaunchRequest
-from fabench.launch.pair_run import run_pair_kernel
 from fabench.metrics import BANDWIDTH
+from fabench.plan import plan_run, settings_from_words
+from fabench.starters.pair import run_pair
 
 HOST = "127.0.0.1"
 
@@ -67,9 +67,9 @@ QUICK = Effort(rounds=2, lat_iters=3000, bw_iters=10, seconds=1.0)
 
 
 def fabench_value(case: Case) -> float | None:
-    req = LaunchRequest(kernel=get_kernel(case.kernel), kernel_args=list(case.args),
-                        transport=case.transport, timeout_s=300)
-    res = run_pair_kernel(req, None, hosts=None)
+    run = plan_run(case.kernel, transport=case.transport, timeout_s=300,
+                   settings=settings_from_words(get_kernel(case.kernel), case.args))
+    res = run_pair(run, None, hosts=None)
     if res.returncode != 0 or not res.output.results:
         print(f"  fabench {case.name} failed: {res.stderr.strip()[-300:]}", file=sys.stderr)
         return None

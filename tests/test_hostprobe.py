@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli
+from conftest import fabench_cli, missing
 from fabench.hostprobe import core_to_core, run_core_to_core_ns, sides_differ
 from fabench.native import native_root
 from fabench.report.model import host_state_warning
@@ -35,7 +35,7 @@ def test_probe_measures_a_hand_off() -> None:
 def test_probe_skips_with_one_cpu() -> None:
     exe = native_root() / "bin" / "fb-probe-c2c"
     if not shutil.which("taskset"):
-        pytest.skip("taskset (util-linux) not installed")
+        missing("taskset (util-linux) not installed")
     p = subprocess.run(["taskset", "-c", str(min(os.sched_getaffinity(0))), str(exe)],
                        capture_output=True, text=True, timeout=10, check=False)
     assert p.returncode == 77 and '"type":"skip"' in p.stdout

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, fabench_cli
+from conftest import ROOT, fabench_cli, missing
 from fabench.metrics import BANDWIDTH, LATENCY
 from fabench.store import Store
 
@@ -103,7 +103,7 @@ def test_imb_blocks_time_out_rows_and_skipped_benchmarks(tmp_path: Path) -> None
 
 def test_iperf3_json_from_a_real_loopback_run(tmp_path: Path, server: list) -> None:
     if shutil.which("iperf3") is None:
-        pytest.skip("iperf3 not installed")
+        missing("iperf3 not installed")
     port = free_port()
     server.append(subprocess.Popen(["iperf3", "-s", "-B", "127.0.0.1", "-p", str(port)],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
@@ -137,7 +137,7 @@ def test_iperf3_json_from_a_real_loopback_run(tmp_path: Path, server: list) -> N
 def test_sockperf_full_log_and_summary_from_a_real_loopback_run(tmp_path: Path,
                                                                 server: list) -> None:
     if shutil.which("sockperf") is None:
-        pytest.skip("sockperf not installed")
+        missing("sockperf not installed")
     port = free_port()
     server.append(subprocess.Popen(["sockperf", "server", "--tcp", "-i", "127.0.0.1", "-p",
                                     str(port)], stdout=subprocess.DEVNULL,

@@ -16,10 +16,12 @@ import pytest
 
 from conftest import own_testbeds
 from fabench.errors import FabenchError
-from fabench.launch.hosts import HostSlots, on_node_transport, parse_hostfile, place_ranks
+from fabench.placement import HostSlots, place_ranks
 from fabench.report.campaign_summary import campaign_lines
+from fabench.schedulers.hosts import parse_hostfile
 from fabench.store import Store
 from fabench.testbed import TestbedConfig, TestbedState, create
+from fabench.transport import parse_transport
 
 
 def test_hostfile_and_placement(tmp_path: Path) -> None:
@@ -33,9 +35,9 @@ def test_hostfile_and_placement(tmp_path: Path) -> None:
                                                     HostSlots("node2", 1),
                                                     HostSlots("node3", 1)]
     assert place_ranks(hosts, 4, on_node=True) == [HostSlots("node1", 4)]
-    assert on_node_transport("shm") and on_node_transport("ucx:posix,self")
-    assert not on_node_transport("tcp") and not on_node_transport("ucx")
-    assert not on_node_transport("ofi:tcp;ofi_rxm")
+    on_node = [parse_transport(t).on_node for t in ("shm", "ucx:posix,self", "ofi:shm", "tcp",
+                                                       "ucx", "ucx:^tcp", "ofi:tcp;ofi_rxm")]
+    assert on_node == [True, True, True, False, False, False, False]
     f.write_text("node1 cpus=4\n")
     with pytest.raises(FabenchError, match="line 1: unknown option 'cpus=4'"):
         parse_hostfile(f)

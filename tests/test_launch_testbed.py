@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from conftest import fabench_cli, own_testbeds
+from fabench.netcounters import crossing_flag
 from fabench.records import ResultRecord
 from fabench.store import RunRow, Store
 from fabench.testbed import TestbedConfig, create
-from fabench.testbed.counters import crossing_flag
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs on a root testbed (CI is "
                                 "root); tests/test_testbed.py covers unprivileged mode")

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import fabench_cli, own_testbeds
+from conftest import fabench_cli, missing, own_testbeds
 from fabench.errors import FabenchError
 from fabench.model.calibrate import calibrate, fit_segments
 from fabench.model.catalog import load_fabric, save_fabric
@@ -519,7 +519,7 @@ def test_openmpi_tuned_numbers_match_ompi_info() -> None:
     import shutil
 
     if shutil.which("ompi_info") is None:
-        pytest.skip("ompi_info not found (Open MPI not installed)")
+        missing("ompi_info not found (Open MPI not installed)")
     out = subprocess.run(["ompi_info", "--param", "coll", "tuned", "--level", "9"],
                          capture_output=True, text=True, timeout=60, check=True).stdout
     for coll, nums in OPENMPI_TUNED.items():

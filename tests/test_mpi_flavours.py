@@ -13,20 +13,21 @@ from pathlib import Path
 
 import pytest
 
-from fabench.mpi import (
-    Mpich,
+from conftest import missing, planned
+from fabench.errors import FabenchError
+from fabench.mpi.base import (
     MpiFlavour,
-    OpenMpi,
-    Transport,
     UnsupportedTransport,
     available_flavours,
     flavour_names,
     get_flavour,
-    parse_transport,
+    parse_ucx_lanes,
 )
-from fabench.mpi.base import parse_ucx_lanes
-from fabench.mpi.mpich import parse_mpich_selection
-from fabench.mpi.openmpi import parse_openmpi_selection
+from fabench.mpi.mpich import Mpich, parse_mpich_selection
+from fabench.mpi.openmpi import OpenMpi, parse_openmpi_selection
+from fabench.placement import Allocation, HostSlots
+from fabench.starters.srun import SrunStarter
+from fabench.transport import Transport, parse_transport
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mpi"
 
@@ -90,8 +91,9 @@ def test_transport_accessors() -> None:
     assert parse_transport("ucx").ucx_tls is None
     assert parse_transport("ofi:tcp;ofi_rxm").ofi_provider == "tcp;ofi_rxm"
     assert parse_transport("tcp").ofi_provider is None
-    with pytest.raises(ValueError):
-        Transport("ofi")
+    with pytest.raises(ValueError, match="needs a libfabric provider"):
+        parse_transport("ofi")  # MPI over libfabric names its provider
+    assert str(Transport("ofi")) == "ofi"  # an ofi.* kernel's own default provider
 
 
 # --- registry ----------------------------------------------------------------------------
@@ -101,7 +103,7 @@ def test_registry() -> None:
     assert {"openmpi", "mpich"} <= set(flavour_names())
     assert isinstance(get_flavour("openmpi"), OpenMpi)
     assert isinstance(get_flavour("mpich"), Mpich)
-    with pytest.raises(ValueError, match="unknown MPI flavour 'lam'.*mpich.*openmpi"):
+    with pytest.raises(FabenchError, match="unknown MPI flavour 'lam'.*mpich.*openmpi"):
         get_flavour("lam")
     for f in available_flavours():
         assert f.available() and f.why_unavailable() is None
@@ -331,9 +333,9 @@ def pingpong_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _program(flavour_name: str, d: Path) -> tuple[MpiFlavour, Path]:
     flavour = get_flavour(flavour_name)
     if not flavour.available():
-        pytest.skip(f"{flavour_name}: {flavour.why_unavailable()}")
+        missing(f"{flavour_name}: {flavour.why_unavailable()}")
     if shutil.which(flavour.mpicc) is None:
-        pytest.skip(f"{flavour.mpicc} not found (install the {flavour_name} development package)")
+        missing(f"{flavour.mpicc} not found (install the {flavour_name} development package)")
     if flavour_name not in _compiled:
         exe = d / f"pingpong-{flavour_name}"
         subprocess.run(
@@ -399,10 +401,16 @@ def test_version_strings() -> None:
         assert "unknown" not in v
 
 
-def test_srun_direct_launch_carries_the_request_as_environment() -> None:
-    om = OpenMpi().srun_launch("./k", ["--sizes", "8"], 2, parse_transport("tcp"))
-    assert om.argv == ["srun", "--mpi=pmix", "--ntasks=2", "./k", "--sizes", "8"]
-    assert om.env["OMPI_MCA_pml"] == "ob1" and om.env["OMPI_MCA_btl"] == "tcp,self"
-    assert om.env["OMPI_MCA_pml_base_verbose"] == "10"  # the selection is still reported
-    ucx = OpenMpi().srun_launch("./k", [], 4, parse_transport("ucx:posix"))
-    assert ucx.env["UCX_TLS"] == "posix" and ucx.env["OMPI_MCA_pml"] == "ucx"
+def test_srun_direct_launch_carries_the_request_as_environment(openmpi: str) -> None:
+    om = OpenMpi().direct_launch_env(parse_transport("tcp"))
+    assert om["OMPI_MCA_pml"] == "ob1" and om["OMPI_MCA_btl"] == "tcp,self"
+    assert om["OMPI_MCA_pml_base_verbose"] == "10"  # the selection is still reported
+    ucx = OpenMpi().direct_launch_env(parse_transport("ucx:posix"))
+    assert ucx["UCX_TLS"] == "posix" and ucx["OMPI_MCA_pml"] == "ucx"
+    assert (OpenMpi.pmi, Mpich.pmi) == ("pmix", "pmi2")
+    # the srun starter puts them together; the flavours know nothing of Slurm
+    cmd = SrunStarter().batch_command(planned("mpi.latency", "--sizes", "8", transport="tcp"),
+                                      Allocation(placed=[HostSlots("n", 2)], execs={}))
+    assert cmd.argv[:3] == ["srun", "--mpi=pmix", "--ntasks=2"]
+    assert cmd.argv[3].endswith("fb-mpi-latency") and cmd.argv[4:] == ["--sizes", "8"]
+    assert cmd.env["OMPI_MCA_btl"] == "tcp,self"

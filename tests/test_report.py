@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, fabench_cli
+from conftest import ROOT, fabench_cli, missing
 
 EVIL = '<script>window.pwned=1</script>"&'
 
@@ -19,7 +19,7 @@ EVIL = '<script>window.pwned=1</script>"&'
 def chromium() -> str:
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
-        pytest.skip("chromium not installed (Debian package chromium)")
+        missing("chromium not installed (Debian package chromium)")
     return exe
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli
+from conftest import fabench_cli, missing
 from fabench.model.catalog import save_fabric
 from fabench.model.collectives import predict
 from fabench.model.cost import Cluster
@@ -20,9 +20,9 @@ from fabench.store import Store
 @pytest.fixture(scope="module")
 def simgrid() -> None:
     if shutil.which("smpirun") is None:
-        pytest.skip("smpirun not found (Debian: apt-get install libsimgrid-dev)")
+        missing("smpirun not found (Debian: apt-get install libsimgrid-dev)")
     if not (native_root() / "simgrid" / "fb-mpi-latency").is_file():
-        pytest.skip("kernels not built with smpicc (SimGrid was missing at build time)")
+        missing("kernels not built with smpicc (SimGrid was missing at build time)")
 
 
 def test_platforms_follow_facts() -> None:

@@ -7,7 +7,7 @@ from fabench.spec import load_spec, parse_spec
 
 def test_default_spec_plan_matches_the_issue() -> None:
     plan = make_plan(load_spec(None))
-    combos = {(p.kernel, p.transport, p.ranks) for p in plan}
+    combos = {(p.kernel.name, str(p.transport), p.ranks) for p in plan}
     for k in ("mpi.latency", "mpi.bw", "mpi.bibw"):
         assert (k, "shm", 2) in combos and (k, "tcp", 2) in combos
     for k in ("mpi.allreduce", "mpi.alltoall", "mpi.allgather", "mpi.gather"):
@@ -62,10 +62,12 @@ def test_missing_runs() -> None:
 
 def test_quick_sets_fewer_iterations() -> None:
     plan = make_plan(load_spec(None), quick=True)
-    lat = next(p for p in plan if p.kernel == "mpi.latency")
-    assert lat.kernel_args[lat.kernel_args.index("--iterations") + 1] == "1000"
-    coll = next(p for p in plan if p.kernel == "mpi.allreduce")
-    assert coll.kernel_args[coll.kernel_args.index("--iterations") + 1] == "100"
+    lat = next(p for p in plan if p.kernel.name == "mpi.latency")
+    assert lat.settings.iterations == 1000 and lat.settings.warmup == 100
+    argv = lat.kernel_argv()
+    assert argv[argv.index("--iterations") + 1] == "1000"
+    coll = next(p for p in plan if p.kernel.name == "mpi.allreduce")
+    assert coll.settings.iterations == 100
 
 
 def test_odd_ranks_dropped_for_pair_kernels() -> None:

@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import missing, planned
 from fabench.kernels import get_kernel
-from fabench.kernels_transport import stream_results
-from fabench.launch.base import LaunchRequest, LaunchResult
-from fabench.launch.pair_run import run_pair_kernel
+from fabench.kernels.transport import stream_results
+from fabench.launched import LaunchResult
 from fabench.metrics import BANDWIDTH
 from fabench.native import native_root
+from fabench.starters.pair import run_pair
 
 
 def built(name: str) -> bool:
@@ -24,11 +25,10 @@ def built(name: str) -> bool:
 def run(name: str, *args: str, transport: str = "shm", env: dict[str, str] | None = None,
         timeout: float = 120) -> LaunchResult:
     if not built(name):
-        pytest.skip(f"{name} not built here")
-    req = LaunchRequest(kernel=get_kernel(name), kernel_args=list(args), transport=transport,
-                        env=env or {}, timeout_s=timeout)
+        missing(f"{name} not built here")
+    pr = planned(name, *args, transport=transport, env=env, timeout=timeout)
     seen: list[dict] = []
-    res = run_pair_kernel(req, seen.append, hosts=None)
+    res = run_pair(pr, seen.append, hosts=None)
     assert [r["type"] for r in seen][:1] == ["meta"] or res.returncode != 0
     return res
 
@@ -266,7 +266,7 @@ def test_verbs_skips_without_a_device() -> None:
 def test_same_kernel_under_the_mpi_bootstrap() -> None:
     exe = native_root() / "openmpi" / "fb-tcp-latency"
     if not exe.is_file():
-        pytest.skip("MPI-bootstrapped transport kernels not built")
+        missing("MPI-bootstrapped transport kernels not built")
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
     p = subprocess.run(["mpirun.openmpi", "-np", "2", "--mca", "btl", "self,vader", str(exe),
                         "--sizes", "8,1K", "--iterations", "50", "--validate"],

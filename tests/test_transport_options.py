@@ -6,15 +6,19 @@ import subprocess
 
 import pytest
 
-from conftest import fabench_cli
+from conftest import fabench_cli, missing
 from fabench.errors import FabenchError
-from fabench.kernels import all_kernels, get_kernel
-from fabench.kernels_transport import kernel_status, stream_results
-from fabench.launch.pair_run import transport_args
-from fabench.native import native_root
+from fabench.kernels import Kernel, all_kernels, get_kernel
+from fabench.kernels.transport import stream_results
+from fabench.native import kernel_status, native_root
 from fabench.plan import make_plan
 from fabench.records import ResultRecord
 from fabench.spec import parse_spec
+from fabench.transport import transport_for
+
+
+def transport_args(k: Kernel, text: str) -> list[str]:
+    return transport_for(k, text).kernel_args()
 
 TRANSPORT = [k for k in all_kernels() if not k.needs_mpi]
 
@@ -22,7 +26,7 @@ TRANSPORT = [k for k in all_kernels() if not k.needs_mpi]
 def exe(name: str) -> str:
     path = native_root() / "bin" / get_kernel(name).executable
     if not path.is_file():
-        pytest.skip(f"{name} not built")
+        missing(f"{name} not built")
     return str(path)
 
 
@@ -108,22 +112,23 @@ def test_stream_results_split_rows() -> None:
     assert stream_results(ResultRecord("tcp.bw", 1, 1, 0, "us", [1.0])) == []
 
 
-def test_doctor_status_reasons(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    ok, why = kernel_status(get_kernel("ucx.bw"), tmp_path)
-    assert not ok and "libucx-dev" in why
-    ok, why = kernel_status(get_kernel("tcp.bw"), native_root())
+def test_doctor_status_reasons(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    ok, why = kernel_status(get_kernel("tcp.bw"))
     assert ok and why == "built"
+    monkeypatch.setenv("FABENCH_NATIVE_DIR", str(tmp_path))  # an empty build
+    ok, why = kernel_status(get_kernel("ucx.bw"))
+    assert not ok and "libucx-dev" in why
 
 
 def test_spec_args_reach_the_kernel() -> None:
     spec = parse_spec("runs:\n  - kernel: tcp.streams\n    args: [--streams, '8']\n")
     (run,) = make_plan(spec)
-    assert run.kernel_args[-2:] == ["--streams", "8"]
+    assert run.kernel_argv()[-2:] == ["--streams", "8"]
 
 
 def test_cli_bench_and_doctor(tmp_path) -> None:  # type: ignore[no-untyped-def]
     if not (native_root() / "bin" / "fb-tcp-streams").is_file():
-        pytest.skip("transport kernels not built")
+        missing("transport kernels not built")
     p = fabench_cli("bench", "tcp.streams", "--sizes", "4K", "--iterations", "3", "--json",
                     "--out", str(tmp_path), "--kernel-args=--streams 2 --nodelay")
     rows = [json.loads(ln) for ln in p.stdout.splitlines()]

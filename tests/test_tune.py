@@ -19,13 +19,14 @@ from typing import Any
 
 import pytest
 
+from fabench import host_topology as topology
 from fabench.errors import FabenchError
+from fabench.process_identity import netns_of, proc_start
 from fabench.tune import apply as ap
 from fabench.tune import journal as jr
-from fabench.tune import topology
 from fabench.tune.audit import check
 from fabench.tune.profiles import ProfileError, available_profiles, load_profile, parse_profile
-from fabench.tune.target import Target, TargetMismatch, netns_of, proc_start
+from fabench.tune.target import Target, TargetMismatch
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make namespaces")
 
@@ -97,13 +98,13 @@ def fabench(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
 
 def test_builtin_profiles_ship_with_the_package_and_cite_sources() -> None:
     names = available_profiles()
-    assert {"tcp-throughput", "low-latency", "hpc-default"} <= set(names)
+    assert {"tcp-throughput", "low-latency", "hpc-default", "lossless-roce"} <= set(names)
     for name in names:
         prof = load_profile(name)
         for s in prof.settings:
             # Every built-in setting cites a source document or our own measurement
             # (docs/sources.md).
-            assert re.search(r"\[(00[0-4]|measured)\]", s.source), (name, s)
+            assert re.search(r"\[(00[0-6]|measured)\]", s.source), (name, s)
 
 
 def test_profile_errors_name_key_and_line() -> None:
@@ -160,7 +161,8 @@ def test_check_in_a_namespace_reports_scope(ns_pair: list[str]) -> None:
     found = check(load_profile("tcp-throughput"), [Target.namespace(ns_pair[0])])
     by_item = {f.item: f for f in found}
     assert by_item["net.ipv4.tcp_wmem"].scope == "per-netns"
-    assert by_item["net.core.wmem_max"].scope == "host-wide (read-only here)"
+    assert by_item["net.core.wmem_max"].scope == \
+        "host-wide (read-only in namespaces): shared with the host, not applied here"
     assert by_item["net.ipv4.tcp_low_latency"].status == "no-op"
     assert by_item["tva mtu"].current == "1500" and by_item["tva mtu"].status == "differs"
 
@@ -198,7 +200,8 @@ def test_check_skips_links_that_are_down(ns_up_down: str) -> None:
         assert "tuu mtu" in items and "tup mtu" in items
         assert any(i.startswith("tuu ") and "offload" in f.area
                    for i, f in zip(items, found, strict=True))
-        assert "route 10.213.8.0/24 quickack" in items
+        # "quickack" against the profile's setting, "delayed ACK" (both attributes) as info.
+        assert {"route 10.213.8.0/24 quickack", "route 10.213.8.0/24 delayed ACK"} & set(items)
         # Nothing about a down link, its route included ...
         assert not [i for i in items if i.split()[0] in down or "10.213.10." in i]
         # ... except one line saying which were skipped and why.
@@ -473,5 +476,6 @@ def test_host_changes_need_host_wide(tmp_path: Path) -> None:
                 env={"FABENCH_TUNE_JOURNAL": str(tmp_path / "j.json")})
     assert r.returncode == 0, r.stderr
     # Without --iface the host's own NICs are never in the plan.
-    assert " mtu:" not in r.stdout and "quickack" not in r.stdout.split("# run-time")[0]
+    changes = r.stdout.split("# run-time")[0]
+    assert " mtu:" not in changes and "quickack" not in changes and "rto_min" not in changes
     assert not (tmp_path / "j.json").exists()

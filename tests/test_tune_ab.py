@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from fabench.kernels import get_kernel
-from fabench.launch import get_launcher
-from fabench.plan import PlannedRun, kernel_args
+from conftest import planned
+from fabench.plan import PlannedRun
+from fabench.schedulers.testbed import TestbedScheduler as OnTestbed
 from fabench.tune import apply as ap
 from fabench.tune.ab import run_ab
 from fabench.tune.profiles import parse_profile
@@ -64,21 +64,20 @@ def testbed(tb_env: str) -> Iterator[str]:
 
 def _planned(kernel: str, sizes: str, iterations: int, extra: list[str] | None = None
              ) -> list[PlannedRun]:
-    k = get_kernel(kernel)
-    args = kernel_args(k, sizes=sizes, iterations=iterations, warmup=2) + (extra or [])
-    return [PlannedRun(k.name, "tcp", 2, "openmpi", 0, args, {}, 300.0)]
+    return [planned(kernel, "--sizes", sizes, "--iterations", str(iterations), "--warmup", "2",
+                    *(extra or []), transport="tcp", timeout=300.0)]
 
 
 def _route_lines(targets: list) -> list[str]:  # type: ignore[type-arg]
-    from fabench.tune import state
+    from fabench.tune import readers
 
-    return [r.line for t in targets if t.meta.get("role") != "switch" for r in state.routes(t)]
+    return [r.line for t in targets if t.meta.get("role") != "switch" for r in readers.routes(t)]
 
 
 def test_nodelay_and_route_quickack_remove_the_delayed_ack_stall(testbed: str,
                                                                  tmp_path: Path) -> None:
     targets = tb_targets(testbed)
-    launcher = get_launcher("testbed", testbed=testbed)
+    launcher = OnTestbed(testbed=testbed)
     wwr = _planned("tcp.latency", "100", 12, ["--pattern", "wwr"])
     routes_before = _route_lines(targets)
     journal = tmp_path / "j.json"
@@ -104,7 +103,7 @@ def test_mtu_9000_without_offloads_raises_bandwidth(testbed: str, tmp_path: Path
     plan = ap.make_plan(prof, targets)
     # Both hosts and the switch's ports and bridge, else the switch drops the jumbo frames.
     assert len(plan.changes) == 5
-    res = run_ab(prof, targets, _planned("tcp.bw", "1M", 8), get_launcher("testbed",
+    res = run_ab(prof, targets, _planned("tcp.bw", "1M", 8), OnTestbed(
                  testbed=testbed), tmp_path / "s.sqlite", tmp_path / "j.json", rounds=2)
     assert not res.failed
     (d,) = res.deltas
@@ -133,7 +132,7 @@ def test_large_tcp_rmem_fills_a_rate_limited_link(tb_env: str, tmp_path: Path) -
         plan = ap.make_plan(prof, targets)
         assert [c.label for c in plan.changes] == ["net.ipv4.tcp_rmem"] * 2  # h1 and h2
         res = run_ab(prof, targets, _planned("tcp.bw", "4M", 8),
-                     get_launcher("testbed", testbed=state.name), tmp_path / "s.sqlite",
+                     OnTestbed(testbed=state.name), tmp_path / "s.sqlite",
                      tmp_path / "j.json", rounds=2)
         assert not res.failed and res.changes == 2
         (d,) = res.deltas

@@ -7,20 +7,23 @@ runner launches the kernel again for just those sizes, with the iteration count 
 first batch, and appends the new samples to the stored results. Separate launches on purpose:
 they also sample launch-to-launch variation (placement, memory layout), which one long loop
 would hide. Each result records the target, what was reached, whether it was met and how many
-batches it took; a run that ran out of budget carries a flag, so the report warns.
+batches it took; a run that ran out of budget carries a flag, so the report warns. Every
+batch's own notes, flags and selected transport are kept with the run; a batch whose library
+selected another transport than the first batch's is not pooled (its samples would measure
+another path): the run is flagged and refinement stops.
 """
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .kernels import get_kernel
-from .launch import Launcher, LaunchRequest
 from .metrics import Metric
 from .plan import PlannedRun
 from .records import ResultRecord
+from .schedulers import Scheduler
 from .stats import median_ci
 from .store import Store
 
@@ -45,26 +48,21 @@ def relative_precision(rec: ResultRecord, metric: Metric) -> float:
     return ci.half_width() / abs(med)
 
 
-def _args_for(planned: PlannedRun, sizes: list[int], iterations: int) -> list[str]:
-    out, skip = [], False
-    for a in planned.kernel_args:
-        if skip:
-            skip = False
-            continue
-        if a in ("--sizes", "--iterations"):
-            skip = True
-            continue
-        out.append(a)
-    return [*out, "--sizes", ",".join(map(str, sizes)), "--iterations", str(iterations)]
+def _holder(held: list[ResultRecord]) -> Callable[[dict[str, Any]], None]:
+    """Keep a batch's results until its selected transport is known."""
+    def on_record(obj: dict[str, Any]) -> None:
+        if obj.get("type") == "result":
+            held.append(ResultRecord.from_json(obj))
+    return on_record
 
 
-def refine(store: Store, launcher: Launcher, planned: PlannedRun, run_id: int,
-           started: float) -> dict[str, Any]:
-    """Extra batches for a finished run; returns what happened (also written to the store)."""
+def refine(store: Store, scheduler: Scheduler, planned: PlannedRun, run_id: int,
+           started: float, selected: str | None = None) -> dict[str, Any]:
+    """Extra batches for a finished run whose first batch selected ``selected``; returns what
+    happened (also written to the store)."""
     precision, budget = planned.precision, planned.budget_s
     assert precision is not None
-    kernel = get_kernel(planned.kernel)
-    metric = kernel.primary
+    metric = planned.kernel.primary
     states = {r.size: SizeState(r.size, r.iterations, relative_precision(r, metric))
               for r in store.results(run_id)}
     last_batch = time.monotonic() - started
@@ -79,19 +77,24 @@ def refine(store: Store, launcher: Launcher, planned: PlannedRun, run_id: int,
         for s in todo:
             by_iters.setdefault(s.iterations, []).append(s.size)
         for iters, sizes in sorted(by_iters.items()):
-            req = LaunchRequest(kernel=kernel, kernel_args=_args_for(planned, sizes, iters),
-                                ranks=planned.ranks, transport=planned.transport,
-                                mpi=planned.mpi, env=planned.env, timeout_s=planned.timeout_s)
-
-            def on_record(obj: dict[str, Any]) -> None:
-                if obj.get("type") == "result":
-                    store.append_samples(run_id, ResultRecord.from_json(obj))
-
-            res = launcher.run(req, on_record)
+            held: list[ResultRecord] = []
+            res = scheduler.run(planned.batch(sizes, iters), _holder(held))
+            tag = f"adaptive batch {batches + 1}"
+            for note in res.notes:
+                store.add_note(run_id, f"{tag}: {note}")
+            for flag in res.flags:
+                store.add_flag(run_id, f"{tag}: {flag}")
             if res.returncode != 0:
                 store.add_flag(run_id, f"adaptive: batch {batches + 1} failed (exit "
                                        f"{res.returncode}); kept the samples so far")
                 return _finish(store, run_id, states, precision, budget, batches, started)
+            if selected and res.selected_transport and res.selected_transport != selected:
+                store.add_flag(run_id, f"adaptive: batch {batches + 1} selected "
+                                       f"{res.selected_transport}, the first batch {selected}; "
+                                       "its samples were not pooled")
+                return _finish(store, run_id, states, precision, budget, batches, started)
+            for rec in held:
+                store.append_samples(run_id, rec)
         batches += 1
         for rec in store.results(run_id):
             if rec.size in states and states[rec.size].precision > precision:

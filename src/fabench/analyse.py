@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 from .kernels import get_kernel
 from .metrics import Metric
+from .peer_stats import peer_fields
 from .records import ResultRecord
 from .stats import Summary, summarize
 
@@ -16,6 +17,9 @@ class SizeSummary:
     iterations: int
     validated: bool | None
     datatype: str
+    # A collective's OSU-comparable latencies (fabench.peer_stats), None where not measured.
+    median_rank_mean: float | None = None
+    osu_avg: float | None = None
 
 
 def metric_values(rec: ResultRecord, metric: Metric) -> list[float]:
@@ -23,8 +27,9 @@ def metric_values(rec: ResultRecord, metric: Metric) -> list[float]:
 
 
 def summarize_result(rec: ResultRecord, metric: Metric) -> SizeSummary:
+    peers = peer_fields([rec]) if metric.source == "time" else {}
     return SizeSummary(rec.size, metric, summarize(metric_values(rec, metric)),
-                       rec.iterations, rec.validated, rec.datatype)
+                       rec.iterations, rec.validated, rec.datatype, **peers)
 
 
 def summarize_results(kernel_name: str, results: list[ResultRecord],

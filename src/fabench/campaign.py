@@ -6,11 +6,11 @@ from pathlib import Path
 from typing import Any
 
 from .errors import FabenchError
-from .launch import Launcher
-from .plan import PlannedRun, kernel_args, make_plan
+from .plan import PlannedRun, make_plan
 from .progress import Progress
 from .provenance import host_provenance
 from .runner import RunOutcome, execute_plan, execute_run
+from .schedulers import Scheduler
 from .spec import CampaignSpec
 from .store import Store
 
@@ -24,8 +24,8 @@ class CampaignResult:
     status: str
 
 
-def run_campaign(spec: CampaignSpec, launcher: Launcher, store_path: Path, *,
-                 quick: bool = False, resume: bool = False,
+def run_campaign(spec: CampaignSpec, scheduler: Scheduler, store_path: Path, *,
+                 quick: bool = False, resume: bool = False, resume_id: int | None = None,
                  show_progress: bool = True) -> CampaignResult:
     plan = make_plan(spec, quick=quick)
     if not plan:
@@ -33,8 +33,9 @@ def run_campaign(spec: CampaignSpec, launcher: Launcher, store_path: Path, *,
                            "e.g. mbw_mr needs an even number of ranks)")
     with Store(store_path) as store:
         done: set[str] = set()
-        if resume:
-            cid = _resumable(store, spec)
+        if resume or resume_id is not None:
+            cid = store.unfinished_campaign(id=resume_id, name=spec.name).id
+            store.reopen_campaign(cid)
             done = store.completed_keys(cid)
         else:
             cid = store.begin_campaign(spec.name, {**spec.model_dump(by_alias=True),
@@ -42,7 +43,7 @@ def run_campaign(spec: CampaignSpec, launcher: Launcher, store_path: Path, *,
         todo = [p for p in plan if p.key not in done]
         progress = Progress(len(todo), stream=sys.stderr, enabled=show_progress)
         try:
-            outcomes = execute_plan(store, launcher, plan, cid, progress, done)
+            outcomes = execute_plan(store, scheduler, plan, cid, progress, done)
         except KeyboardInterrupt:
             store.end_campaign(cid, "interrupted")
             raise
@@ -52,36 +53,13 @@ def run_campaign(spec: CampaignSpec, launcher: Launcher, store_path: Path, *,
     return CampaignResult(cid, store_path, outcomes, len(plan) - len(todo), status)
 
 
-def _resumable(store: Store, spec: CampaignSpec) -> int:
-    for c in reversed(store.campaigns()):
-        if c["name"] == spec.name:
-            if c["status"] == "finished":
-                raise FabenchError(f"campaign {spec.name!r} (#{c['id']}) already finished; "
-                                   "nothing to resume")
-            return int(c["id"])
-    raise FabenchError(f"no campaign named {spec.name!r} in {store.path} to resume")
-
-
-def run_bench(kernel_name: str, launcher: Launcher, store_path: Path, *, transport: str,
-              mpi: str, ranks: int, sizes: str | None, iterations: int | None,
-              warmup: int | None, window: int | None, validate: bool,
-              rounds: int | None = None, hugepages: bool = False, env: dict[str, str] | None = None,
-              timeout_s: float = 1800.0,
-              extra_args: list[str] | None = None,
-              precision: float | None = None, budget_s: float | None = None) -> RunOutcome:
-    from .kernels import get_kernel
-
-    kernel = get_kernel(kernel_name)
-    args = kernel_args(kernel, sizes=sizes, iterations=iterations, warmup=warmup,
-                       window=window, rounds=rounds, hugepages=hugepages,
-                       validate=validate) + list(extra_args or [])
-    planned = PlannedRun(kernel_name, transport, ranks, mpi, 0, args, dict(env or {}), timeout_s,
-                         precision, budget_s)
-    spec: dict[str, Any] = {"bench": planned.settings()}
+def run_bench(planned: PlannedRun, scheduler: Scheduler, store_path: Path) -> RunOutcome:
+    """One run as its own campaign in the store."""
+    spec: dict[str, Any] = {"bench": planned.record()}
     with Store(store_path) as store:
-        cid = store.begin_campaign(f"bench {kernel_name}", spec, host_provenance())
+        cid = store.begin_campaign(f"bench {planned.kernel.name}", spec, host_provenance())
         try:
-            outcome = execute_run(store, launcher, planned, cid)
+            outcome = execute_run(store, scheduler, planned, cid)
         except KeyboardInterrupt:
             store.end_campaign(cid, "interrupted")
             raise

@@ -6,6 +6,7 @@ import sys
 from . import __version__
 from .commands import register_all
 from .errors import FabenchError
+from .registry import plugin_error
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,9 +23,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        # Building the parser loads the commands, plugins included: a broken plugin is an
+        # error that names it.
+        parser = build_parser()
+    except FabenchError as exc:
+        print(f"fabench: error: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     try:
+        broken = plugin_error()
+        if broken is not None and args.command != "doctor":
+            raise broken  # `fabench doctor` shows it among the plugins; nothing else runs
         return int(args.func(args) or 0)
     except FabenchError as exc:
         print(f"fabench: error: {exc}", file=sys.stderr)

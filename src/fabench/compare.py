@@ -29,6 +29,8 @@ from .selection import (
 )
 from .stats import Interval, TwoSample, compare_medians, compare_medians_runs
 from .store import Store
+from .textable import Col, header, row
+from .units import format_number
 
 DEFAULT_TOLERANCE = 0.05
 PAIR_FIELDS = ("transport", "mpi", "env", "label", "source")
@@ -213,17 +215,6 @@ _WORDS = {"latency": ("slower", "faster"), "bandwidth": ("lower bandwidth", "hig
           "message_rate": ("lower message rate", "higher message rate")}
 
 
-def _fmt(v: float) -> str:
-    a = abs(v)
-    if a >= 1000:
-        return f"{v:.0f}"
-    if a >= 10:
-        return f"{v:.1f}"
-    if a >= 0.1:
-        return f"{v:.2f}"
-    return f"{v:.3g}"
-
-
 def size_text(n: int) -> str:
     for suffix, mult in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= mult and n % mult == 0:
@@ -252,7 +243,7 @@ def _amount(sc: SizeComparison, unit: str) -> str:
     lo, hi = sorted((abs(ci.low), abs(ci.high)))
     r = sc.two.ratio
     ratio = f"{r:.2f}x" if r < 10 else f"{r:.1f}x"
-    return f"{_fmt(d)} {unit} ({_fmt(lo)}–{_fmt(hi)}, {ratio})"
+    return f"{format_number(d)} {unit} ({format_number(lo)}–{format_number(hi)}, {ratio})"
 
 
 def summary_sentence(c: Comparison) -> str:
@@ -288,20 +279,23 @@ def summary_sentence(c: Comparison) -> str:
     return f"{nb} vs {na} ({c.kernel}, {c.metric.name}): " + "; ".join(parts)
 
 
+_COMPARE_COLUMNS = (Col("Size", 9), Col("A median", 11), Col("B median", 11), Col("B-A", 10),
+                    Col("95% CI", 23), Col("B/A", 7), Col("95% CI", 17))
+
+
 def comparison_table(c: Comparison) -> list[str]:
     u = c.metric.unit
     lines = [f"# {c.kernel} {c.metric.name} [{u}, {c.metric.better.value} is better]",
              f"# A: {c.name_a} (runs {', '.join(str(r.id) for r in c.a.runs)})",
              f"# B: {c.name_b} (runs {', '.join(str(r.id) for r in c.b.runs)})",
-             f"# {'Size':>9} {'A median':>11} {'B median':>11} {'B-A':>10} {'95% CI':>23}"
-             f" {'B/A':>7} {'95% CI':>17}  verdict"]
+             header(_COMPARE_COLUMNS, "  verdict")]
     for sc in c.sizes:
         t = sc.two
-        dci = _ci_text(t.diff_ci, 10)
-        rci = _ci_text(t.ratio_ci, 7, ratio=True)
-        lines.append(f"  {size_text(sc.size):>9} {_fmt(t.median_a):>11} {_fmt(t.median_b):>11}"
-                     f" {_fmt(t.diff):>10} {dci:>23} {t.ratio:>7.3f} {rci:>17}  {sc.verdict}"
-                     + (f" ({sc.note})" if sc.note else ""))
+        nums = (format_number(v) for v in (t.median_a, t.median_b, t.diff))
+        cells = [size_text(sc.size), *nums,
+                 _ci_text(t.diff_ci, 10), f"{t.ratio:.3f}", _ci_text(t.ratio_ci, 7, ratio=True)]
+        lines.append(row(_COMPARE_COLUMNS, cells, f"  {sc.verdict}"
+                         + (f" ({sc.note})" if sc.note else "")))
     lines.append(f"# {c.sentence()}")
     if c.host_note:
         lines.append(f"# caution: {c.host_note}")
@@ -313,4 +307,4 @@ def _ci_text(ci: Interval, width: int, ratio: bool = False) -> str:
         return "-"
     if ratio:
         return f"[{ci.low:.3f}, {ci.high:.3f}]"
-    return f"[{_fmt(ci.low)}, {_fmt(ci.high)}]"
+    return f"[{format_number(ci.low)}, {format_number(ci.high)}]"

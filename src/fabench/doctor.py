@@ -3,13 +3,22 @@
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .kernels import all_kernels
-from .native import mpi_flavours_built, native_root
+from .commands import COMMANDS
+from .hostprobe import core_to_core
+from .importers import IMPORTERS
+from .kernels import KERNELS, all_kernels
+from .kernels.transport import runnable_here
+from .mpi.base import FLAVOURS, flavour_names, get_flavour
+from .native import kernel_status, mpi_flavours_built
+from .process import run_capture
+from .registry import PluginError, Registry, plugin_error
+from .schedulers import SCHEDULERS
+from .starters import STARTERS
+from .tune.targets import TUNE_TARGETS
 
 
 @dataclass(frozen=True)
@@ -22,28 +31,42 @@ class Check:
 
 
 CheckFn = Callable[[], list[Check]]
-_CHECKS: list[CheckFn] = []
+CHECKS: Registry[CheckFn] = Registry("doctor check")
 
 
 def register_check(fn: CheckFn) -> CheckFn:
-    _CHECKS.append(fn)
-    return fn
+    return CHECKS.add(fn.__name__, fn)
+
+
+# Every plugin kind, in the order doctor lists them.
+PLUGIN_KINDS: tuple[Registry, ...] = (  # type: ignore[type-arg]
+    KERNELS, SCHEDULERS, STARTERS, FLAVOURS, IMPORTERS, TUNE_TARGETS, COMMANDS)
+
+
+def plugin_checks() -> list[Check]:
+    """Every registered plugin of every kind and, for a site's own, the module that registered
+    it; site plugins that fail to load are one failed check naming them."""
+    out = []
+    broken = plugin_error()
+    if broken is not None:
+        out.append(Check("Plugins", "site plugins", False, str(broken),
+                         "fix or remove the plugin (FABENCH_PLUGINS, entry points "
+                         "'fabench.plugins'); until then only `fabench doctor` runs"))
+    for reg in PLUGIN_KINDS:
+        infos = reg.info_loaded() if broken else reg.info()
+        names = ", ".join(i.name if i.origin.startswith("fabench.")
+                          else f"{i.name} ({i.origin})" for i in infos)
+        out.append(Check("Plugins", f"{reg.kind}s", bool(infos), names or "none"))
+    return out
 
 
 def _run(argv: list[str], timeout: float = 20) -> tuple[int, str]:
-    if shutil.which(argv[0]) is None:
-        return 127, f"{argv[0]} not found"
-    try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    except subprocess.TimeoutExpired:
-        return 124, f"{argv[0]} timed out"
-    return p.returncode, p.stdout + p.stderr
+    c = run_capture(argv, timeout=timeout)
+    return c.returncode, c.text
 
 
 @register_check
 def mpi_checks() -> list[Check]:
-    from .mpi import flavour_names, get_flavour
-
     out = []
     built = mpi_flavours_built()
     for name in flavour_names():
@@ -124,8 +147,6 @@ def cpu_checks() -> list[Check]:
 
 @register_check
 def core_to_core_checks() -> list[Check]:
-    from .hostprobe import core_to_core
-
     got = core_to_core()
     if got is None:
         return [Check("CPU", "core-to-core", True, "not measured (fewer than two CPUs, or "
@@ -169,24 +190,25 @@ def tool_checks() -> list[Check]:
 
 @register_check
 def kernel_checks() -> list[Check]:
-    root = native_root()
-    built = mpi_flavours_built()
     out = []
     for k in all_kernels():
-        if k.needs_mpi:
-            ok = bool(built)
-            detail = f"built for {', '.join(built)}" if ok else "no MPI flavour built"
-        else:
-            from .kernels_transport import kernel_status
-
-            ok, detail = kernel_status(k, root)
+        ok, detail = kernel_status(k)
+        if ok and not k.needs_mpi and (why := runnable_here(k)):
+            ok, detail = False, f"{detail}; cannot run here: {why}"
         out.append(Check("Kernels", k.name, ok, detail))
     return out
 
 
+register_check(plugin_checks)
+
+
 def run_checks() -> list[Check]:
     results: list[Check] = []
-    for fn in _CHECKS:
+    try:
+        checks = CHECKS.in_order()
+    except PluginError:  # plugin_checks says which and why; every other check still runs
+        checks = CHECKS.in_order_loaded()
+    for fn in checks:
         try:
             results.extend(fn())
         except Exception as exc:  # a broken probe must not hide the others

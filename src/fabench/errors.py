@@ -11,3 +11,15 @@ class SpecError(FabenchError):
 
 class KernelError(FabenchError):
     """A native kernel failed (bad exit status, validation mismatch, unparsable output)."""
+
+
+class StoreError(FabenchError):
+    """The result store cannot be used as it is (damaged, too new, not a store, busy)."""
+
+
+class StoreDamagedError(StoreError):
+    """The store file is not a sound SQLite database; the message says where and what next."""
+
+
+class StoreVersionError(StoreError):
+    """The store was written by a newer fabench than this one."""

@@ -3,15 +3,14 @@
 import os
 import platform
 import re
-import shutil
 import socket
-import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .process import output_of
 
 # Environment prefixes that steer transports; anything else in the environment is not recorded.
 STEERING_PREFIXES = ("OMPI_", "OPAL_", "PMIX_MCA_", "PRTE_MCA_", "UCX_", "FI_", "MPIR_CVAR_",
@@ -27,21 +26,6 @@ def _read(path: str | Path) -> str | None:
         return Path(path).read_text().strip()
     except OSError:
         return None
-
-
-def _cmd(argv: list[str], timeout: float = 10, cwd: str | Path | None = None) -> str | None:
-    """The output of a command that succeeded; None when it is missing, hangs or fails (a
-    failing command's error message is not a fact about the host)."""
-    if shutil.which(argv[0]) is None:
-        return None
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
-                             cwd=cwd)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if out.returncode != 0:
-        return None
-    return (out.stdout + out.stderr).strip() or None
 
 
 def cpu_model() -> str:
@@ -83,21 +67,21 @@ def _driver(dev: Path) -> str | None:
 
 def library_versions() -> dict[str, str | None]:
     versions: dict[str, str | None] = {}
-    ompi = _cmd(["mpirun.openmpi", "--version"]) or _cmd(["mpirun", "--version"])
+    ompi = output_of(["mpirun.openmpi", "--version"]) or output_of(["mpirun", "--version"])
     versions["openmpi"] = ompi.splitlines()[0] if ompi else None
-    mpich = _cmd(["mpichversion"])
+    mpich = output_of(["mpichversion"])
     if mpich:
         m = re.search(r"MPICH Version:\s*(\S+)", mpich)
         versions["mpich"] = m.group(1) if m else mpich.splitlines()[0]
     else:
         versions["mpich"] = None
-    ucx = _cmd(["ucx_info", "-v"])
+    ucx = output_of(["ucx_info", "-v"])
     if ucx:
         m = re.search(r"Version\s+(\S+)", ucx)
         versions["ucx"] = m.group(1) if m else None
     else:
         versions["ucx"] = None
-    fi = _cmd(["fi_info", "--version"])
+    fi = output_of(["fi_info", "--version"])
     if fi:
         m = re.search(r"libfabric:\s*(\S+)", fi)
         versions["libfabric"] = m.group(1) if m else None
@@ -112,7 +96,7 @@ def git_revision(start: str | Path | None = None) -> str | None:
     here = Path(start or Path(__file__).parent).resolve()
     for parent in (here, *here.parents):
         if (parent / ".git").exists():
-            return _cmd(["git", "-C", str(parent), "describe", "--always", "--dirty"])
+            return output_of(["git", "-C", str(parent), "describe", "--always", "--dirty"])
     return None
 
 

@@ -9,12 +9,11 @@ from typing import Any
 from .adaptive import refine
 from .errors import FabenchError
 from .hostprobe import core_to_core
-from .kernels import get_kernel
-from .launch import Launcher, LaunchRequest
 from .plan import PlannedRun
 from .progress import Progress
 from .provenance import load_snapshot, run_environment
 from .records import ResultRecord
+from .schedulers import Scheduler
 from .store import Store
 
 SKIP_EXIT = 77  # the kernels' "cannot run here" status (automake's convention)
@@ -41,15 +40,14 @@ def _failure_reason(stderr: str, returncode: int, errors: list[dict[str, Any]]) 
     return f"exit status {returncode}" + (": " + " | ".join(tail) if tail else "")
 
 
-def execute_run(store: Store, launcher: Launcher, planned: PlannedRun,
+def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
                 campaign_id: int | None,
                 on_result: Callable[[ResultRecord], None] | None = None) -> RunOutcome:
-    kernel = get_kernel(planned.kernel)
     run_id = store.begin_run(
-        campaign_id=campaign_id, key=planned.key, kernel=planned.kernel,
-        transport=planned.transport, mpi=planned.mpi, ranks=planned.ranks,
-        launcher=launcher.name, repeat=planned.repeat, settings=planned.settings())
-    c2c_start = core_to_core() if launcher.ranks_here else None
+        campaign_id=campaign_id, key=planned.key, kernel=planned.kernel.name,
+        transport=str(planned.transport), mpi=planned.mpi, ranks=planned.ranks,
+        launcher=scheduler.name, repeat=planned.repeat, settings=planned.record())
+    c2c_start = core_to_core() if scheduler.ranks_here else None
     load_start = load_snapshot()
     t_start = time.monotonic()
     outcome = RunOutcome(run_id, planned, "failed")
@@ -69,11 +67,8 @@ def execute_run(store: Store, launcher: Launcher, planned: PlannedRun,
             if on_result is not None:
                 on_result(rec)
 
-    req = LaunchRequest(kernel=kernel, kernel_args=planned.kernel_args, ranks=planned.ranks,
-                        transport=planned.transport, mpi=planned.mpi, env=planned.env,
-                        timeout_s=planned.timeout_s)
     try:
-        res = launcher.run(req, on_record)
+        res = scheduler.run(planned, on_record)
     except KeyboardInterrupt:
         store.finish_run(run_id, status="interrupted", reason="interrupted by the user",
                          provenance={"load_start": load_start, "load_end": load_snapshot(),
@@ -101,7 +96,8 @@ def execute_run(store: Store, launcher: Launcher, planned: PlannedRun,
            if c2c_start else {}),
         # the launchers start the ranks under os.environ + what fabench set: record both
         **run_environment({**res.extra.get("env", {}), **planned.env}),
-        "launcher": launcher.describe(),
+        "launcher": scheduler.describe(),
+        "starter": scheduler.starter_for(planned.kernel).name,
         "elapsed_s": res.extra.get("elapsed_s"),
         # the kernel's own clock from MPI_Init to the end record: simulated under SimGrid
         "kernel_elapsed_s": (out.end or {}).get("elapsed_s"),
@@ -117,25 +113,26 @@ def execute_run(store: Store, launcher: Launcher, planned: PlannedRun,
         outcome.results = list(store.results(run_id))  # one record per size, rounds pooled
     outcome.selected_transport, outcome.notes = res.selected_transport, res.notes
     if status == "ok" and planned.precision:
-        outcome.notes.append(refine(store, launcher, planned, run_id, t_start)["text"])
+        outcome.notes.append(refine(store, scheduler, planned, run_id, t_start,
+                                    res.selected_transport)["text"])
         outcome.results = list(store.results(run_id))  # with every batch's samples
     return outcome
 
 
-def execute_plan(store: Store, launcher: Launcher, plan: list[PlannedRun], campaign_id: int,
+def execute_plan(store: Store, scheduler: Scheduler, plan: list[PlannedRun], campaign_id: int,
                  progress: Progress | None = None,
                  skip_keys: set[str] | None = None) -> list[RunOutcome]:
     outcomes = []
     todo = [p for p in plan if p.key not in (skip_keys or set())]
     progress = progress or Progress(len(todo), enabled=False)
     for planned in todo:
-        progress.begin(planned.label)
+        progress.begin(planned.label_text)
         t0 = time.monotonic()
-        oc = execute_run(store, launcher, planned, campaign_id)
+        oc = execute_run(store, scheduler, planned, campaign_id)
         status = oc.status if oc.status != "failed" else f"FAILED ({oc.reason})"
         if oc.status == "ok" and oc.selected_transport:
             status = f"ok via {oc.selected_transport}"
-        progress.end(planned.label, status, time.monotonic() - t0)
+        progress.end(planned.label_text, status, time.monotonic() - t0)
         outcomes.append(oc)
     progress.finish()
     return outcomes

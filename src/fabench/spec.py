@@ -3,10 +3,11 @@
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from .errors import FabenchError, SpecError
 from .kernels import get_kernel
+from .transport import transport_for
 from .units import parse_sizes
 from .yamlconf import parse_yaml_model
 
@@ -30,6 +31,7 @@ class RunGroup(BaseModel):
     window: int | None = Field(default=None, gt=0)
     rounds: int | None = Field(default=None, ge=1, le=1000)  # sweeps over the sizes
     hugepages: bool | None = None  # buffers >= 2 MiB on transparent huge pages
+    datatype: str | None = None  # collectives: char, int, float (default), double
     validate_data: bool | None = Field(default=None, alias="validate")
     env: dict[str, str] = Field(default_factory=dict)
     args: list[str] = Field(default_factory=list)  # kernel options, e.g. [--streams, "8"]
@@ -51,11 +53,14 @@ class RunGroup(BaseModel):
 
     @field_validator("transport")
     @classmethod
-    def _known_transports(cls, v: list[str]) -> list[str]:
-        from .mpi import parse_transport
-
-        for t in v:
-            parse_transport(t)  # its ValueError names the accepted forms
+    def _transports_apply(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        for name in info.data.get("kernel") or []:
+            kernel = get_kernel(name)
+            for t in v:
+                try:
+                    transport_for(kernel, t)  # its message names the accepted forms
+                except FabenchError as exc:
+                    raise ValueError(str(exc)) from None
         return v
 
     @field_validator("ranks")

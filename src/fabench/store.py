@@ -4,44 +4,40 @@ SQLite rather than DuckDB: it ships with Python (no extra dependency on a cluste
 its transactions make every finished run durable the moment it is committed (a crash or Ctrl-C
 loses at most the run in flight), and the data are small (a campaign is megabytes). Samples are
 stored as packed float64 blobs: one row per (result, series), not one row per iteration.
+
+Layout, versions and migrations: store_schema.py. Checking a store: store_check.py. Rows are
+read by column name, never by position, so a column added by a migration moves nothing.
 """
 
+import datetime
+import glob
 import json
 import sqlite3
+import sys
 import time
+import zlib
 from array import array
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import FabenchError, StoreDamagedError, StoreError
+from .process_identity import ProcessOwner
 from .records import SERIES, ResultRecord
+from .store_schema import SCHEMA_VERSION, MigrationDone, copy_database, prepare
 
-SCHEMA_VERSION = 1
+__all__ = ["SCHEMA_VERSION", "CampaignRow", "RunRow", "Store", "backup_path",
+           "damaged_message"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
-CREATE TABLE IF NOT EXISTS campaigns (
-  id INTEGER PRIMARY KEY, name TEXT NOT NULL, spec TEXT NOT NULL, started REAL NOT NULL,
-  finished REAL, status TEXT NOT NULL, provenance TEXT NOT NULL DEFAULT '{}');
-CREATE TABLE IF NOT EXISTS runs (
-  id INTEGER PRIMARY KEY, campaign_id INTEGER REFERENCES campaigns(id), key TEXT NOT NULL,
-  kernel TEXT NOT NULL, transport TEXT NOT NULL, mpi TEXT NOT NULL, ranks INTEGER NOT NULL,
-  launcher TEXT NOT NULL, repeat INTEGER NOT NULL DEFAULT 0, settings TEXT NOT NULL,
-  status TEXT NOT NULL, reason TEXT, started REAL NOT NULL, finished REAL,
-  selected_transport TEXT, oversubscribed INTEGER NOT NULL DEFAULT 0, notes TEXT,
-  command TEXT, stderr_tail TEXT, kernel_meta TEXT, provenance TEXT, flags TEXT);
-CREATE INDEX IF NOT EXISTS runs_campaign ON runs(campaign_id, key);
-CREATE TABLE IF NOT EXISTS results (
-  id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id), size INTEGER NOT NULL,
-  iterations INTEGER NOT NULL, warmup INTEGER NOT NULL, unit TEXT NOT NULL, datatype TEXT,
-  count INTEGER, validated INTEGER, bytes_per_sample REAL, messages_per_sample REAL,
-  extra TEXT);
-CREATE INDEX IF NOT EXISTS results_run ON results(run_id, size);
-CREATE TABLE IF NOT EXISTS samples (
-  result_id INTEGER NOT NULL REFERENCES results(id), series TEXT NOT NULL, n INTEGER NOT NULL,
-  data BLOB NOT NULL, PRIMARY KEY (result_id, series));
-"""
+RUN_STATUSES = ("running", "ok", "failed", "skipped", "interrupted")
+# A campaign ends as its runs did; "finished with N failed" is the one status with a number.
+CAMPAIGN_STATUSES = ("running", "finished", "interrupted", "failed", "skipped")
+
+# SQLite's primary result codes (sqlite3.h) that mean the file itself is not sound.
+_DAMAGE_CODES = {10: "I/O error", 11: "corrupt", 26: "not a database"}
+_BUSY_CODES = {5, 6}
 
 
 def _pack(values: list[float]) -> bytes:
@@ -52,6 +48,133 @@ def _unpack(blob: bytes) -> list[float]:
     a = array("d")
     a.frombytes(blob)
     return a.tolist()
+
+
+def _samples(row: sqlite3.Row, where: str, path: Path) -> list[float]:
+    """One stored series, refused when its bytes are not what was written: a report must not
+    show numbers from a flipped bit. Blobs from before schema 2 carry no CRC."""
+    blob = row["data"]
+    crc = row["crc32"]
+    if not isinstance(blob, bytes) or len(blob) % 8 or len(blob) // 8 != row["n"] or (
+            crc is not None and zlib.crc32(blob) != crc):
+        raise StoreDamagedError(damaged_message(
+            path, f"the {row['series']} samples of {where} do not match the count or checksum "
+                  "written with them"))
+    return _unpack(blob)
+
+
+def backup_path(store: Path) -> Path:
+    """The copy fabench refreshes at the start of each campaign, once the store checks sound."""
+    return store.with_name(store.name + ".bak")
+
+
+def _backups(store: Path) -> list[Path]:
+    found = [p for p in store.parent.glob(glob.escape(store.name) + ".*bak") if p.is_file()]
+    return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def damaged_message(store: Path, what: str) -> str:
+    lines = [f"the store {store} is damaged: {what}.",
+             f"  see what is wrong: fabench store check --store {store}"]
+    backups = _backups(store)
+    for b in backups:
+        when = datetime.datetime.fromtimestamp(b.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
+        lines.append(f"  backup: {b} (written {when})")
+    if backups:
+        lines.append("  to go on from a backup: move the damaged file (and any -wal beside it) "
+                     "aside, then copy the backup to its name; runs since the backup are lost")
+    else:
+        lines.append(f"  no backup of it exists (fabench writes {backup_path(store).name} at "
+                     "the start of each campaign once the store checks sound)")
+    return "\n".join(lines)
+
+
+def _translate(exc: sqlite3.Error, path: Path) -> StoreError:
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    text = str(exc) or type(exc).__name__
+    if code in _DAMAGE_CODES or text in ("file is not a database",
+                                         "database disk image is malformed"):
+        return StoreDamagedError(damaged_message(path, text))
+    if code in _BUSY_CODES:
+        return StoreError(f"the store {path} is busy ({text}): another process holds it "
+                          "locked; try again when it is done")
+    return StoreError(f"the store {path}: {text}")
+
+
+@contextmanager
+def _guard(path: Path) -> Iterator[None]:
+    """SQLite's errors as one message naming the file, not a traceback. Programming errors
+    (wrong SQL, wrong parameters) stay exceptions: they are fabench's bugs, not the file's."""
+    try:
+        yield
+    except (sqlite3.ProgrammingError, sqlite3.NotSupportedError, sqlite3.InterfaceError):
+        raise
+    except sqlite3.Error as exc:
+        raise _translate(exc, path) from exc
+
+
+class _Cursor(sqlite3.Cursor):
+    """Fetching can meet a damaged page as well as executing: both go through the guard."""
+
+    def _path(self) -> Path:
+        return getattr(self.connection, "store_path", Path("?"))
+
+    def execute(self, sql: str, parameters: Any = (), /) -> "_Cursor":
+        with _guard(self._path()):
+            super().execute(sql, parameters)
+        return self
+
+    def fetchone(self) -> Any:
+        with _guard(self._path()):
+            return super().fetchone()
+
+    def fetchall(self) -> list[Any]:
+        with _guard(self._path()):
+            return super().fetchall()
+
+    def fetchmany(self, size: int | None = None) -> list[Any]:
+        with _guard(self._path()):
+            return super().fetchmany(self.arraysize if size is None else size)
+
+    def __next__(self) -> Any:
+        with _guard(self._path()):
+            return super().__next__()
+
+
+class _Connection(sqlite3.Connection):
+    store_path: Path
+
+    def cursor(self, factory: Any = None) -> Any:
+        return super().cursor(factory or _Cursor)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        return self.cursor().execute(sql, parameters)
+
+    def executescript(self, script: str, /) -> Any:
+        with _guard(self.store_path):
+            return super().executescript(script)
+
+    def commit(self) -> None:
+        with _guard(self.store_path):
+            super().commit()
+
+
+def _json(value: Any, default: Any, what: str) -> Any:
+    if value is None or value == "":
+        return default
+    try:
+        return json.loads(value)
+    except (TypeError, ValueError):
+        raise StoreError(f"{what} is not JSON ({str(value)[:60]!r}); `fabench store check` "
+                         "lists every damaged row") from None
+
+
+def _owner(value: Any) -> ProcessOwner | None:
+    """Who wrote a row is bookkeeping: an unreadable owner is unknown, never an error."""
+    try:
+        return ProcessOwner.from_json(json.loads(value)) if value else None
+    except (TypeError, ValueError):
+        return None
 
 
 @dataclass
@@ -78,26 +201,97 @@ class RunRow:
     kernel_meta: dict[str, Any]
     provenance: dict[str, Any]
     flags: list[str] = field(default_factory=list)
+    owner: ProcessOwner | None = None
 
     @property
     def label(self) -> str:
         return f"{self.kernel} {self.transport} np={self.ranks} ({self.mpi})"
 
+    @classmethod
+    def from_row(cls, r: sqlite3.Row) -> "RunRow":
+        what = f"run {r['id']}"
+        return cls(
+            id=r["id"], campaign_id=r["campaign_id"], key=r["key"], kernel=r["kernel"],
+            transport=r["transport"], mpi=r["mpi"], ranks=r["ranks"], launcher=r["launcher"],
+            repeat=r["repeat"], settings=_json(r["settings"], {}, f"{what} settings"),
+            status=r["status"], reason=r["reason"], started=r["started"],
+            finished=r["finished"], selected_transport=r["selected_transport"],
+            oversubscribed=bool(r["oversubscribed"]),
+            notes=_json(r["notes"], [], f"{what} notes"), command=r["command"],
+            stderr_tail=r["stderr_tail"],
+            kernel_meta=_json(r["kernel_meta"], {}, f"{what} kernel_meta"),
+            provenance=_json(r["provenance"], {}, f"{what} provenance"),
+            flags=_json(r["flags"], [], f"{what} flags"),
+            owner=_owner(r["owner"]))
+
+
+@dataclass
+class CampaignRow:
+    id: int
+    name: str
+    spec: dict[str, Any]
+    started: float
+    finished: float | None
+    status: str
+    provenance: dict[str, Any]
+    owner: ProcessOwner | None
+
+    @classmethod
+    def from_row(cls, r: sqlite3.Row) -> "CampaignRow":
+        what = f"campaign {r['id']}"
+        return cls(id=r["id"], name=r["name"], spec=_json(r["spec"], {}, f"{what} spec"),
+                   started=r["started"], finished=r["finished"], status=r["status"],
+                   provenance=_json(r["provenance"], {}, f"{what} provenance"),
+                   owner=_owner(r["owner"]))
+
 
 class Store:
-    """Campaigns, runs, results and samples in one file. Every write commits at once."""
+    """Campaigns, runs, results and samples in one file. Every write commits at once.
+
+    Opening a store makes it if absent, migrates an older one (keeping a copy first), refuses
+    a newer one, and marks `interrupted` the runs a dead fabench left `running`."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(str(self.path))
-        self.db.execute("PRAGMA foreign_keys = ON")
-        # WAL keeps readers (a report being built) from blocking the writer of a live campaign.
-        self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.executescript(_SCHEMA)
-        self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
-                        (str(SCHEMA_VERSION),))
-        self.db.commit()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot make the directory of the store {self.path}: "
+                             f"{exc.strerror}") from None
+        if self.path.is_dir():
+            raise StoreError(f"the store {self.path} is a directory, not a file")
+        self.migration: MigrationDone | None = None
+        self.recovered: list[str] = []
+        self._owner = ProcessOwner.current()
+        with _guard(self.path):
+            db = sqlite3.connect(str(self.path), factory=_Connection)
+        assert isinstance(db, _Connection)
+        db.store_path = self.path
+        db.row_factory = sqlite3.Row
+        self.db = db
+        try:
+            db.execute("PRAGMA foreign_keys = ON")
+            # WAL: a crash mid-write leaves the last commit whole (the log is replayed or
+            # dropped on the next open), and readers (a report on a live campaign) do not
+            # block the writer. FULL: a committed run survives a power cut too.
+            mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            self.wal = str(mode).lower() == "wal"
+            db.execute("PRAGMA synchronous = FULL")
+            db.execute("PRAGMA wal_autocheckpoint = 1000")
+            with _guard(self.path):
+                self.migration = prepare(db, self.path)
+            self.recovered = self.recover_abandoned()
+        except BaseException:
+            db.close()
+            raise
+        # Said once, on stderr: a new file appeared beside the store, rows changed status.
+        if self.migration is not None:
+            m = self.migration
+            print(f"fabench: migrated the store {self.path} from schema version "
+                  f"{m.from_version} to {m.to_version}; the store as it was: {m.backup}",
+                  file=sys.stderr)
+        for line in self.recovered:
+            print(f"fabench: {self.path}: marked {line}", file=sys.stderr)
 
     def close(self) -> None:
         self.db.close()
@@ -108,13 +302,71 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    # -- health ------------------------------------------------------------------------------
+    def checkpoint(self) -> None:
+        """Copy the write-ahead log into the database file. After each run, so the .sqlite
+        alone holds every finished run (a copy made without its -wal loses only the run in
+        flight), and the log stays short. PASSIVE: never waits for a reader."""
+        if self.wal:
+            self.db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+    def check_health(self) -> None:
+        """SQLite's quick structural check and the foreign keys; raises with the damaged-store
+        message. Before anything is run into the store."""
+        bad = [str(r[0]) for r in self.db.execute("PRAGMA quick_check(5)")]
+        if bad != ["ok"]:
+            raise StoreDamagedError(damaged_message(self.path, "; ".join(bad)[:300]))
+        orphans = self.db.execute("PRAGMA foreign_key_check").fetchall()
+        if orphans:
+            r = orphans[0]
+            raise StoreDamagedError(damaged_message(
+                self.path, f"{len(orphans)} row(s) refer to rows that do not exist (first: "
+                           f"{r[0]} row {r[1]} -> {r[2]})"))
+
+    def refresh_backup(self) -> Path:
+        """Replace `<store>.bak` with a copy of the store as it is now; only a store that
+        passed check_health() is copied, so a damaged file never replaces a sound backup."""
+        self.check_health()
+        target = backup_path(self.path)
+        with _guard(self.path):
+            copy_database(self.path, target)
+        return target
+
+    def recover_abandoned(self) -> list[str]:
+        """Runs and campaigns left `running` by a fabench that is gone (its pid ended, or the
+        pid now names another process, or the host rebooted) become `interrupted`. Rows from
+        another host or PID namespace, or with no owner recorded, are left: nothing here can
+        tell whether their writer still runs."""
+        marked = []
+        for table, what in (("runs", "run"), ("campaigns", "campaign")):
+            rows = self.db.execute(
+                f"SELECT id, owner FROM {table} WHERE status = 'running'").fetchall()
+            for r in rows:
+                owner = _owner(r["owner"])
+                if owner is None or owner.alive() is not False:
+                    continue
+                reason = (f"fabench ({owner.describe()}) ended without finishing this {what} "
+                          f"(killed, or its host went down); found by pid {self._owner.pid}")
+                if table == "runs":
+                    self.db.execute("UPDATE runs SET status = 'interrupted', reason = ? "
+                                    "WHERE id = ? AND status = 'running'", (reason, r["id"]))
+                else:
+                    self.db.execute("UPDATE campaigns SET status = 'interrupted' "
+                                    "WHERE id = ? AND status = 'running'", (r["id"],))
+                marked.append(f"{what} {r['id']} interrupted: {reason}")
+        if marked:
+            self.db.commit()
+        return marked
+
     # -- campaigns ---------------------------------------------------------------------------
     def begin_campaign(self, name: str, spec: dict[str, Any],
                        provenance: dict[str, Any] | None = None) -> int:
+        self.refresh_backup()
         cur = self.db.execute(
-            "INSERT INTO campaigns (name, spec, started, status, provenance) "
-            "VALUES (?, ?, ?, 'running', ?)",
-            (name, json.dumps(spec), time.time(), json.dumps(provenance or {})))
+            "INSERT INTO campaigns (name, spec, started, status, provenance, owner) "
+            "VALUES (?, ?, ?, 'running', ?, ?)",
+            (name, json.dumps(spec), time.time(), json.dumps(provenance or {}),
+             json.dumps(self._owner.to_json())))
         self.db.commit()
         return int(cur.lastrowid or 0)
 
@@ -122,22 +374,65 @@ class Store:
         self.db.execute("UPDATE campaigns SET finished = ?, status = ? WHERE id = ?",
                         (time.time(), status, campaign_id))
         self.db.commit()
+        self.checkpoint()
 
     def campaigns(self) -> list[dict[str, Any]]:
-        rows = self.db.execute(
-            "SELECT id, name, started, finished, status, spec FROM campaigns ORDER BY id")
-        return [dict(id=r[0], name=r[1], started=r[2], finished=r[3], status=r[4],
-                     spec=json.loads(r[5])) for r in rows]
+        rows = self.db.execute("SELECT * FROM campaigns ORDER BY id")
+        out = []
+        for r in rows:
+            c = CampaignRow.from_row(r)
+            out.append(dict(id=c.id, name=c.name, started=c.started, finished=c.finished,
+                            status=c.status, spec=c.spec))
+        return out
+
+    def campaign(self, campaign_id: int) -> CampaignRow:
+        r = self.db.execute("SELECT * FROM campaigns WHERE id = ?", (campaign_id,)).fetchone()
+        if r is None:
+            raise FabenchError(f"no campaign {campaign_id} in {self.path}")
+        return CampaignRow.from_row(r)
 
     def latest_campaign(self) -> int | None:
-        row = self.db.execute("SELECT max(id) FROM campaigns").fetchone()
-        return int(row[0]) if row and row[0] is not None else None
+        row = self.db.execute("SELECT max(id) AS id FROM campaigns").fetchone()
+        return int(row["id"]) if row and row["id"] is not None else None
+
+    def unfinished_campaign(self, *, id: int | None = None,
+                            name: str | None = None) -> CampaignRow:
+        """The campaign `run --resume` finishes: campaign `id`, or else the newest one named
+        `name` (any name if None). Checks the store first, so nothing runs into a damaged
+        one. Refuses a finished campaign and one a live fabench is still running."""
+        self.check_health()
+        if id is not None:
+            c = self.campaign(id)
+            if name is not None and c.name != name:
+                raise FabenchError(f"campaign {id} in {self.path} is {c.name!r}, not "
+                                   f"{name!r}: resume it with the spec it ran")
+        else:
+            rows = self.db.execute(
+                "SELECT * FROM campaigns" + (" WHERE name = ?" if name is not None else "")
+                + " ORDER BY id DESC LIMIT 1", (() if name is None else (name,))).fetchone()
+            if rows is None:
+                raise FabenchError(f"no campaign{f' named {name!r}' if name else ''} in "
+                                   f"{self.path} to resume")
+            c = CampaignRow.from_row(rows)
+        if c.status.startswith("finished"):
+            raise FabenchError(f"campaign {c.name!r} (#{c.id}) already finished; nothing to "
+                               "resume")
+        if c.status == "running" and c.owner is not None and c.owner.alive():
+            raise FabenchError(f"campaign {c.name!r} (#{c.id}) is being run now by fabench "
+                               f"{c.owner.describe()}; let it finish or stop it first")
+        return c
+
+    def reopen_campaign(self, campaign_id: int) -> None:
+        """A resumed campaign is `running` again, owned by this process."""
+        self.db.execute("UPDATE campaigns SET status = 'running', finished = NULL, owner = ? "
+                        "WHERE id = ?", (json.dumps(self._owner.to_json()), campaign_id))
+        self.db.commit()
 
     def completed_keys(self, campaign_id: int) -> set[str]:
         rows = self.db.execute(
             "SELECT key FROM runs WHERE campaign_id = ? AND status IN ('ok', 'skipped')",
             (campaign_id,))
-        return {r[0] for r in rows}
+        return {r["key"] for r in rows}
 
     # -- runs --------------------------------------------------------------------------------
     def begin_run(self, *, campaign_id: int | None, key: str, kernel: str, transport: str,
@@ -145,9 +440,10 @@ class Store:
                   settings: dict[str, Any]) -> int:
         cur = self.db.execute(
             "INSERT INTO runs (campaign_id, key, kernel, transport, mpi, ranks, launcher, repeat,"
-            " settings, status, started) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+            " settings, status, started, owner)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?)",
             (campaign_id, key, kernel, transport, mpi, ranks, launcher, repeat,
-             json.dumps(settings), time.time()))
+             json.dumps(settings), time.time(), json.dumps(self._owner.to_json())))
         self.db.commit()
         return int(cur.lastrowid or 0)
 
@@ -163,8 +459,10 @@ class Store:
         for series in SERIES:
             values = getattr(rec, series)
             if values:
-                self.db.execute("INSERT INTO samples VALUES (?, ?, ?, ?)",
-                                (rid, series, len(values), _pack(values)))
+                blob = _pack(values)
+                self.db.execute("INSERT INTO samples (result_id, series, n, data, crc32)"
+                                " VALUES (?, ?, ?, ?, ?)",
+                                (rid, series, len(values), blob, zlib.crc32(blob)))
         self.db.commit()
         return rid
 
@@ -182,10 +480,11 @@ class Store:
              json.dumps(notes or []), command, stderr_tail, json.dumps(kernel_meta or {}),
              json.dumps(provenance or {}), json.dumps(flags or []), run_id))
         self.db.commit()
+        self.checkpoint()
 
     def add_flag(self, run_id: int, flag: str) -> None:
         row = self.db.execute("SELECT flags FROM runs WHERE id = ?", (run_id,)).fetchone()
-        flags = json.loads(row[0] or "[]") if row else []
+        flags = _json(row["flags"], [], f"run {run_id} flags") if row else []
         if flag not in flags:
             flags.append(flag)
         self.db.execute("UPDATE runs SET flags = ? WHERE id = ?", (json.dumps(flags), run_id))
@@ -193,7 +492,7 @@ class Store:
 
     def add_note(self, run_id: int, note: str) -> None:
         row = self.db.execute("SELECT notes FROM runs WHERE id = ?", (run_id,)).fetchone()
-        notes = json.loads(row[0] or "[]") if row else []
+        notes = _json(row["notes"], [], f"run {run_id} notes") if row else []
         notes.append(note)
         self.db.execute("UPDATE runs SET notes = ? WHERE id = ?", (json.dumps(notes), run_id))
         self.db.commit()
@@ -206,16 +505,18 @@ class Store:
         if row is None:
             self.add_result(run_id, rec)
             return
-        rid = int(row[0])
+        rid = int(row["id"])
         for series in SERIES:
             values = getattr(rec, series)
             if not values:
                 continue
-            old = self.db.execute("SELECT data FROM samples WHERE result_id = ? AND series = ?",
+            old = self.db.execute("SELECT * FROM samples WHERE result_id = ? AND series = ?",
                                   (rid, series)).fetchone()
-            merged = (_unpack(old[0]) if old else []) + list(values)
-            self.db.execute("INSERT OR REPLACE INTO samples VALUES (?, ?, ?, ?)",
-                            (rid, series, len(merged), _pack(merged)))
+            merged = (_samples(old, f"result {rid}", self.path) if old else []) + list(values)
+            blob = _pack(merged)
+            self.db.execute("INSERT OR REPLACE INTO samples (result_id, series, n, data, crc32)"
+                            " VALUES (?, ?, ?, ?, ?)",
+                            (rid, series, len(merged), blob, zlib.crc32(blob)))
         self.db.execute("UPDATE results SET iterations = iterations + ? WHERE id = ?",
                         (rec.iterations, rid))
         self.db.commit()
@@ -225,26 +526,13 @@ class Store:
                               " ORDER BY id LIMIT 1", (run_id, size)).fetchone()
         if row is None:
             return
-        merged = {**json.loads(row[1] or "{}"), **extra}
+        merged = {**_json(row["extra"], {}, f"result {row['id']} extra"), **extra}
         self.db.execute("UPDATE results SET extra = ? WHERE id = ?",
-                        (json.dumps(merged), row[0]))
+                        (json.dumps(merged), row["id"]))
         self.db.commit()
 
-    _RUN_COLS = ("id, campaign_id, key, kernel, transport, mpi, ranks, launcher, repeat, settings,"
-                 " status, reason, started, finished, selected_transport, oversubscribed, notes,"
-                 " command, stderr_tail, kernel_meta, provenance, flags")
-
-    def _run_row(self, r: tuple[Any, ...]) -> RunRow:
-        return RunRow(
-            id=r[0], campaign_id=r[1], key=r[2], kernel=r[3], transport=r[4], mpi=r[5],
-            ranks=r[6], launcher=r[7], repeat=r[8], settings=json.loads(r[9]), status=r[10],
-            reason=r[11], started=r[12], finished=r[13], selected_transport=r[14],
-            oversubscribed=bool(r[15]), notes=json.loads(r[16] or "[]"), command=r[17],
-            stderr_tail=r[18], kernel_meta=json.loads(r[19] or "{}"),
-            provenance=json.loads(r[20] or "{}"), flags=json.loads(r[21] or "[]"))
-
     def runs(self, campaign_id: int | None = None, status: str | None = None) -> list[RunRow]:
-        sql = f"SELECT {self._RUN_COLS} FROM runs"
+        sql = "SELECT * FROM runs"
         where, args = [], []
         if campaign_id is not None:
             where.append("campaign_id = ?")
@@ -254,28 +542,30 @@ class Store:
             args.append(status)
         if where:
             sql += " WHERE " + " AND ".join(where)
-        return [self._run_row(r) for r in self.db.execute(sql + " ORDER BY id", args)]
+        return [RunRow.from_row(r) for r in self.db.execute(sql + " ORDER BY id", args)]
 
     def run(self, run_id: int) -> RunRow:
-        r = self.db.execute(f"SELECT {self._RUN_COLS} FROM runs WHERE id = ?",
-                            (run_id,)).fetchone()
+        r = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if r is None:
             raise KeyError(f"no run {run_id} in {self.path}")
-        return self._run_row(r)
+        return RunRow.from_row(r)
 
     def results(self, run_id: int) -> Iterator[ResultRecord]:
-        rows = self.db.execute(
-            "SELECT id, size, iterations, warmup, unit, datatype, count, validated,"
-            " bytes_per_sample, messages_per_sample, extra FROM results WHERE run_id = ?"
-            " ORDER BY size, id", (run_id,)).fetchall()
+        rows = self.db.execute("SELECT * FROM results WHERE run_id = ? ORDER BY size, id",
+                               (run_id,)).fetchall()
         kernel = self.run(run_id).kernel
         for r in rows:
-            series = {s: _unpack(b) for s, b in self.db.execute(
-                "SELECT series, data FROM samples WHERE result_id = ?", (r[0],))}
+            series = {s["series"]: _samples(s, f"run {run_id} size {r['size']}",
+                                               self.path)
+                      for s in self.db.execute("SELECT * FROM samples WHERE result_id = ?",
+                                               (r["id"],))}
             yield ResultRecord(
-                kernel=kernel, size=r[1], iterations=r[2], warmup=r[3], unit=r[4],
-                datatype=r[5] or "", count=r[6] or 0,
-                validated=None if r[7] is None else bool(r[7]),
-                bytes_per_sample=r[8] or 0.0, messages_per_sample=r[9] or 0.0,
+                kernel=kernel, size=r["size"], iterations=r["iterations"],
+                warmup=r["warmup"], unit=r["unit"], datatype=r["datatype"] or "",
+                count=r["count"] or 0,
+                validated=None if r["validated"] is None else bool(r["validated"]),
+                bytes_per_sample=r["bytes_per_sample"] or 0.0,
+                messages_per_sample=r["messages_per_sample"] or 0.0,
                 times=series.get("times", []), times_min=series.get("times_min"),
-                times_mean=series.get("times_mean"), extra=json.loads(r[10] or "{}"))
+                times_mean=series.get("times_mean"),
+                extra=_json(r["extra"], {}, f"result {r['id']} extra"))

@@ -35,8 +35,27 @@ def parse_sizes(text: str) -> list[int]:
     return [parse_size(p) for p in text.split(",") if p.strip()]
 
 
-def format_size(n: int) -> str:
-    for suffix, mult in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+def format_size(n: int, long: bool = False) -> str:
+    """4096 -> "4K" (tables, options), or "4 KiB" with ``long`` (charts, HTML)."""
+    names = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+    for suffix, mult in names:
         if n >= mult and n % mult == 0:
-            return f"{n // mult}{suffix}"
-    return str(n)
+            return f"{n // mult} {suffix}" if long else f"{n // mult}{suffix[0]}"
+    return f"{n} B" if long else str(n)
+
+
+def format_number(v: float) -> str:
+    """A measured value as engineers read it: 14,338 (never 1.434e+04), 123.4, 0.36, 0.0123;
+    "-" for a missing one."""
+    if v != v:  # NaN
+        return "-"
+    a = abs(v)
+    if a == 0:
+        return "0"
+    if a >= 1000:
+        return f"{v:,.0f}"
+    if a >= 100:
+        return f"{v:.1f}"
+    if a >= 0.1:
+        return f"{v:.2f}"
+    return f"{v:.3g}"

@@ -1,16 +1,22 @@
-"""CLI subcommands. Each module here defines `register(subparsers)`; the CLI finds them all,
-so adding a command never edits the CLI itself."""
+"""CLI subcommands. Each module here registers its `register(subparsers)` function with
+``@COMMANDS.register("name")``; the CLI adds every registered command, so adding one (here or
+in a plugin) never edits the CLI itself."""
 
 import argparse
-import importlib
-import pkgutil
+from collections.abc import Callable
+
+from ..registry import PluginError, Registry
+
+CommandFn = Callable[[argparse._SubParsersAction], None]  # type: ignore[type-arg]
+COMMANDS: Registry[CommandFn] = Registry("command", __name__)
 
 
 def register_all(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        register = getattr(module, "register", None)
-        if register is not None:
-            register(sub)
+    """Every command; when a site plugin fails to load, the built-in ones (the CLI then
+    refuses to run anything but `doctor`, which shows the error)."""
+    try:
+        commands = COMMANDS.in_order()
+    except PluginError:
+        commands = COMMANDS.in_order_loaded()
+    for register in sorted(commands, key=lambda f: COMMANDS.name_of(f)):
+        register(sub)

@@ -5,14 +5,17 @@ import shlex
 import sys
 
 from ..campaign import run_bench
-from ..kernels import all_kernels, get_kernel
-from ..launch import get_launcher
+from ..errors import FabenchError
+from ..kernels import KERNELS, get_kernel
+from ..plan import DATATYPES, plan_run, settings_for
 from ..report.table import header_lines, kernel_tables, summaries_json, transport_details
-from ._common import add_on_argument, add_out_argument, parse_on, store_path
+from . import COMMANDS
+from ._common import add_on_argument, add_out_argument, scheduler_from, store_path
 
 
+@COMMANDS.register("bench")
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    names = ", ".join(k.name for k in all_kernels())
+    names = ", ".join(KERNELS.names_for_help())
     p = sub.add_parser(
         "bench", help="run one benchmark and print an OSU-like table",
         description=f"Run one kernel and print median, P5/P95, mean, min and max per size. "
@@ -32,6 +35,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--rounds", type=int, metavar="R",
                    help="sweep the sizes R times, 1/R of the iterations each time, so a burst "
                         "of host load hits a slice of every size, not all of one (default 1)")
+    p.add_argument("--datatype", choices=DATATYPES,
+                   help="collectives: the MPI datatype reduced and moved, as OSU's -T "
+                        "(default: float)")
     p.add_argument("--validate", action="store_true", help="check every received byte")
     p.add_argument("--hugepages", action="store_true",
                    help="buffers of 2 MiB and more on transparent huge pages (default: plain "
@@ -50,30 +56,42 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.set_defaults(func=main)
 
 
+def _kernel_words(texts: list[str]) -> list[str]:
+    words = []
+    for text in texts:
+        try:
+            words += shlex.split(text)
+        except ValueError as exc:
+            raise FabenchError(f"--kernel-args {text!r}: {exc}") from None
+    return words
+
+
 def main(args: argparse.Namespace) -> int:
     kernel = get_kernel(args.kernel)
-    name, opts = parse_on(args.on)
-    launcher = get_launcher(name, **opts)
-    launcher.results_dir = str(args.out)
-    transport = args.transport or kernel.default_transport
-    outcome = run_bench(kernel.name, launcher, store_path(args.out), transport=transport,
-                        mpi=args.mpi, ranks=args.ranks, sizes=args.sizes,
-                        iterations=args.iterations, warmup=args.warmup, window=args.window,
-                        rounds=args.rounds, hugepages=args.hugepages,
-                        validate=args.validate, timeout_s=args.timeout,
-                        extra_args=[a for text in args.kernel_args for a in shlex.split(text)],
-                        precision=args.precision, budget_s=args.budget)
-    context = {"kernel": kernel.name, "transport": transport,
+    settings = settings_for(kernel, sizes=args.sizes, iterations=args.iterations,
+                            warmup=args.warmup, window=args.window, rounds=args.rounds,
+                            validate=args.validate, hugepages=args.hugepages,
+                            datatype=args.datatype, extra=_kernel_words(args.kernel_args))
+    planned = plan_run(kernel.name, transport=args.transport, ranks=args.ranks, mpi=args.mpi,
+                       settings=settings, timeout_s=args.timeout, precision=args.precision,
+                       budget_s=args.budget)
+    scheduler = scheduler_from(args.on, args.out)
+    try:
+        outcome = run_bench(planned, scheduler, store_path(args.out))
+    finally:
+        scheduler.close()
+    context = {"kernel": kernel.name, "transport": str(planned.transport),
                "selected_transport": outcome.selected_transport, "mpi": args.mpi,
-               "ranks": args.ranks, "run_id": outcome.run_id, "status": outcome.status}
+               "ranks": args.ranks, "run_id": outcome.run_id, "status": outcome.status,
+               "on": scheduler.describe()}
     if args.json:
         for line in summaries_json(kernel.name, outcome.results, context):
             print(line)
     else:
         mpi = f"  mpi={args.mpi}" if kernel.needs_mpi else ""
-        title = (f"fabench {kernel.name}  transport={transport} "
+        title = (f"fabench {kernel.name}  transport={planned.transport} "
                  f"(selected: {outcome.selected_transport or 'unknown'})  np={args.ranks}"
-                 f"{mpi}  on={name}")
+                 f"{mpi}  on={scheduler.describe()}")
         for line in header_lines(title, outcome.notes):
             print(line)
         for line in kernel_tables(kernel.name, outcome.results):

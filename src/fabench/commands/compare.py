@@ -5,9 +5,11 @@ import json
 
 from ..compare import DEFAULT_TOLERANCE, compare_selections, comparison_table
 from ..store import Store
+from . import COMMANDS
 from ._common import add_store_argument, resolve_store
 
 
+@COMMANDS.register("compare")
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser(
         "compare", help="B against A per size: difference, ratio, confidence interval, verdict",

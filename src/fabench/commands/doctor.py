@@ -5,8 +5,10 @@ import json
 from dataclasses import asdict
 
 from ..doctor import run_checks
+from . import COMMANDS
 
 
+@COMMANDS.register("doctor")
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser("doctor", help="what this host can measure, and what is missing",
                        description="Probe MPIs, UCX, libfabric, RDMA devices, NICs, CPU "

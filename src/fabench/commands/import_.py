@@ -3,12 +3,14 @@
 import argparse
 from pathlib import Path
 
-from ..importers import available_importers, import_file
+from ..importers import IMPORTERS, import_file
 from ..store import Store
 from ..units import parse_size
+from . import COMMANDS
 from ._common import add_store_argument, resolve_store
 
 
+@COMMANDS.register("import")
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser(
         "import", help="import OSU, IMB, iperf3 or sockperf output into the store",
@@ -16,7 +18,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                     "import:TOOL), so `fabench compare` and `fabench report` treat it like "
                     "fabench's own. Aggregates (OSU/IMB means) have no per-iteration samples: "
                     "see docs/statistics.md for how they are compared.")
-    p.add_argument("tool", choices=available_importers())
+    p.add_argument("tool", help="one of: " + ", ".join(IMPORTERS.names_for_help()))
     p.add_argument("files", nargs="+", type=Path, metavar="FILE")
     p.add_argument("--transport", help="what the results ran over (e.g. ib, roce, tcp); "
                                        "default: the tool's name or protocol")

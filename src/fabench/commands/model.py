@@ -40,6 +40,7 @@ from ..model.validate import (
 )
 from ..store import Store
 from ..units import parse_sizes
+from . import COMMANDS
 from ._common import add_out_argument, store_path
 
 
@@ -123,6 +124,7 @@ def fabric_for(args: argparse.Namespace) -> Fabric:
     return fabric
 
 
+@COMMANDS.register("model")
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("model", help="define or calibrate a fabric model; predict collectives "
                                      "and HPL",

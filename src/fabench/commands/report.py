@@ -5,9 +5,11 @@ from pathlib import Path
 
 from ..report.build import report_for, write_report
 from ..store import Store
+from . import COMMANDS
 from ._common import add_store_argument, resolve_store
 
 
+@COMMANDS.register("report")
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser(
         "report", help="HTML report (charts with CI bands, tables, comparisons) + CSV/JSON",

@@ -3,14 +3,16 @@
 import argparse
 
 from ..campaign import run_campaign
-from ..launch import get_launcher
+from ..errors import FabenchError
 from ..report.campaign_summary import campaign_lines
 from ..report.finalize import finalize_campaign
 from ..spec import load_spec
 from ..store import Store
-from ._common import add_on_argument, add_out_argument, parse_on, store_path
+from . import COMMANDS
+from ._common import add_on_argument, add_out_argument, scheduler_from, store_path
 
 
+@COMMANDS.register("run")
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser(
         "run", help="run a campaign (a YAML spec, or the built-in default)",
@@ -22,26 +24,43 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     add_on_argument(p)
     p.add_argument("--quick", action="store_true",
                    help="fewer iterations per size (minutes instead of tens of minutes)")
-    p.add_argument("--resume", action="store_true",
-                   help="finish the last unfinished campaign of this spec in the store")
+    p.add_argument("--resume", nargs="?", const="", metavar="ID",
+                   help="finish an unfinished campaign of this spec in the store: campaign ID, "
+                        "or without ID the newest one")
     p.add_argument("--repeats", type=int, help="override the spec's repeats")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     add_out_argument(p)
     p.set_defaults(func=main)
 
 
+def _resume_id(args: argparse.Namespace) -> int | None:
+    """`--resume ID`; `run --resume spec.yaml` (the form before IDs) still names the spec."""
+    value = args.resume
+    if not value:
+        return None
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    if args.spec is None and not value.isdigit():
+        args.spec = value
+        return None
+    raise FabenchError(f"--resume takes a campaign id (an integer >= 1), got {value!r}")
+
+
 def main(args: argparse.Namespace) -> int:
+    resume_id = _resume_id(args)
     spec = load_spec(args.spec)
     if args.repeats:
         spec = spec.model_copy(update={"repeats": args.repeats})
-    name, opts = parse_on(args.on if args.on != ["local"] else [spec.launcher])
-    launcher = get_launcher(name, **opts)
-    launcher.results_dir = str(args.out)
+    scheduler = scheduler_from(args.on if args.on != ["local"] else [spec.launcher], args.out)
     spath = store_path(args.out)
-    result = run_campaign(spec, launcher, spath, quick=args.quick, resume=args.resume,
-                          show_progress=not args.no_progress)
+    try:
+        result = run_campaign(spec, scheduler, spath, quick=args.quick,
+                              resume=args.resume is not None, resume_id=resume_id,
+                              show_progress=not args.no_progress)
+    finally:
+        scheduler.close()
     with Store(spath) as store:
-        print(f"# campaign {result.campaign_id} ({spec.name}) on {launcher.describe()}: "
+        print(f"# campaign {result.campaign_id} ({spec.name}) on {scheduler.describe()}: "
               f"{result.status}")
         for line in campaign_lines(store, result.campaign_id):
             print(line)

@@ -7,15 +7,19 @@ import sys
 
 from ..campaign import run_bench
 from ..kernels import get_kernel
-from ..launch import get_launcher
 from ..model.catalog import load_fabric
 from ..model.collectives import ALGORITHMS
+from ..plan import PlannedRun, settings_for
 from ..report.table import header_lines, kernel_tables, summaries_json
+from ..schedulers.simgrid import SimGridScheduler
 from ..sim.smpi import SimSetup, smpi_algorithm
+from ..transport import Transport
+from . import COMMANDS
 from ._common import add_out_argument, store_path
 from .model import add_topology_arguments, topology_spec
 
 
+@COMMANDS.register("sim")
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "sim", help="simulate a kernel with SimGrid on a fat tree or torus",
@@ -65,16 +69,17 @@ def main(args: argparse.Namespace) -> int:
     fabric = load_fabric(args.fabric, args.out)
     setup = SimSetup(fabric=fabric, spec=topology_spec(args), nodes=args.nodes, ppn=args.ppn,
                      algorithm=args.algorithm, cores=args.cores)
-    launcher = get_launcher("simgrid", setup=setup)
+    launcher = SimGridScheduler(setup)
     # the transport names the whole simulated setup, so reports keep setups apart
     coll = kernel.name.partition(".")[2]
     algo = smpi_algorithm(coll, args.algorithm)[0] if coll in ALGORITHMS else None
-    transport = ":".join(x for x in ("sim", fabric.name, args.topology, algo) if x)
-    outcome = run_bench(kernel.name, launcher, store_path(args.out),
-                        transport=transport, mpi="simgrid", ranks=setup.ranks,
-                        sizes=args.sizes, iterations=args.iterations, warmup=args.warmup,
-                        window=None, validate=False, timeout_s=args.timeout,
-                        extra_args=warmup_sync_args(kernel.kind, args.warmup_sync))
+    transport = Transport("sim", ":".join(x for x in (fabric.name, args.topology, algo) if x))
+    settings = settings_for(kernel, sizes=args.sizes, iterations=args.iterations,
+                            warmup=args.warmup,
+                            extra=warmup_sync_args(kernel.kind, args.warmup_sync))
+    planned = PlannedRun(kernel, transport, setup.ranks, "simgrid", settings=settings,
+                         timeout_s=args.timeout)
+    outcome = run_bench(planned, launcher, store_path(args.out))
     if args.json:
         ctx = {"kernel": kernel.name, "fabric": fabric.name, "topology": args.topology,
                "nodes": args.nodes, "ppn": args.ppn, "simulated": True,

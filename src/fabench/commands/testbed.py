@@ -10,8 +10,10 @@ from ..errors import FabenchError
 from ..testbed import TestbedConfig, create, destroy, destroy_all, list_states, load_state
 from ..testbed.state import DEFAULT_QUEUE
 from ..testbed.status import status_lines
+from . import COMMANDS
 
 
+@COMMANDS.register("testbed")
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser(
         "testbed", help="an emulated cluster: hosts in network namespaces behind a switch",

@@ -6,9 +6,24 @@ import sys
 from pathlib import Path
 
 from ..errors import FabenchError
-from ._common import add_out_argument, parse_on, store_path
+from ..kernels import get_kernel
+from ..plan import make_plan, plan_run, settings_for
+from ..schedulers import split_on
+from ..spec import load_spec
+from ..tune.ab import deltas_json, run_ab
+from ..tune.apply import apply, revert
+from ..tune.apply import make_plan as changes_plan
+from ..tune.audit import check
+from ..tune.journal import default_journal_path
+from ..tune.lines import finding_lines, plan_lines, revert_lines
+from ..tune.profiles import available_profiles, load_profile
+from ..tune.target import Target
+from ..tune.targets import resolve
+from . import COMMANDS
+from ._common import add_out_argument, scheduler_from, store_path
 
 
+@COMMANDS.register("tune")
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser(
         "tune", help="audit a host against a profile, apply/revert it, prove it by A/B",
@@ -25,6 +40,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     _targets(c, default_host=True)
     c.add_argument("--json", action="store_true", help="one JSON object per finding")
     c.add_argument("--brief", action="store_true", help="no why/source/risk lines")
+    c.add_argument("--window", type=float, default=0.0, metavar="SECONDS",
+                   help="read NIC counters twice, SECONDS apart, and judge the interval "
+                        "(lossless-roce: a pause storm on an idle link shows only this way)")
     c.set_defaults(func=check_main)
 
     a = tsub.add_parser("apply", help="apply a profile's system settings (journaled)")
@@ -81,45 +99,39 @@ def _targets(p: argparse.ArgumentParser, default_host: bool = False) -> None:
 
 
 def _resolve(args: argparse.Namespace, default_host: bool = False):  # type: ignore[no-untyped-def]
-    from ..tune.target import Target
-    from ..tune.targets import resolve
 
-    on = parse_on(args.on) if args.on else None
+    on = split_on(args.on) if args.on else None
     if default_host and on is None and not args.netns:
         return [Target.host()]
     return resolve(on, args.netns, args.host_wide)
 
 
 def _journal(args: argparse.Namespace) -> Path:
-    from ..tune.journal import default_journal_path
 
     return args.journal or default_journal_path()
 
 
 def check_main(args: argparse.Namespace) -> int:
-    from ..tune.audit import check
-    from ..tune.profiles import load_profile
-    from ..tune.report import finding_lines
 
+    if not 0 <= args.window <= 3600:  # also refuses nan and inf
+        raise FabenchError(f"--window {args.window}: give 0..3600 seconds")
     profile = load_profile(args.profile)
-    findings = check(profile, _resolve(args, default_host=True))
+    findings = check(profile, _resolve(args, default_host=True), window=args.window)
     if args.json:
         for f in findings:
             print(json.dumps(f.as_dict()))
-        return 0
-    print(f"# fabench tune check: profile {profile.name} ({profile.source_file})")
-    for line in finding_lines(findings, verbose=not args.brief):
-        print(line)
-    return 0
+    else:
+        print(f"# fabench tune check: profile {profile.name} ({profile.source_file})")
+        for line in finding_lines(findings, verbose=not args.brief):
+            print(line)
+    # Exit 3: a diagnosis flagged something (a named verdict), as every diagnosing command.
+    return 3 if any(f.verdict for f in findings) else 0
 
 
 def apply_main(args: argparse.Namespace) -> int:
-    from ..tune.apply import apply, make_plan
-    from ..tune.profiles import load_profile
-    from ..tune.report import plan_lines
 
     profile = load_profile(args.profile)
-    plan = make_plan(profile, _resolve(args), ifaces=args.iface)
+    plan = changes_plan(profile, _resolve(args), ifaces=args.iface)
     for line in plan_lines(plan, args.dry_run):
         print(line)
     if profile.runtime_settings:
@@ -141,8 +153,6 @@ def apply_main(args: argparse.Namespace) -> int:
 
 
 def revert_main(args: argparse.Namespace) -> int:
-    from ..tune.apply import revert
-    from ..tune.report import revert_lines
 
     rep = revert(_journal(args))
     for line in revert_lines(rep):
@@ -151,29 +161,23 @@ def revert_main(args: argparse.Namespace) -> int:
 
 
 def ab_main(args: argparse.Namespace) -> int:
-    from ..launch import get_launcher
-    from ..plan import PlannedRun, kernel_args, make_plan
-    from ..spec import load_spec
-    from ..tune.ab import deltas_json, run_ab
-    from ..tune.profiles import load_profile
 
     profile = load_profile(args.profile)
     targets = _resolve(args)
     if args.bench:
-        from ..kernels import get_kernel
-
         k = get_kernel(args.bench)
-        kargs = kernel_args(k, sizes=args.sizes, iterations=args.iterations,
-                            warmup=args.warmup, window=args.window) + args.kernel_arg
-        planned = [PlannedRun(k.name, args.transport, args.ranks, args.mpi, 0, kargs, {},
-                              args.timeout)]
-        launcher_name = "testbed" if targets[0].meta.get("testbed") else "local"
-        opts = {"testbed": targets[0].meta["testbed"]} if launcher_name == "testbed" else {}
+        settings = settings_for(k, sizes=args.sizes, iterations=args.iterations,
+                                warmup=args.warmup, window=args.window, extra=args.kernel_arg)
+        planned = [plan_run(k.name, transport=args.transport, ranks=args.ranks, mpi=args.mpi,
+                            settings=settings, timeout_s=args.timeout)]
+        tb = targets[0].meta.get("testbed")
+        on = ["testbed", tb] if tb else ["local"]
     else:
         spec = load_spec(args.campaign)
         planned = [p for p in make_plan(spec, quick=args.quick) if p.repeat == 0]
-        launcher_name, opts = parse_on([spec.launcher])
-    launcher = get_launcher(launcher_name, **opts)
+        on = [spec.launcher]
+    launcher = scheduler_from(on, args.out)
+    launcher_name = launcher.name
     if args.netns and not targets[0].meta.get("testbed"):
         print("fabench: note: the benchmark runs through the "
               f"{launcher_name} launcher, not inside --netns namespaces", file=sys.stderr)
@@ -198,7 +202,6 @@ def ab_main(args: argparse.Namespace) -> int:
 
 
 def profiles_main(args: argparse.Namespace) -> int:
-    from ..tune.profiles import available_profiles, load_profile
 
     for name, path in available_profiles().items():
         try:

@@ -8,7 +8,6 @@ it holds it fixed (docs/statistics.md).
 """
 
 import hashlib
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 
 from ..errors import FabenchError
 from ..records import ResultRecord
+from ..registry import Registry
 from ..store import Store
 
 
@@ -41,35 +41,22 @@ class Importer(ABC):
         """Every benchmark found in one file of the tool's output."""
 
 
-_IMPORTERS: dict[str, type[Importer]] = {}
-_IMPORTER_MODULES = ("osu", "imb", "iperf3", "sockperf")
+IMPORTERS: Registry[type[Importer]] = Registry("importer", "fabench.importers")
 
 
 def register_importer(name: str) -> Callable[[type[Importer]], type[Importer]]:
     def deco(cls: type[Importer]) -> type[Importer]:
         cls.name = name
-        _IMPORTERS[name] = cls
-        return cls
+        return IMPORTERS.add(name, cls)
     return deco
 
 
-def _load_all() -> None:
-    for mod in _IMPORTER_MODULES:
-        importlib.import_module(f"{__package__}.{mod}")
-
-
 def available_importers() -> list[str]:
-    _load_all()
-    return sorted(_IMPORTERS)
+    return IMPORTERS.names()
 
 
 def get_importer(name: str) -> Importer:
-    _load_all()
-    try:
-        return _IMPORTERS[name]()
-    except KeyError:
-        raise FabenchError(f"unknown importer {name!r}; available: "
-                           f"{', '.join(sorted(_IMPORTERS))}") from None
+    return IMPORTERS.get(name)()
 
 
 def aggregate(kernel: str, size: int, value_us: float, statistic: str, *, iterations: int = 1,

@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import FabenchError
+from ..textable import Col, header, row
 from ..yamlconf import parse_yaml_model
 from .calibrate import Curve, RunCurves, calibrate_curves
 from .collectives import algorithms
@@ -316,8 +317,9 @@ def corpus_lines(res: Result) -> list[str]:
     for s in res.systems:
         lines.append(f"# [{s.source}] {s.id}: {s.description}")
         lines += [f"#   assumed: {a}" for a in s.assumptions]
-    lines.append(f"# {'split':<5} {'system':<16} {'case':<52} {'predicted':>10} "
-                 f"{'band':>19} {'published':>10} {'error':>9}")
+    cols = [Col("split", 5, text=True), Col("system", 16, text=True), Col("case", 52, text=True),
+            Col("predicted", 10), Col("band", 19), Col("published", 22), Col("error", 9)]
+    lines.append(header(cols))
     for r in res.rows:
         band = (f"{_fmt(r.low, r.unit)}-{_fmt(r.high, r.unit)}"
                 if r.low is not None and r.high is not None else "-")
@@ -330,9 +332,8 @@ def corpus_lines(res: Result) -> list[str]:
             err = f"{r.error:.2f}us"
         else:
             err = f"{r.error * 100:+.1f}%"
-        lines.append(f"  {r.split:<5} {r.system:<16} {r.case[:52]:<52} "
-                     f"{_fmt(r.predicted, r.unit):>10} {band:>19} {pub:>10} {err:>9}"
-                     + (f"  {r.note}" if r.note else ""))
+        lines.append(row(cols, [r.split, r.system, r.case, _fmt(r.predicted, r.unit), band,
+                                pub, err], f"  {r.note}" if r.note else ""))
     tests = [r for r in res.rows if r.split == "test" and r.unit in ("us", "x")]
     if tests:
         errs = np.abs([r.error for r in tests])

@@ -1,4 +1,4 @@
-"""Terminal tables for the model commands."""
+"""Terminal tables for the model commands, in the one text-table convention (textable)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import json
 import math
 from typing import Any
 
-from ..units import format_size
+from ..textable import Col, header, row
+from ..units import format_number, format_size
 from .calibrate import Calibration, segs_time
 from .collectives import Prediction, fastest
 from .fabric import Fabric
@@ -16,15 +17,10 @@ from .validate import Comparison
 
 
 def _us(v: float) -> str:
-    if not math.isfinite(v):
-        return "-"
-    return f"{v:.1f}" if v >= 100 else f"{v:.2f}"
+    return format_number(v) if math.isfinite(v) else "-"
 
 
-def _num(v: float) -> str:
-    if abs(v) >= 1000:
-        return f"{v:,.0f}"
-    return f"{v:.4g}"
+_num = format_number
 
 
 def _exchange_note(f: Fabric) -> str:
@@ -39,7 +35,9 @@ def _exchange_note(f: Fabric) -> str:
 
 def parameter_lines(f: Fabric) -> list[str]:
     """Every parameter with its value, its source or "assumed", and its band range."""
-    lines = [f"# {'parameter':<32} {'value':>12} {'unit':<6} {'range':<19} source"]
+    cols = [Col("parameter", 32, text=True), Col("value", 10), Col("unit", 5, text=True),
+            Col("range", 17)]
+    lines = [header(cols, " source")]
     for p in PARAMS:
         v = p.get(f)
         if v is None:
@@ -55,7 +53,7 @@ def parameter_lines(f: Fabric) -> list[str]:
                 f"assumed: {prov.source}"
         else:
             src = prov.source
-        lines.append(f"  {p.name:<32} {_num(v):>12} {p.unit:<6} {rng:<19} {src}")
+        lines.append(row(cols, [p.name, _num(v), p.unit, rng], f" {src}"))
     return lines
 
 
@@ -68,13 +66,14 @@ def fabric_lines(f: Fabric, params: bool = True) -> list[str]:
              f"G={lg['G_us_per_byte'] * 1e3:.4f} ns/B ({f.peak_bandwidth_MBps:,.0f} MB/s)",
              f"#   path: {f.calibrated_hops} switch(es) measured, +{f.hop_latency_us:g} us per "
              f"extra switch; link {f.link_bandwidth_MBps:,.0f} MB/s; {inn}"
-             + _exchange_note(f),
-             f"# {'from':>9} {'alpha us':>10} {'MB/s':>10} {'points':>7} {'med err':>8}"
-             f" {'max err':>8}"]
+             + _exchange_note(f)]
+    seg = [Col("from", 9), Col("alpha us", 10), Col("MB/s", 10), Col("points", 7),
+           Col("med err", 8), Col("max err", 8)]
+    lines.append(header(seg))
     for s in f.segments:
-        lines.append(f"  {format_size(s.start):>9} {s.alpha_us:>10.3f} {s.bandwidth_MBps:>10,.1f}"
-                     f" {s.n_points:>7} {s.median_rel_err * 100:>7.1f}% "
-                     f"{s.max_rel_err * 100:>7.1f}%")
+        lines.append(row(seg, [format_size(s.start), f"{s.alpha_us:.3f}", _num(s.bandwidth_MBps),
+                               str(s.n_points), f"{s.median_rel_err * 100:.1f}%",
+                               f"{s.max_rel_err * 100:.1f}%"]))
     if f.fit:
         q = f.fit
         if "median_rel_err" in q:
@@ -103,11 +102,11 @@ def fabric_lines(f: Fabric, params: bool = True) -> list[str]:
 
 def calibration_lines(cal: Calibration) -> list[str]:
     lines = fabric_lines(cal.fabric)
-    lines.append(f"# {'size':>9} {'measured us':>12} {'model us':>10} {'err':>7}")
+    cols = [Col("size", 9), Col("measured us", 12), Col("model us", 10), Col("err", 7)]
+    lines.append(header(cols))
     for s, t in zip(cal.latency.sizes, cal.latency.times, strict=True):
         m = segs_time(cal.fabric.segments, s)
-        lines.append(f"  {format_size(s):>9} {_us(t):>12} {_us(m):>10} "
-                     f"{(m - t) / t * 100:>6.1f}%")
+        lines.append(row(cols, [format_size(s), _us(t), _us(m), f"{(m - t) / t * 100:.1f}%"]))
     return lines
 
 
@@ -144,16 +143,16 @@ def prediction_lines(pred: Prediction, title: str) -> list[str]:
             "'What your MPI will do')" for lib in libs)
             + ("; [low-high]: 5th-95th percentile over fabric variants (docs/model.md, "
                "'Uncertainty')" if pred.bands else ""))
-    lines.append(f"# {'size':>9} " + " ".join(f"{a:>{w}}" for a in algos) + "  best"
-                 + ("  (fastest host-based: host/in-net)" if vs else "")
-                 + "".join(f"  {lib}" for lib in libs))
+    cols = [Col("size", 9), *(Col(a, w) for a in algos), Col("best", 18, text=True)]
+    lines.append(header(cols, ("  (fastest host-based: host/in-net)" if vs else "")
+                        + "".join(f"  {lib}" for lib in libs)))
     winners = pred.winners() if algos else [""] * len(pred.sizes)
     for i, (s, best) in enumerate(zip(pred.sizes, winners, strict=True)):
         hb = _best_host_based(pred, i)
-        lines.append(f"  {format_size(s):>9} " + " ".join(
-            f"{_us(pred.times[a][i]):>{w}}" for a in algos) + f"  {best}"
-            + (f"  ({hb[0]}: {hb[1]:.2f}x)" if hb else "")
-            + "".join(f"  {_banded(pred, lib, i)} {pred.chosen[lib][i]}" for lib in libs))
+        tail = ((f"  ({hb[0]}: {hb[1]:.2f}x)" if hb else "")
+                + "".join(f"  {_banded(pred, lib, i)} {pred.chosen[lib][i]}" for lib in libs))
+        lines.append(row(cols, [format_size(s), *(_us(pred.times[a][i]) for a in algos), best],
+                         tail))
     lines += [f"# {note}" for note in pred.notes]
     return lines
 
@@ -162,20 +161,20 @@ def prediction_json(pred: Prediction, context: dict[str, object]) -> list[str]:
     out = []
     winners = pred.winners() if pred.algorithms else []
     for i, s in enumerate(pred.sizes):
-        row: dict[str, Any] = {**context, "collective": pred.collective, "size": s,
+        rec: dict[str, Any] = {**context, "collective": pred.collective, "size": s,
                                "times_us": {a: t[i] for a, t in pred.times.items()}}
         if winners:
-            row["best"] = winners[i]
+            rec["best"] = winners[i]
         if pred.chosen:
-            row["chosen"] = {lib: c[i] for lib, c in pred.chosen.items()}
+            rec["chosen"] = {lib: c[i] for lib, c in pred.chosen.items()}
         if pred.bands:
-            row["bands_us"] = {a: [b.low[i], b.high[i]] for a, b in pred.bands.items()}
+            rec["bands_us"] = {a: [b.low[i], b.high[i]] for a, b in pred.bands.items()}
         hb = _best_host_based(pred, i)
         if hb:
-            row["best_host_based"], row["host_over_in_network"] = hb
+            rec["best_host_based"], rec["host_over_in_network"] = hb
         if pred.notes:
-            row["notes"] = pred.notes
-        out.append(json.dumps(row))
+            rec["notes"] = pred.notes
+        out.append(json.dumps(rec))
     return out
 
 
@@ -186,13 +185,15 @@ def hpl_lines(points: list[HplPoint], title: str, prm: HplParams | None = None,
         lines += [f"#   {k}: {v}" for k, v in prm.sources.items()]
     if fitted:
         lines.append(f"# FITTED, NOT PREDICTED: {fitted}")
-    lines.append(f"# {'nodes':>6} {'grid':>9} {'N':>9} {'eff %':>7} {'band %':>15} "
-                 f"{'TFLOPS':>9} {'compute s':>10} {'bw s':>8} {'lat s':>8}")
+    cols = [Col("nodes", 6), Col("grid", 9), Col("N", 9), Col("eff %", 7), Col("band %", 15),
+            Col("TFLOPS", 9), Col("compute s", 10), Col("bw s", 8), Col("lat s", 8)]
+    lines.append(header(cols))
     for p in points:
         band = (f"{p.band[0] * 100:.2f}-{p.band[1] * 100:.2f}" if p.band else "-")
-        lines.append(f"  {p.nodes:>6} {f'{p.grid[0]}x{p.grid[1]}':>9} {p.n:>9} "
-                     f"{p.efficiency * 100:>7.2f} {band:>15} {p.gflops / 1e3:>9.2f} "
-                     f"{p.t_compute_s:>10.0f} {p.t_bandwidth_s:>8.1f} {p.t_latency_s:>8.1f}")
+        lines.append(row(cols, [str(p.nodes), f"{p.grid[0]}x{p.grid[1]}", str(p.n),
+                                f"{p.efficiency * 100:.2f}", band, f"{p.gflops / 1e3:.2f}",
+                                f"{p.t_compute_s:.0f}", f"{p.t_bandwidth_s:.1f}",
+                                f"{p.t_latency_s:.1f}"]))
     return lines
 
 
@@ -206,11 +207,13 @@ def comparison_lines(c: Comparison) -> list[str]:
     kind = "simulated" if c.simulated else "measured"
     lines = [f"# run {c.run_id}: {c.kernel} {c.algorithm} ({kind}, {c.ranks} ranks) vs model: "
              f"median |error| {c.median_abs_error * 100:.1f} %"
-             + "".join(f"; {n}" for n in c.notes),
-             f"# {'size':>9} {kind:>12} {'predicted':>10} {'band':>17} {'error':>8}"]
+             + "".join(f"; {n}" for n in c.notes)]
+    cols = [Col("size", 9), Col(kind, 12), Col("predicted", 10), Col("band", 17),
+            Col("error", 8)]
+    lines.append(header(cols))
     for i, (s, o, p) in enumerate(zip(c.sizes, c.observed, c.predicted, strict=True)):
-        lines.append(f"  {format_size(s):>9} {_us(o):>12} {_us(p):>10} {_band_cell(c, i):>17} "
-                     f"{(p - o) / o * 100:>7.1f}%")
+        lines.append(row(cols, [format_size(s), _us(o), _us(p), _band_cell(c, i),
+                                f"{(p - o) / o * 100:.1f}%"]))
     return lines
 
 
@@ -219,24 +222,25 @@ def validation_lines(c: Comparison, sim: Comparison) -> list[str]:
     sim_at = dict(zip(sim.sizes, sim.predicted, strict=True))
     lines = [f"# run {c.run_id}: {c.kernel} {c.algorithm} ({c.ranks} ranks): median |error| "
              f"model {c.median_abs_error * 100:.1f} %, SimGrid {sim.median_abs_error * 100:.1f} %"
-             f" (run {sim.run_id})" + "".join(f"; {n}" for n in c.notes),
-             f"# {'size':>9} {'measured':>10} {'predicted':>10} {'band':>17} {'error':>8} "
-             f"{'simulated':>10} {'error':>8}"]
+             f" (run {sim.run_id})" + "".join(f"; {n}" for n in c.notes)]
+    cols = [Col("size", 9), Col("measured", 10), Col("predicted", 10), Col("band", 17),
+            Col("error", 8), Col("simulated", 10), Col("error", 8)]
+    lines.append(header(cols))
     for i, (s, o, p) in enumerate(zip(c.sizes, c.observed, c.predicted, strict=True)):
         sv = sim_at.get(s)
-        tail = (f" {_us(sv):>10} {(sv - o) / o * 100:>7.1f}%" if sv is not None
-                else f" {'-':>10} {'-':>8}")
-        lines.append(f"  {format_size(s):>9} {_us(o):>10} {_us(p):>10} {_band_cell(c, i):>17} "
-                     f"{(p - o) / o * 100:>7.1f}%" + tail)
+        lines.append(row(cols, [format_size(s), _us(o), _us(p), _band_cell(c, i),
+                                f"{(p - o) / o * 100:.1f}%",
+                                _us(sv) if sv is not None else "-",
+                                f"{(sv - o) / o * 100:.1f}%" if sv is not None else "-"]))
     return lines
 
 
 def validation_summary(tables: list[tuple[Comparison, Comparison | None]]) -> list[str]:
-    lines = ["# summary: median |error| across sizes",
-             f"# {'collective':<14} {'algorithm':<20} {'ranks':>6} {'sizes':>5} {'model':>7} "
-             f"{'SimGrid':>8}"]
+    cols = [Col("collective", 14, text=True), Col("algorithm", 20, text=True), Col("ranks", 6),
+            Col("sizes", 5), Col("model", 7), Col("SimGrid", 8)]
+    lines = ["# summary: median |error| across sizes", header(cols)]
     for c, sim in tables:
-        simerr = f"{sim.median_abs_error * 100:>7.1f}%" if sim else f"{'-':>8}"
-        lines.append(f"  {c.kernel:<14} {c.algorithm:<20} {c.ranks:>6} {len(c.sizes):>5} "
-                     f"{c.median_abs_error * 100:>6.1f}% {simerr}")
+        lines.append(row(cols, [c.kernel, c.algorithm, str(c.ranks), str(len(c.sizes)),
+                                f"{c.median_abs_error * 100:.1f}%",
+                                f"{sim.median_abs_error * 100:.1f}%" if sim else "-"]))
     return lines

@@ -3,16 +3,16 @@ reading back, from the library's own verbose output, which transport it actually
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
-from fabench.mpi.transport import Transport
+from ..placement import cpu_count, host_slots
+from ..registry import Registry
+from ..transport import Transport
 
 
 class UnsupportedTransport(ValueError):
@@ -127,31 +127,6 @@ def parse_ucx_lanes(stderr: str) -> UcxLanes:
     )
 
 
-def run_quiet(argv: Sequence[str], timeout: float = 20.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, check=False)
-
-
-def cpu_count() -> int:
-    """Cores this process may run on (the affinity mask, not the machine's total)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def host_slots(hosts: Sequence[str]) -> int:
-    """Slots in an mpirun host list: ``a:4`` counts 4, a bare name 1 (mpirun's own rule)."""
-    total = 0
-    for h in hosts:
-        name, _, slots = h.partition(":")
-        total += int(slots) if slots.isdigit() else 1
-    return total
-
-
-def is_root() -> bool:
-    return hasattr(os, "geteuid") and os.geteuid() == 0
-
-
 class MpiFlavour(ABC):
     """One MPI implementation. Subclasses register themselves with :func:`register_flavour`."""
 
@@ -206,13 +181,16 @@ class MpiFlavour(ABC):
         """What the library reported selecting, parsed from the stderr of a launch() run.
         ``transport`` (the request) is only used to word the detail, never as the answer."""
 
-    def srun_launch(self, exe: str, args: Sequence[str], ranks: int,
-                    transport: Transport) -> MpiLaunch:
-        """Direct launch by Slurm's ``srun`` inside an allocation: the transport request and the
-        verbosity that reports the selection travel as environment variables (srun exports the
-        whole environment to its tasks), and the library wires up through Slurm's PMI."""
-        raise UnsupportedTransport(f"{self.name}: direct launch with srun is not supported; "
-                                   "use the slurm launcher's mpirun starter")
+    # The process-management interface its ranks wire up through when a resource manager
+    # starts them directly (no mpirun): "pmix", "pmi2"; None when the build has none.
+    pmi: ClassVar[str | None] = None
+
+    def direct_launch_env(self, transport: Transport) -> dict[str, str]:
+        """The environment that requests ``transport`` and the verbosity that reports the
+        selection, for ranks started without mpirun (by a resource manager's own starter,
+        which exports the environment to its tasks)."""
+        raise UnsupportedTransport(f"{self.name}: ranks cannot be started without mpirun; "
+                                   "use the mpirun starter")
 
     def remote_args(self, *, rsh_agent: str | None = None, iface: str | None = None,
                     subnet: str | None = None) -> list[str]:
@@ -240,26 +218,21 @@ class MpiFlavour(ABC):
 
 
 F = TypeVar("F", bound=type[MpiFlavour])
-_REGISTRY: dict[str, type[MpiFlavour]] = {}
+FLAVOURS: Registry[type[MpiFlavour]] = Registry("MPI flavour", "fabench.mpi")
 
 
 def register_flavour(cls: F) -> F:
-    _REGISTRY[cls.name] = cls
+    FLAVOURS.add(cls.name, cls)
     return cls
 
 
 def flavour_names() -> list[str]:
-    return list(_REGISTRY)
+    return FLAVOURS.names()
 
 
 def get_flavour(name: str, **kwargs: str | None) -> MpiFlavour:
-    try:
-        cls = _REGISTRY[name]
-    except KeyError:
-        known = ", ".join(sorted(_REGISTRY)) or "none"
-        raise ValueError(f"unknown MPI flavour {name!r}; known: {known}") from None
-    return cls(**kwargs)
+    return FLAVOURS.get(name)(**kwargs)
 
 
 def available_flavours() -> list[MpiFlavour]:
-    return [f for f in (cls() for cls in _REGISTRY.values()) if f.available()]
+    return [f for f in (cls() for _, cls in FLAVOURS.items()) if f.available()]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Sequence
 
-from fabench.mpi.base import (
+from ..process import run_capture
+from ..transport import Transport
+from .base import (
     UNKNOWN,
     MpiFlavour,
     MpiLaunch,
@@ -15,10 +16,8 @@ from fabench.mpi.base import (
     dedupe,
     parse_ucx_lanes,
     register_flavour,
-    run_quiet,
     strip_rank_prefix,
 )
-from fabench.mpi.transport import Transport
 
 # Debian's MPICH has no ch4 shared-memory module in the path: with UCX_TLS=tcp the 8 B latency
 # between two ranks on one host goes from ~0.4 us to ~5 us, so on-node traffic is UCX's too and
@@ -66,11 +65,7 @@ class Mpich(MpiFlavour):
     def _query_info(self) -> tuple[str, str]:
         """(version, device) from ``mpichversion``; mpirun -info only describes hydra."""
         if self._info is None:
-            try:
-                out = run_quiet([self.mpichversion])
-                text = out.stdout + out.stderr
-            except (OSError, subprocess.SubprocessError):
-                text = ""
+            text = run_capture([self.mpichversion], timeout=20).text
             v, d = _VERSION_RE.search(text), _DEVICE_RE.search(text)
             self._info = (v.group(1) if v else UNKNOWN, d.group(1) if d else UNKNOWN)
         return self._info
@@ -132,14 +127,11 @@ class Mpich(MpiFlavour):
         argv += [exe, *args]
         return MpiLaunch(argv=argv, env=env, notes=notes)
 
-    def srun_launch(self, exe: str, args: Sequence[str], ranks: int,
-                    transport: Transport) -> MpiLaunch:
-        self._check_ranks(ranks)
-        env = self.transport_env(transport)
-        env.update(UCX_VERBOSE_ENV)
-        # MPICH's own PMI client speaks the PMI-2 wire protocol Slurm's pmi2 plugin serves.
-        argv = ["srun", "--mpi=pmi2", f"--ntasks={ranks}", exe, *args]
-        return MpiLaunch(argv=argv, env=env, notes=["started by srun --mpi=pmi2"])
+    # MPICH's own PMI client speaks the PMI-2 wire protocol.
+    pmi = "pmi2"
+
+    def direct_launch_env(self, transport: Transport) -> dict[str, str]:
+        return {**self.transport_env(transport), **UCX_VERBOSE_ENV}
 
     def remote_args(self, *, rsh_agent: str | None = None, iface: str | None = None,
                     subnet: str | None = None) -> list[str]:

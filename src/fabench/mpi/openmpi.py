@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Sequence
 
-from fabench.mpi.base import (
+from ..process import is_root, run_capture
+from ..transport import Transport
+from .base import (
     UNKNOWN,
     MpiFlavour,
     MpiLaunch,
     SelectedTransport,
     UnsupportedTransport,
     dedupe,
-    is_root,
     parse_ucx_lanes,
     register_flavour,
-    run_quiet,
     strip_rank_prefix,
 )
-from fabench.mpi.transport import Transport
 
 # Verbosity added to every launch so the selection can be read back. Each of these prints only
 # while components are opened/selected and endpoints are created (MPI_Init, first contact with a
@@ -153,11 +151,10 @@ class OpenMpi(MpiFlavour):
     default_mpicc = "mpicc.openmpi"
 
     def _query_version(self) -> str:
-        try:
-            out = run_quiet([self.mpirun, "--version"])
-        except (OSError, subprocess.SubprocessError) as exc:
-            return f"unknown ({exc})"
-        m = _VERSION_RE.search(out.stdout + out.stderr)
+        out = run_capture([self.mpirun, "--version"], timeout=20)
+        if out.returncode in (124, 127):
+            return f"unknown ({out.stderr.strip()})"
+        m = _VERSION_RE.search(out.text)
         return f"Open MPI {m.group(1)}" if m else "Open MPI (unknown version)"
 
     def launch(
@@ -202,18 +199,17 @@ class OpenMpi(MpiFlavour):
         argv += [exe, *args]
         return MpiLaunch(argv=argv, env=env, notes=notes)
 
-    def srun_launch(self, exe: str, args: Sequence[str], ranks: int,
-                    transport: Transport) -> MpiLaunch:
-        self._check_ranks(ranks)
+    # Debian's Open MPI 4.1 wires up through PMIx (its PMI-2 path aborts: not built in).
+    pmi = "pmix"
+
+    def direct_launch_env(self, transport: Transport) -> dict[str, str]:
         mca, env = transport_mca(transport)
         verbose_mca, verbose_env = _selection_verbosity(transport)
         mca += verbose_mca
         env.update(verbose_env)
-        # "--mca KEY VALUE" is OMPI_MCA_KEY=VALUE for a directly launched rank. Debian's Open
-        # MPI 4.1 wires up through Slurm's PMIx plugin (its PMI-2 path aborts: not built in).
+        # "--mca KEY VALUE" is OMPI_MCA_KEY=VALUE for a rank that no mpirun started.
         env.update({f"OMPI_MCA_{k}": v for k, v in zip(mca[1::3], mca[2::3], strict=True)})
-        argv = ["srun", "--mpi=pmix", f"--ntasks={ranks}", exe, *args]
-        return MpiLaunch(argv=argv, env=env, notes=["started by srun --mpi=pmix"])
+        return env
 
     def remote_args(self, *, rsh_agent: str | None = None, iface: str | None = None,
                     subnet: str | None = None) -> list[str]:

@@ -5,6 +5,8 @@ import math
 from dataclasses import dataclass, field
 from html import escape
 
+from ..units import format_number, format_size
+
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2",
            "#17becf", "#7f7f7f", "#bcbd22")
 W, H = 620, 340
@@ -21,10 +23,7 @@ class Line:
 
 
 def size_label(n: int) -> str:
-    for suffix, mult in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= mult and n % mult == 0:
-            return f"{n // mult} {suffix}"
-    return f"{n} B"
+    return format_size(n, long=True)
 
 
 def _num(v: float) -> str:
@@ -126,10 +125,10 @@ def line_chart(chart_id: str, title: str, y_title: str, lines: list[Line]) -> st
                 k = ln.xs.index(x)
                 ci = ""
                 if k < len(ln.lo) and _fin(ln.lo[k]) and _fin(ln.hi[k]):
-                    ci = f" (95% CI {ln.lo[k]:.4g}-{ln.hi[k]:.4g})"
+                    ci = f" (95% CI {format_number(ln.lo[k])}-{format_number(ln.hi[k])})"
                 out.append(f'<circle cx="{ax.px(x):.1f}" cy="{ax.py(y):.1f}" r="2.5" '
                            f'fill="{color}"><title>{escape(ln.label)} {size_label(x)}: '
-                           f"{y:.4g}{escape(ci)}</title></circle>")
+                           f"{format_number(y)}{escape(ci)}</title></circle>")
         out.append("</g>")
     out.append("</svg>")
     legend = ['<ul class="legend">']

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..peer_stats import peer_fields
 from ..selection import config_label, run_source
 from ..stats import summarize
 from .model import TABLE_COLUMNS, Report
@@ -22,7 +23,7 @@ CSV_FIELDS = ("scope", "kernel", "configuration", "transport", "selected", "mpi"
               "source", "label", "metric", "unit", "better", "size", "run_ids", "runs", "n",
               "median", "ci_low", "ci_high", "confidence", "ci_method", "mean", "min", "max",
               "p5", "p95", "p99", "stdev", "cv", "robust_cv", "outliers_low", "outliers_high",
-              "repeat_cv")
+              "repeat_cv", "median_rank_mean", "osu_avg")
 
 
 def _clean(v: Any) -> Any:
@@ -48,17 +49,20 @@ def rows(report: Report) -> list[dict[str, Any]]:
                 "source": run_source(r0), "label": r0.settings.get("label") or "",
                 "metric": s.metric.name, "unit": s.metric.unit,
                 "better": s.metric.better.value}
+        timed = s.metric.source == "time"
         for p in s.points:
             d = p.as_dict()
+            recs = [r for run in s.runs for r in s.results.get(run.id, []) if r.size == p.size]
             out.append({**base, "scope": "pooled", **{k: d.get(k) for k in CSV_FIELDS if k in d},
                         "run_ids": " ".join(str(r.id) for r in s.runs),
-                        "runs": len(p.run_medians)})
+                        "runs": len(p.run_medians), **(peer_fields(recs) if timed else {})})
         for run in s.runs:
             for rec in s.results.get(run.id, []):
                 vals = s.metric.values(rec.times, rec.bytes_per_sample, rec.messages_per_sample)
                 sm = summarize(vals).as_dict()
                 out.append({**base, "scope": "run", "size": rec.size, "run_ids": str(run.id),
-                            "runs": 1, **sm, "selected": run.selected_transport or ""})
+                            "runs": 1, **sm, "selected": run.selected_transport or "",
+                            **(peer_fields([rec]) if timed else {})})
     return [_clean(r) for r in out]
 
 

@@ -11,9 +11,12 @@ from typing import Any
 from .. import __version__
 from ..compare import Comparison, summary_sentence
 from ..hostprobe import run_core_to_core_ns
+from ..peer_stats import peer_fields
 from ..selection import Series, SizeEstimate, config_label
+from ..units import format_number
 from .charts import Line, line_chart, size_label
 from .model import TABLE_COLUMNS, Report
+from .prediction import prediction_section
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1400px;color:#222;
@@ -54,10 +57,8 @@ document.body.dataset.charts = String(document.querySelectorAll('svg.chart').len
 """
 
 
-def _f(v: float, digits: int = 4) -> str:
-    if v != v:
-        return "-"
-    return f"{v:.{digits}g}"
+def _f(v: float) -> str:
+    return format_number(v)
 
 
 def _ci(p: SizeEstimate) -> str:
@@ -191,27 +192,39 @@ def _provenance(report: Report) -> str:
 def _stats_tables(report: Report) -> str:
     parts = []
     for s in report.series:
+        # collectives also carry what OSU prints (fabench.peer_stats): the columns users
+        # check fabench against
+        peers = s.metric.source == "time" and any(
+            r.times_mean for recs in s.results.values() for r in recs)
         rows = [f"<details><summary>{escape(s.kernel)} {escape(s.label)}: "
                 f"{escape(_metric_title(s))}</summary><table><tr><th>size</th><th>N</th>"
                 "<th>runs</th><th>median</th><th>95% CI</th><th>mean</th><th>min</th>"
                 "<th>P5</th><th>P95</th><th>P99</th><th>CV</th><th>robust CV</th>"
-                "<th>repeat CV</th><th>far-out</th></tr>"]
+                "<th>repeat CV</th><th>far-out</th>"
+                + ("<th title='median over calls of the mean over ranks'>median rank mean</th>"
+                   "<th title='loop mean without barriers, averaged over ranks: what osu_* "
+                   "prints'>OSU avg</th>" if peers else "") + "</tr>"]
         for p in s.points:
             m = p.summary
             rcv = f"{p.repeat_cv:.2%}" if len(p.run_medians) >= 2 else "-"
+            extra = ""
+            if peers:
+                pf = peer_fields([r for recs in s.results.values() for r in recs
+                                  if r.size == p.size])
+                extra = "".join(f"<td>{'-' if v is None else _f(v)}</td>"
+                                for v in (pf["median_rank_mean"], pf["osu_avg"]))
             rows.append(f"<tr><td>{escape(size_label(p.size))}</td><td>{m.n}</td>"
                         f"<td>{len(p.run_medians)}</td><td>{_f(m.median)}</td><td>{_ci(p)}</td>"
                         f"<td>{_f(m.mean)}</td><td>{_f(m.min)}</td><td>{_f(m.p5)}</td>"
                         f"<td>{_f(m.p95)}</td><td>{_f(m.p99)}</td><td>{m.cv:.2%}</td>"
                         f"<td>{m.robust_cv:.2%}</td><td>{rcv}</td>"
-                        f"<td>{m.outliers_low + m.outliers_high}</td></tr>")
+                        f"<td>{m.outliers_low + m.outliers_high}</td>{extra}</tr>")
         rows.append("</table></details>")
         parts.append("".join(rows))
     return "".join(parts)
 
 
 def _prediction(report: Report) -> list[str]:
-    from .prediction import prediction_section  # the model's section (docs/model.md)
 
     section = prediction_section(report.series)
     return ["<h2>Prediction</h2>", section] if section else []

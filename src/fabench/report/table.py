@@ -5,56 +5,68 @@ from collections.abc import Iterable
 
 from ..analyse import SizeSummary, summarize_results
 from ..kernels import get_kernel
+from ..kernels.transport import stream_results
 from ..records import ResultRecord
-from ..units import format_size
-
-
-def _fmt(v: float) -> str:
-    if v != v:  # NaN
-        return "-"
-    if abs(v) >= 1e5:
-        return f"{v:.0f}"
-    if abs(v) >= 100:
-        return f"{v:.1f}"
-    return f"{v:.2f}"
+from ..textable import Col, header, row
+from ..units import format_number, format_size
 
 
 def header_lines(title: str, notes: Iterable[str] = ()) -> list[str]:
     return [f"# {title}", *[f"# {n}" for n in notes if n]]
 
 
-def size_table(rows: list[SizeSummary]) -> list[str]:
+SIZE_COLUMNS = (Col("Size", 9), *(Col(t, 11) for t in ("Median", "P5", "P95", "Mean", "Min",
+                                                        "Max")), Col("N", 7))
+
+
+# A collective's OSU-comparable figures (fabench.peer_stats) after the headline's.
+PEER_COLUMNS = (Col("RankMean", 11), Col("OSU avg", 11))
+
+
+def size_table(rows: list[SizeSummary], peers: bool = False) -> list[str]:
     if not rows:
         return ["# (no results)"]
     m = rows[0].metric
-    lines = [f"# {'Size':>9} {'Median':>11} {'P5':>11} {'P95':>11} {'Mean':>11} {'Min':>11}"
-             f" {'Max':>11} {'N':>7}   [{m.name}, {m.unit}, {m.better.value} is better]"]
+    cols = (*SIZE_COLUMNS, *(PEER_COLUMNS if peers else ()))
+    lines = [header(cols, f"   [{m.name}, {m.unit}, {m.better.value} is better]")]
     for r in rows:
         s = r.summary
         check = "" if r.validated is None else ("  validated" if r.validated else "  INVALID")
-        lines.append(f"  {format_size(r.size):>9} {_fmt(s.median):>11} {_fmt(s.p5):>11}"
-                     f" {_fmt(s.p95):>11} {_fmt(s.mean):>11} {_fmt(s.min):>11}"
-                     f" {_fmt(s.max):>11} {s.n:>7}{check}")
+        cells = [format_size(r.size), *(
+            format_number(v) for v in (s.median, s.p5, s.p95, s.mean, s.min, s.max)), str(s.n)]
+        if peers:
+            cells += [format_number(v) if v is not None else "-"
+                      for v in (r.median_rank_mean, r.osu_avg)]
+        lines.append(row(cols, cells, check))
+    if peers:
+        lines.append("# Median: slowest rank per call after a barrier (fabench's headline); "
+                     "RankMean: mean over ranks per call; OSU avg: loop mean without barriers, "
+                     "as osu_* prints")
     return lines
 
 
 def kernel_tables(kernel_name: str, results: list[ResultRecord]) -> list[str]:
     """One table per metric of the kernel (mbw_mr has bandwidth and message rate)."""
     lines: list[str] = []
-    for metric in get_kernel(kernel_name).metrics:
-        lines += size_table(summarize_results(kernel_name, results, metric))
+    kernel = get_kernel(kernel_name)
+    for metric in kernel.metrics:
+        lines += size_table(summarize_results(kernel_name, results, metric),
+                            peers=kernel.kind == "collective")
     return lines
 
 
 def summaries_json(kernel_name: str, results: list[ResultRecord],
                    context: dict[str, object]) -> list[str]:
     out = []
-    for metric in get_kernel(kernel_name).metrics:
+    kernel = get_kernel(kernel_name)
+    for metric in kernel.metrics:
         for r in summarize_results(kernel_name, results, metric):
             out.append(json.dumps({
                 **context, "size": r.size, "metric": metric.name, "unit": metric.unit,
                 "better": metric.better.value, "iterations": r.iterations,
-                "validated": r.validated, **r.summary.as_dict()}))
+                "validated": r.validated, "datatype": r.datatype, **r.summary.as_dict(),
+                **({"median_rank_mean": r.median_rank_mean, "osu_avg": r.osu_avg}
+                   if kernel.kind == "collective" else {})}))
     return out
 
 
@@ -74,7 +86,6 @@ _DETAIL_COLUMNS = (
 def transport_details(kernel_name: str, results: list[ResultRecord]) -> list[str]:
     """CPU use, CPU seconds per GB moved, retransmits, loss, and for tcp.streams each stream's
     median bandwidth (lowest..highest stream): the columns a transport tuning decision needs."""
-    from ..kernels_transport import stream_results
 
     cols = [c for c in _DETAIL_COLUMNS if any(c[0] in r.extra for r in results)]
     streams = {r.size: stream_results(r) for r in results}
@@ -95,12 +106,12 @@ def transport_details(kernel_name: str, results: list[ResultRecord]) -> list[str
             row += f" {fmt.format(v) if isinstance(v, int | float) and v == v else '-':>9}"
         if received:
             t = r.extra.get("timed_s") or 0
-            row += f" {_fmt(r.extra.get('received_bytes', 0) / t / 1e6) if t else '-':>10}"
+            row += f" {format_number(r.extra.get('received_bytes', 0) / t / 1e6) if t else '-':>10}"
         per = streams.get(r.size) or []
         if per:
             meds = [summarize_results(kernel_name, [s], get_kernel(kernel_name).primary)[0]
                     .summary.median for s in per]
-            row += (f"  {len(per)} streams: {_fmt(sorted(meds)[len(meds) // 2])}, "
-                    f"{_fmt(min(meds))}..{_fmt(max(meds))}")
+            row += (f"  {len(per)} streams: {format_number(sorted(meds)[len(meds) // 2])}, "
+                    f"{format_number(min(meds))}..{format_number(max(meds))}")
         lines.append(row)
     return lines

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ..errors import FabenchError
 from .state import (
+    NAME_RE,
     HostState,
     TestbedConfig,
     TestbedState,
@@ -34,6 +35,7 @@ from .state import (
     name_prefix,
     queue_us,
     run_dir,
+    state_path,
 )
 
 SUBNET_BASE = ipaddress.ip_network("10.77.0.0/16")
@@ -232,8 +234,6 @@ def create(name: str, config: TestbedConfig) -> TestbedState:
     """Create the testbed; on any failure (or Ctrl-C) remove what was made, then re-raise."""
     config.validate()
     prefix = name_prefix()
-    from .state import NAME_RE, state_path
-
     if not NAME_RE.match(name):
         raise FabenchError(f"testbed name {name!r}: 1-16 lower-case letters/digits, "
                            "starting with a letter")

@@ -2,7 +2,7 @@
 
 import shlex
 
-from .counters import read_host_counters
+from ..netcounters import read_host_counters
 from .plumbing import proc_start
 from .state import TestbedState, burst_for
 

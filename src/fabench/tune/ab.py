@@ -6,29 +6,21 @@ with it reverted; the journal makes sure a crash in between leaves `tune revert`
 """
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..compare import compare_selections
 from ..errors import FabenchError
-from ..kernels import get_kernel
-from ..launch import Launcher
 from ..plan import PlannedRun
 from ..provenance import host_provenance
 from ..runner import RunOutcome, execute_run
+from ..schedulers import Scheduler
 from ..store import Store
-from ..units import format_size
+from ..units import format_number, format_size
 from . import apply as ap
 from .profiles import Profile
 from .target import Target
-
-
-@dataclass
-class AbRun(PlannedRun):
-    """A planned run with the side it belongs to; the label keeps A and B apart in the store
-    (the comparison groups runs by configuration, and the label is part of it)."""
-
-    label: str = ""
 
 
 @dataclass
@@ -57,11 +49,8 @@ class SizeDelta:
             change = (f"/{1 / self.ratio:.3g} (/{1 / self.ratio_high:.3g} to "
                       f"/{1 / self.ratio_low:.3g})")
         return (f"{self.kernel} {self.metric} at {format_size(self.size)} {change}: "
-                f"{_fmt(self.median_a)} -> {_fmt(self.median_b)} {self.unit}, {self.verdict}")
-
-
-def _fmt(v: float) -> str:
-    return f"{v:.3g}" if abs(v) < 100 else f"{v:.0f}"
+                f"{format_number(self.median_a)} -> {format_number(self.median_b)} {self.unit}, "
+                f"{self.verdict}")
 
 
 @dataclass
@@ -75,24 +64,25 @@ class AbResult:
     changes: int = 0
 
 
-def variant_b(p: PlannedRun, profile: Profile) -> AbRun:
+def variant_b(p: PlannedRun, profile: Profile) -> PlannedRun:
+    """The run with the profile's runtime settings; the label keeps A and B apart in the store
+    (the comparison groups runs by configuration, and the label is part of it)."""
     extra = profile.kernel_args()
-    if extra and get_kernel(p.kernel).family != "tcp":
+    if extra and p.kernel.family != "tcp":
         raise FabenchError(f"profile {profile.name} sets socket options, which only fabench's "
-                           f"tcp.* kernels take ({p.kernel} does not)")
-    return AbRun(p.kernel, p.transport, p.ranks, p.mpi, p.repeat, [*p.kernel_args, *extra],
-                 {**p.env, **profile.runtime_env()}, p.timeout_s, label=profile.name)
+                           f"tcp.* kernels take ({p.kernel.name} does not)")
+    return replace(p, settings=replace(p.settings, extra=(*p.settings.extra, *extra)),
+                   env={**p.env, **profile.runtime_env()}, label=profile.name)
 
 
 def run_ab(profile: Profile, targets: list[Target], planned: list[PlannedRun],
-           launcher: Launcher, store_path: Path, journal_path: Path, *, rounds: int = 3,
+           launcher: Scheduler, store_path: Path, journal_path: Path, *, rounds: int = 3,
            ifaces: list[str] | None = None, tolerance: float = 0.03,
            on_progress: Callable[[str], None] | None = None) -> AbResult:
     if rounds < 1:
         raise FabenchError("--rounds must be >= 1")
     say = on_progress or (lambda _m: None)
-    sides = [(AbRun(**{**p.settings(), "label": "baseline"}), variant_b(p, profile))
-             for p in planned]
+    sides = [(replace(p, label="baseline"), variant_b(p, profile)) for p in planned]
     # Fail before measuring anything if the profile cannot be applied here.
     plan = ap.make_plan(profile, targets, ifaces=ifaces)
     if ap.jr.load(journal_path) is not None:
@@ -103,7 +93,7 @@ def run_ab(profile: Profile, targets: list[Target], planned: list[PlannedRun],
             "profile": profile.name, "rounds": rounds,
             "targets": [t.name for t in targets],
             "changes": [f"{c.tgt.name}: {c.label}" for c in plan.changes],
-            "runs": [a.settings() for a, _ in sides]}, host_provenance())
+            "runs": [a.record() for a, _ in sides]}, host_provenance())
         result = AbResult(cid, changes=len(plan.changes))
         try:
             for r in range(rounds):
@@ -125,7 +115,8 @@ def run_ab(profile: Profile, targets: list[Target], planned: list[PlannedRun],
     return result
 
 
-def _measure_b(store: Store, launcher: Launcher, cid: int, sides: list[tuple[AbRun, AbRun]],
+def _measure_b(store: Store, launcher: Scheduler, cid: int,
+               sides: list[tuple[PlannedRun, PlannedRun]],
                profile: Profile, targets: list[Target], ifaces: list[str] | None,
                journal_path: Path, result: AbResult, rnd: int, say: Callable[[str], None]
                ) -> None:
@@ -145,9 +136,9 @@ def _measure_b(store: Store, launcher: Launcher, cid: int, sides: list[tuple[AbR
             say(f"round {rnd + 1}: reverted")
 
 
-def _record(result: AbResult, side: str, p: AbRun, oc: RunOutcome, rnd: int,
+def _record(result: AbResult, side: str, p: PlannedRun, oc: RunOutcome, rnd: int,
             say: Callable[[str], None]) -> None:
-    key = f"{p.kernel} {p.transport} np={p.ranks}"
+    key = f"{p.kernel.name} {p.transport} np={p.ranks}"
     if oc.status != "ok":
         result.failed.append(f"{side} round {rnd + 1} {key}: {oc.status} ({oc.reason})")
         say(f"round {rnd + 1} {side} {key}: {oc.status} ({oc.reason})")
@@ -170,8 +161,6 @@ def compare_runs(store: Store, ids_a: list[int], ids_b: list[int], tolerance: fl
                  ) -> list[tuple[list[SizeDelta], str]]:
     """The statistics module's comparison (difference and ratio of medians, bootstrap CIs,
     verdict within a noise band) of the A runs against the B runs."""
-    from ..compare import compare_selections
-
     out = []
     for c in compare_selections(store, [f"run:{i}" for i in ids_a],
                                 [f"run:{i}" for i in ids_b], tolerance=tolerance):

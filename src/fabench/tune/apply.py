@@ -10,15 +10,17 @@ from typing import Any
 
 from ..errors import FabenchError
 from . import journal as jr
-from . import state
+from . import readers, sysctl_scope
 from .journal import Change, Journal
 from .profiles import (
     CpuSetting,
+    LosslessSetting,
     MtuSetting,
     NumaSetting,
     OffloadSetting,
     Profile,
     QuickackSetting,
+    RtoMinSetting,
     SysctlSetting,
 )
 from .target import Target, TargetError, sysctl_path
@@ -78,17 +80,28 @@ def make_plan(profile: Profile, targets: list[Target], *, ifaces: list[str] | No
 
 def _plan_target(plan: Plan, profile: Profile, t: Target, ifaces: list[str] | None) -> None:
     tj = t.to_json()
-    links = state.interfaces(t)
+    links = readers.interfaces(t)
     if t.meta.get("role") == "switch":
         _plan_switch(plan, profile, t, links)
         return
     offload_wants: dict[str, dict[str, bool]] = {}
+    # One change per route: `ip route change` replaces every metric, so quickack and rto_min
+    # on the same route must be written together.
+    route_wants: dict[str, dict[str, str]] = {}
     for s in profile.system_settings:
         if isinstance(s, SysctlSetting):
             label = s.name
             if s.name in NOOP_SYSCTLS:
                 plan.skipped.append(Skipped(t.name, label, NOOP_SYSCTLS[s.name]))
                 continue
+            if not t.host_wide:
+                scope = sysctl_scope.decide([s.name])[s.name]
+                if not scope.namespaced:
+                    # Written "inside" a namespace, a host-wide key is written for the host.
+                    plan.skipped.append(Skipped(
+                        t.name, label, f"refused on a namespace target: {scope.label} "
+                        f"({scope.how}); apply it to the host with --host-wide"))
+                    continue
             path = sysctl_path(s.name)
             raw = t.read(path)
             if raw is None:
@@ -101,8 +114,8 @@ def _plan_target(plan: Plan, profile: Profile, t: Target, ifaces: list[str] | No
                     t.name, label, "read-only in a network namespace: a host-wide setting "
                     "(apply on the host with --host-wide)" if not t.host_wide else "read-only"))
                 continue
-            new = merge_fields(state.normalize(raw), state.normalize(s.value), s.match)
-            if new == state.normalize(raw):
+            new = merge_fields(readers.normalize(raw), readers.normalize(s.value), s.match)
+            if new == readers.normalize(raw):
                 plan.unchanged.append(f"{t.name}: {label} = {new}")
                 continue
             plan.changes.append(Change(tj, "file", path, raw, new, label))
@@ -110,7 +123,7 @@ def _plan_target(plan: Plan, profile: Profile, t: Target, ifaces: list[str] | No
             for iface in links:
                 if not _iface_ok(t, s, iface, ifaces):
                     continue
-                cur = state.mtu(t, iface)
+                cur = readers.mtu(t, iface)
                 if cur == s.value:
                     plan.unchanged.append(f"{t.name}: {iface} mtu = {cur}")
                 elif cur is not None:
@@ -119,16 +132,17 @@ def _plan_target(plan: Plan, profile: Profile, t: Target, ifaces: list[str] | No
             for iface in links:
                 if _iface_ok(t, s, iface, ifaces):
                     offload_wants.setdefault(iface, {})[s.long_name] = s.value == "on"
-        elif isinstance(s, QuickackSetting):
-            for r in state.routes(t):
+        elif isinstance(s, QuickackSetting | RtoMinSetting):
+            for r in readers.routes(t):
                 if r.dev is None or not _iface_ok(t, s, r.dev, ifaces):
                     continue
-                if (r.quickack or 0) == s.value:
-                    plan.unchanged.append(f"{t.name}: route {r.line}")
-                    continue
-                plan.changes.append(Change(tj, "route", r.line.split()[0], r.line,
-                                           _route_with(r.line, s.value),
-                                           f"route {r.line.split()[0]} quickack"))
+                if isinstance(s, QuickackSetting):
+                    want, have = ("quickack", str(s.value)), str(r.quickack or 0)
+                else:
+                    want, have = ("rto_min", s.value), f"{r.rto_min_ms}ms"
+                attrs = route_wants.setdefault(r.line, {})
+                if have != want[1]:
+                    attrs[want[0]] = want[1]
         elif isinstance(s, CpuSetting):
             if not t.host_wide:
                 plan.skipped.append(Skipped(t.name, f"cpu {s.name}", "host-wide: the CPUs "
@@ -138,8 +152,23 @@ def _plan_target(plan: Plan, profile: Profile, t: Target, ifaces: list[str] | No
         elif isinstance(s, NumaSetting):
             plan.skipped.append(Skipped(t.name, "numa placement", "chosen per run (bind ranks "
                                         "to the NIC's NUMA node); not a system setting"))
+        elif isinstance(s, LosslessSetting):
+            plan.skipped.append(Skipped(t.name, "lossless RoCE", "audit only: PFC, trust and "
+                                        "ECN must match the switch, so fabench reports them "
+                                        "and changes none"))
     for iface, wants in offload_wants.items():
         _plan_offloads(plan, t, iface, wants)
+    for line, attrs in route_wants.items():
+        dst = line.split()[0]
+        if not attrs:
+            plan.unchanged.append(f"{t.name}: route {line}")
+            continue
+        new_line = line
+        for attr, value in attrs.items():
+            new_line = route_with(new_line, attr, value)
+        plan.changes.append(Change(tj, "route", dst, line, new_line,
+                                   f"route {dst} " + " ".join(f"{k} {v}"
+                                                              for k, v in attrs.items())))
 
 
 def _plan_switch(plan: Plan, profile: Profile, t: Target, links: list[str]) -> None:
@@ -150,26 +179,43 @@ def _plan_switch(plan: Plan, profile: Profile, t: Target, links: list[str]) -> N
     for s in profile.system_settings:
         if isinstance(s, MtuSetting):
             for iface in ifaces:
-                cur = state.mtu(t, iface)
+                cur = readers.mtu(t, iface)
                 if cur is not None and cur != s.value:
                     plan.changes.append(Change(t.to_json(), "mtu", iface, cur, s.value,
                                                f"{iface} mtu (switch)"))
 
 
-def _route_with(line: str, quickack: int) -> str:
+# Route metrics `ip route show` prints with " lock" that `ip route change` does not take
+# back in that form: rto_min is always locked, and its parser refuses the word.
+_LOCK_IMPLIED = {"rto_min"}
+
+
+def route_args(line: str) -> list[str]:
+    """A route as `ip route show` prints it -> the arguments `ip route change` accepts."""
     toks = [x for x in line.split() if x not in _ROUTE_FLAGS]
-    if "quickack" in toks:
-        i = toks.index("quickack")
+    out: list[str] = []
+    for i, tok in enumerate(toks):
+        if tok == "lock" and i > 0 and toks[i - 1] in _LOCK_IMPLIED:
+            continue
+        out.append(tok)
+    return out
+
+
+def route_with(line: str, attr: str, value: str) -> str:
+    """The route with one metric set (replacing its old value, and its " lock")."""
+    toks = route_args(line)
+    if attr in toks:
+        i = toks.index(attr)
         del toks[i:i + 2]
-    return " ".join([*toks, "quickack", str(quickack)])
+    return " ".join([*toks, attr, value])
 
 
 def _plan_offloads(plan: Plan, t: Target, iface: str, wants: dict[str, bool]) -> None:
-    feats = state.offloads(t, iface)
+    feats = readers.offloads(t, iface)
     if feats is None:
         plan.skipped.append(Skipped(t.name, f"{iface} offloads", "ethtool -k failed"))
         return
-    leaves = state.leaf_features(feats)
+    leaves = readers.leaf_features(feats)
     new: dict[str, bool] = {}
     for name, on in wants.items():
         if name not in feats:
@@ -192,14 +238,14 @@ def _plan_offloads(plan: Plan, t: Target, iface: str, wants: dict[str, bool]) ->
 def _plan_cpu(plan: Plan, t: Target, s: CpuSetting) -> None:
     tj = t.to_json()
     if s.name == "governor":
-        govs = state.cpu_governors(t)
+        govs = readers.cpu_governors(t)
         if not govs:
             plan.skipped.append(Skipped(t.name, "cpu governor", "no cpufreq on this host"))
         for path, cur in govs.items():
             if cur != s.value:
                 plan.changes.append(Change(tj, "file", path, cur, s.value, "cpu governor"))
     elif s.name == "turbo":
-        tf = state.turbo_file(t)
+        tf = readers.turbo_file(t)
         if tf is None:
             plan.skipped.append(Skipped(t.name, "cpu turbo", "turbo control not exposed"))
             return
@@ -210,7 +256,7 @@ def _plan_cpu(plan: Plan, t: Target, s: CpuSetting) -> None:
         if cur != want:
             plan.changes.append(Change(tj, "file", path, cur, want, "cpu turbo"))
     elif s.name == "smt":
-        control, _ = state.smt(t)
+        control, _ = readers.smt(t)
         if control not in ("on", "off"):
             plan.skipped.append(Skipped(t.name, "cpu smt", f"SMT control is {control}"))
         elif control != s.value:
@@ -229,7 +275,7 @@ def _set(c: Change, value: Any) -> None:
     elif c.kind == "offloads":
         _set_features(t, c.key, {k: bool(v) for k, v in value.items()})
     elif c.kind == "route":
-        t.run(["ip", "route", "change", *str(value).split()])
+        t.run(["ip", "route", "change", *route_args(str(value))])
     else:
         raise FabenchError(f"journal: unknown change kind {c.kind!r}")
 
@@ -238,8 +284,8 @@ def _set_features(t: Target, iface: str, want: dict[str, bool]) -> None:
     # Features depend on each other (TSO needs SG): a second pass sets what the first one's
     # order prevented.
     for _ in range(3):
-        feats = state.offloads(t, iface) or {}
-        leaves = state.leaf_features(feats)
+        feats = readers.offloads(t, iface) or {}
+        leaves = readers.leaf_features(feats)
         diff = {k: v for k, v in want.items() if k in leaves and leaves[k] != v}
         if not diff:
             return
@@ -252,12 +298,12 @@ def current(c: Change) -> Any:
     if c.kind == "file":
         return t.read(c.key)
     if c.kind == "mtu":
-        return state.mtu(t, c.key)
+        return readers.mtu(t, c.key)
     if c.kind == "offloads":
-        return state.leaf_features(state.offloads(t, c.key) or {})
+        return readers.leaf_features(readers.offloads(t, c.key) or {})
     if c.kind == "route":
         dst = c.key
-        for r in state.routes(t):
+        for r in readers.routes(t):
             if r.line.split()[0] == dst:
                 return r.line
         return None
@@ -266,12 +312,13 @@ def current(c: Change) -> Any:
 
 def matches(c: Change, value: Any, now: Any) -> bool:
     if c.kind == "file":
-        return now is not None and state.normalize(str(now)) == state.normalize(str(value))
+        return now is not None and readers.normalize(str(now)) == readers.normalize(str(value))
     if c.kind == "offloads":
         return all(now.get(k) == v for k, v in value.items())
     if c.kind == "route":
-        norm = [x for x in str(now or "").split() if x not in _ROUTE_FLAGS]
-        return norm == [x for x in str(value).split() if x not in _ROUTE_FLAGS]
+        # The kernel prints metrics in its own order, not the order they were given in.
+        a, b = route_args(str(now or "")), route_args(str(value))
+        return a[:1] == b[:1] and sorted(a) == sorted(b)
     return bool(now == value)
 
 
@@ -370,4 +417,4 @@ def revert(journal_path: Path) -> RevertReport:
 def show_value(v: Any) -> str:
     if isinstance(v, dict):
         return ", ".join(f"{k} {'on' if x else 'off'}" for k, x in v.items())
-    return state.normalize(str(v)) if v is not None else "(absent)"
+    return readers.normalize(str(v)) if v is not None else "(absent)"

@@ -8,61 +8,83 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass
+import time
 from pathlib import Path
 from typing import Any
 
-from . import state, topology
+from .. import host_topology as topology
+from ..errors import FabenchError
+from . import delack, readers, roce_read, sysctl_scope
+from . import lossless as lossless_
 from .apply import NOOP_SYSCTLS, merge_fields
+from .findings import Finding
 from .profiles import (
     CpuSetting,
     EnvSetting,
+    LosslessSetting,
     MtuSetting,
     NumaSetting,
     OffloadSetting,
     Profile,
     QuickackSetting,
+    RtoMinSetting,
     SocketSetting,
     SysctlSetting,
 )
-from .target import Target, sysctl_path
+from .target import Target
 
-# [measured] (checked on this kernel): writable inside a child network namespace.
-PER_NETNS = {"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_notsent_lowat",
-             "net.ipv4.tcp_autocorking", "net.ipv4.tcp_slow_start_after_idle",
-             "net.ipv4.tcp_mtu_probing", "net.ipv4.tcp_congestion_control"}
 FACTS = "[measured] (verified on this host)"
 
 
-@dataclass
-class Finding:
-    target: str
-    area: str  # sysctl, mtu, offload, delayed-ack, numa, irq, cpu, env, socket, interfaces
-    item: str
-    current: str
-    recommended: str
-    status: str  # ok, differs, no-op, info, unknown
-    scope: str  # per-netns, host-wide, root-ns only, per-interface, run-time
-    why: str = ""
-    source: str = ""
-    risk: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def check(profile: Profile | None, targets: list[Target]) -> list[Finding]:
+def check(profile: Profile | None, targets: list[Target], window: float = 0.0
+          ) -> list[Finding]:
+    """The audit. `window` > 0: NIC counters are read, then read again that many seconds
+    later, and judged over the interval (a PFC storm shows only as counters that grow)."""
+    lossless = [s for s in profile.settings if isinstance(s, LosslessSetting)] \
+        if profile else []
+    before = [roce_read.snapshot(targets, s) for s in lossless] if window > 0 else []
+    if before:
+        time.sleep(window)
     out: list[Finding] = []
+    evidence: list[list[lossless_.Evidence]] = [[] for _ in lossless]
     for t in targets:
-        if t.meta.get("role") != "switch":  # a testbed's switch only follows its hosts' MTU
-            out += check_target(profile, t)
-    return out
+        if t.meta.get("role") == "switch":  # a testbed's switch only follows its hosts' MTU
+            continue
+        out += check_target(profile, t)
+        for k, s in enumerate(lossless):
+            found, evs = _lossless(t, s, before[k] if before else None)
+            out += found
+            evidence[k] += evs
+    switch_mtus = {f"{t.name}/{link.name}": m for t in targets
+                   if t.meta.get("role") == "switch" for link in readers.links(t)
+                   if not link.down and link.name != "lo"
+                   and (m := readers.mtu(t, link.name)) is not None}
+    for evs in evidence:
+        out += lossless_.judge_fabric(evs, switch_mtus)
+    return out + delack_probe(profile.settings if profile else [])
+
+
+def _lossless(t: Target, s: LosslessSetting, before: roce_read.Snapshot | None
+              ) -> tuple[list[Finding], list[lossless_.Evidence]]:
+    ifaces, ports, why = roce_read.audited_interfaces(t, s)
+    found = [Finding(t.name, "lossless", "interfaces audited", ", ".join(ifaces) or "none",
+                     "-", "info", _iface_scope(t), why)]
+    evs = []
+    now = time.monotonic()
+    for i in ifaces:
+        ev = roce_read.read_evidence(t, i, ports)
+        win = None
+        if before is not None and (t.name, i) in before.counters:
+            win = lossless_.Window(before.counters[(t.name, i)], now - before.taken)
+        found += lossless_.judge(ev, s, win)
+        evs.append(ev)
+    return found, evs
 
 
 def check_target(profile: Profile | None, t: Target) -> list[Finding]:
     found: list[Finding] = []
     covered: set[str] = set()
-    all_links = [link for link in state.links(t) if link.name != "lo"]
+    all_links = [link for link in readers.links(t) if link.name != "lo"]
     # A link that is down carries no traffic: advice on its MTU, offloads, routes or NUMA
     # node would be noise (virtual ifb devices sit down on many hosts).
     links = [link.name for link in all_links if not link.down]
@@ -72,29 +94,31 @@ def check_target(profile: Profile | None, t: Target) -> list[Finding]:
     for s in settings:
         covered.add(s.kind)
         if isinstance(s, SysctlSetting):
-            found.append(_sysctl_finding(t, s, scopes.get(s.name, "?")))
+            found.append(_sysctl_finding(t, s, scopes.get(s.name)))
         elif isinstance(s, MtuSetting):
             for i in (i for i in links if s.matches(i)):
-                cur = state.mtu(t, i)
+                cur = readers.mtu(t, i)
                 found.append(Finding(t.name, "mtu", f"{i} mtu", str(cur), str(s.value),
                                      "ok" if cur == s.value else "differs",
                                      _iface_scope(t), s.why, s.source, s.risk))
         elif isinstance(s, OffloadSetting):
             for i in (i for i in links if s.matches(i)):
-                feats = state.offloads(t, i)
-                on = state.feature_on(feats, s.long_name) if feats else None
+                feats = readers.offloads(t, i)
+                on = readers.feature_on(feats, s.long_name) if feats else None
                 cur = "unknown" if on is None else ("on" if on else "off")
                 st = "unknown" if on is None else ("ok" if cur == s.value else "differs")
                 found.append(Finding(t.name, "offload", f"{i} {s.long_name}", cur, s.value,
                                      st, _iface_scope(t), s.why, s.source, s.risk))
-        elif isinstance(s, QuickackSetting):
-            found += _quickack(t, links, s.value, s.why, s.source, s.risk, s)
+        elif isinstance(s, QuickackSetting | RtoMinSetting):
+            found += _routes(t, links, s)
         elif isinstance(s, CpuSetting):
             found += _cpu(t, s.name, s.value, s.why, s.source, s.risk)
         elif isinstance(s, NumaSetting):
             found += _numa(t, links, s.why, s.source, s.risk)
         elif isinstance(s, EnvSetting):
             found.append(_env(t, s))
+        elif isinstance(s, LosslessSetting):
+            pass  # check() reads the NICs, and judges the fabric across targets
         elif isinstance(s, SocketSetting):
             want = ("set" if s.value else "unset") if s.name in ("nodelay", "quickack") \
                 else str(s.value)
@@ -105,13 +129,13 @@ def check_target(profile: Profile | None, t: Target) -> list[Finding]:
         found.append(_skipped_down(t, down))
     if "mtu" not in covered:
         for i in links:
-            found.append(Finding(t.name, "mtu", f"{i} mtu", str(state.mtu(t, i)), "-",
+            found.append(Finding(t.name, "mtu", f"{i} mtu", str(readers.mtu(t, i)), "-",
                                  "info", _iface_scope(t)))
     if "offload" not in covered:
         for i in links:
-            feats = state.offloads(t, i)
+            feats = readers.offloads(t, i)
             if feats:
-                desc = ", ".join(f"{n} {'on' if state.feature_on(feats, long) else 'off'}"
+                desc = ", ".join(f"{n} {'on' if readers.feature_on(feats, long) else 'off'}"
                                  for n, long in (("rx", "rx-checksumming"),
                                                  ("tx", "tx-checksumming"),
                                                  ("tso", "tcp-segmentation-offload"),
@@ -121,8 +145,8 @@ def check_target(profile: Profile | None, t: Target) -> list[Finding]:
                 found.append(Finding(t.name, "offload", f"{i} offloads", desc, "-", "info",
                                      _iface_scope(t), "with TSO/GSO/GRO on, MTU barely "
                                      "matters on veth (64 KB GSO frames)", FACTS))
-    if "quickack" not in covered:
-        found += _quickack(t, links, None, "", "", "")
+    if not covered & {"quickack", "rto_min"}:
+        found += _routes(t, links, None)
     found += _low_latency_note(t, settings)
     if "numa" not in covered:
         found += _numa(t, links, "the NIC-near cores cut latency (004: 1.9 -> 1.4 us)",
@@ -139,41 +163,25 @@ def _iface_scope(t: Target) -> str:
     return "per-interface (this host)" if t.host_wide else "per-interface (namespace)"
 
 
-def _sysctl_scopes(t: Target, names: list[str]) -> dict[str, str]:
-    """Whether each sysctl is per network namespace, decided by trying a throwaway namespace
-    (the kernel's answer, not a table), falling back to [measured]'s list."""
-    out: dict[str, str] = {}
-    if not names:
-        return out
-    if not t.host_wide:
-        for n in names:
-            p = sysctl_path(n)
-            if t.read(p) is None:
-                out[n] = "root-ns only"
-            else:
-                out[n] = "per-netns" if t.writable(p) else "host-wide (read-only here)"
-        return out
-    script = "; ".join(
-        f'if [ ! -e {sysctl_path(n)} ]; then echo absent; elif [ -w {sysctl_path(n)} ]; '
-        f'then echo rw; else echo ro; fi' for n in names)
-    if shutil.which("unshare"):
-        p = subprocess.run(["unshare", "--net", "sh", "-c", script], capture_output=True,
-                           text=True, check=False)
-        res = p.stdout.split()
-        if p.returncode == 0 and len(res) == len(names):
-            for n, r in zip(names, res, strict=True):
-                out[n] = {"rw": "per-netns", "ro": "host-wide (read-only in namespaces)",
-                          "absent": "root-ns only"}[r]
-            return out
-    for n in names:
-        out[n] = "per-netns" if n in PER_NETNS else ("host-wide" if n.startswith("net.core")
-                                                     else "?")
-    return out
+def _sysctl_scopes(t: Target, names: list[str]) -> dict[str, sysctl_scope.Scope]:
+    """Whether each sysctl follows the network namespace, as the kernel decides it (see
+    sysctl_scope): the same answer for every target of this kernel."""
+    return sysctl_scope.decide(names) if names else {}
 
 
-def _sysctl_finding(t: Target, s: SysctlSetting, scope: str) -> Finding:
-    st = state.sysctl(t, s.name)
-    rec = {"exact": "", "at-least": ">= ", "at-most": "<= "}[s.match] + state.normalize(s.value)
+def _scope_label(t: Target, sc: sysctl_scope.Scope | None) -> str:
+    if sc is None:
+        return "?"
+    if t.host_wide or sc.namespaced:
+        return sc.label
+    # On a namespace target the value read is the host's own: apply refuses to write it.
+    return f"{sc.label}: shared with the host, not applied here"
+
+
+def _sysctl_finding(t: Target, s: SysctlSetting, sc: sysctl_scope.Scope | None) -> Finding:
+    scope = _scope_label(t, sc)
+    st = readers.sysctl(t, s.name)
+    rec = {"exact": "", "at-least": ">= ", "at-most": "<= "}[s.match] + readers.normalize(s.value)
     if s.name in NOOP_SYSCTLS:
         return Finding(t.name, "sysctl", s.name, st.value or "(absent here)", rec, "no-op",
                        scope,
@@ -182,16 +190,17 @@ def _sysctl_finding(t: Target, s: SysctlSetting, scope: str) -> Finding:
     if st.value is None:
         return Finding(t.name, "sysctl", s.name, "(absent)", rec, "unknown", scope,
                        s.why, s.source, s.risk)
-    ok = merge_fields(st.value, state.normalize(s.value), s.match) == st.value
+    ok = merge_fields(st.value, readers.normalize(s.value), s.match) == st.value
+    why = f"{s.why}; scope: {sc.how}" if sc else s.why
     return Finding(t.name, "sysctl", s.name, st.value, rec, "ok" if ok else "differs",
-                   scope, s.why, s.source, s.risk)
+                   scope, why, s.source, s.risk)
 
 
 def _low_latency_note(t: Target, settings: list[Any]) -> list[Finding]:
     name = "net.ipv4.tcp_low_latency"
     if any(isinstance(s, SysctlSetting) and s.name == name for s in settings):
         return []
-    st = state.sysctl(t, name)
+    st = readers.sysctl(t, name)
     if st.value is None:
         return []
     return [Finding(t.name, "sysctl", name, st.value, "(any)", "no-op", "root-ns only",
@@ -199,32 +208,84 @@ def _low_latency_note(t: Target, settings: list[Any]) -> list[Finding]:
                     f"[001]; {FACTS}", "none")]
 
 
-def _skipped_down(t: Target, down: list[state.Link]) -> Finding:
+def _skipped_down(t: Target, down: list[readers.Link]) -> Finding:
     return Finding(t.name, "interfaces", "skipped: down",
                    ", ".join(f"{link.name} ({link.down})" for link in down), "-", "info",
                    _iface_scope(t), "a link that is down carries no traffic, so its MTU, "
                    "offloads, routes and NUMA node are not checked")
 
 
-def _quickack(t: Target, links: list[str], want: int | None, why: str, source: str,
-              risk: str, s: QuickackSetting | None = None) -> list[Finding]:
+def _routes(t: Target, links: list[str], s: QuickackSetting | RtoMinSetting | None
+            ) -> list[Finding]:
+    """Each route's delayed-ACK attributes: against a setting, or as information."""
     out = []
-    for r in state.routes(t):
+    for r in readers.routes(t):
         # Only routes over links that are up (a route over a link without carrier stays in
         # the table, flagged linkdown).
         if r.dev not in links or (s is not None and not s.matches(r.dev)):
             continue
-        cur = str(r.quickack or 0)
-        if want is None:
-            out.append(Finding(t.name, "delayed-ack", f"route {r.line.split()[0]} quickack",
-                               cur, "-", "info", "per-route",
-                               "without quickack a small reply waits for the delayed ACK: "
-                               "Nagle x delayed ACK costs ~44 ms per round trip", FACTS))
+        dst = r.line.split()[0]
+        qa = str(r.quickack or 0)
+        rto = f"{r.rto_min_ms}ms" if r.rto_min_ms is not None else "unset"
+        if s is None:
+            out.append(Finding(t.name, "delayed-ack", f"route {dst} delayed ACK",
+                               f"quickack {qa}, rto_min {rto}", "-", "info", "per-route",
+                               "without quickack (or an rto_min this kernel derives the "
+                               "delayed-ACK ceiling from) a small reply waits for the delayed "
+                               "ACK: Nagle x delayed ACK costs ~44 ms per round trip", FACTS))
+        elif isinstance(s, QuickackSetting):
+            out.append(Finding(t.name, "delayed-ack", f"route {dst} quickack", qa,
+                               str(s.value), "ok" if qa == str(s.value) else "differs",
+                               "per-route", s.why, s.source, s.risk))
         else:
-            out.append(Finding(t.name, "delayed-ack", f"route {r.line.split()[0]} quickack",
-                               cur, str(want), "ok" if cur == str(want) else "differs",
-                               "per-route", why, source, risk))
+            out.append(Finding(t.name, "delayed-ack", f"route {dst} rto_min", rto, s.value,
+                               "ok" if rto == s.value else "differs", "per-route", s.why,
+                               s.source, s.risk))
     return out
+
+
+def delack_probe(settings: list[Any]) -> list[Finding]:
+    """Whether this kernel honours the profile's delayed-ACK change, measured now in two
+    throwaway namespaces (delack.measure): a claim about the user's kernel, not ours."""
+    modes = ["default"]
+    for s in settings:
+        if isinstance(s, RtoMinSetting) and f"rto_min {s.value}" not in modes:
+            modes.append(f"rto_min {s.value}")
+        elif isinstance(s, QuickackSetting) and s.value == 1 and "quickack 1" not in modes:
+            modes.append("quickack 1")
+    if len(modes) == 1:
+        return []
+    if os.geteuid() != 0:
+        return [Finding("kernel", "delayed-ack", "delayed ACK on this kernel",
+                        "not measured (needs root for two throwaway namespaces)", "-",
+                        "unknown", "host-wide")]
+    try:
+        res = delack.measure(modes)
+    except FabenchError as exc:
+        return [Finding("kernel", "delayed-ack", "delayed ACK on this kernel",
+                        f"not measured: {exc}", "-", "unknown", "host-wide")]
+    base = res.median("default")
+    parts = [f"default {_ms(base)}"]
+    worked, ignored = [], []
+    for m in modes[1:]:
+        med = res.median(m)
+        parts.append(f"{m}: {_ms(med)}")
+        # A change the kernel honours shortens the stall by far more than the noise of a
+        # loaded host (the default waits for a timer of tens of ms).
+        (worked if med < base / 2 else ignored).append(m)
+    why = ("write 100 B, write 100 B, read 8 B (Nagle x delayed ACK), medians of "
+           f"{len(res.samples['default'])} round trips per mode, measured now in two "
+           "throwaway namespaces with the route change tune apply makes")
+    if ignored:
+        why += f"; this kernel ignores {', '.join(ignored)} for delayed ACKs"
+    return [Finding("kernel", "delayed-ack", "delayed ACK on this kernel", "; ".join(parts),
+                    ", ".join(worked) or "-", "ok" if not ignored else "differs", "host-wide",
+                    why, "[001] (optimization 4); [measured] (on this host, now)",
+                    "rto_min also lowers the retransmission timeout floor")]
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms"
 
 
 def _device_dir(t: Target, iface: str) -> Path | None:
@@ -323,18 +384,18 @@ def _cpu(t: Target, name: str, want: str | None, why: str, source: str, risk: st
     source = source or "[000]"
     scope = "host-wide" + ("" if t.host_wide else " (shared by every namespace)")
     if name == "governor":
-        govs = state.cpu_governors(t)
+        govs = readers.cpu_governors(t)
         cur = ", ".join(sorted(set(govs.values()))) if govs else \
             "not exposed (no cpufreq: a VM or fixed frequency)"
     elif name == "turbo":
-        tf = state.turbo_file(t)
+        tf = readers.turbo_file(t)
         if tf is None:
             cur = "not exposed (no intel_pstate/no_turbo or cpufreq/boost)"
         else:
             v = t.read(tf[0])
             cur = ("off" if v == "1" else "on") if tf[1] else ("on" if v == "1" else "off")
     else:
-        control, active = state.smt(t)
+        control, active = readers.smt(t)
         cur = f"control {control}, active {active}" if control else "not exposed"
     if want is None:
         st = "info"

@@ -101,6 +101,38 @@ class QuickackSetting(_PerInterface):
     value: Literal[0, 1]
 
 
+_RTO_MIN = re.compile(r"(\d{1,7})(ms|s)")
+
+
+def rto_min_ms(text: str) -> int:
+    """`5ms` or `1s` as milliseconds; iproute2 takes raw jiffies for a bare number, so a
+    unit is required."""
+    m = _RTO_MIN.fullmatch(text.strip())
+    if not m:
+        raise ValueError(f"not a time for rto_min: {text!r} (examples: 5ms, 1s)")
+    return int(m.group(1)) * (1000 if m.group(2) == "s" else 1)
+
+
+class RtoMinSetting(_PerInterface):
+    """Per-route minimum RTO; on kernels that derive the delayed-ACK ceiling from it (the
+    audit measures whether this one does), it also bounds the delayed ACK ([001] opt. 4)."""
+
+    kind: Literal["rto_min"]
+    value: str
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _time(cls, v: Any) -> str:
+        ms = rto_min_ms(str(v))
+        if not 1 <= ms <= 120_000:
+            raise ValueError(f"rto_min {v!r} is outside 1ms..120s")
+        return f"{ms}ms"
+
+    @property
+    def ms(self) -> int:
+        return rto_min_ms(self.value)
+
+
 class CpuSetting(_Setting):
     kind: Literal["cpu"]
     name: Literal["governor", "turbo", "smt"]
@@ -110,6 +142,19 @@ class CpuSetting(_Setting):
 class NumaSetting(_Setting):
     kind: Literal["numa"]
     value: Literal["nic-local"] = "nic-local"
+
+
+class LosslessSetting(_PerInterface):
+    """Audit only: what makes RoCE traffic lossless on a host, for the priority it travels
+    on (PFC, trust mode and DSCP mapping, ECN/DCQCN, MTU) and the NIC counters that show
+    whether the fabric behaves (pauses, ECN marks, CNPs, drops)."""
+
+    kind: Literal["lossless"]
+    priority: int = Field(default=3, ge=0, le=7)  # the lossless priority RoCE should use
+    trust: Literal["pcp", "dscp"] | None = None  # None: either, as long as RoCE lands on it
+    dscp: int | None = Field(default=None, ge=0, le=63)  # the DSCP RoCE should carry
+    ecn: bool = True  # ECN/DCQCN wanted on the RoCE priority
+    mtu: int | None = Field(default=None, ge=256, le=65535)  # the fabric's MTU, if fixed
 
 
 class EnvSetting(_Setting):
@@ -152,11 +197,12 @@ class SocketSetting(_Setting):
 
 
 Setting = Annotated[
-    SysctlSetting | MtuSetting | OffloadSetting | QuickackSetting | CpuSetting | NumaSetting
-    | EnvSetting | SocketSetting,
+    SysctlSetting | MtuSetting | OffloadSetting | QuickackSetting | RtoMinSetting | CpuSetting
+    | NumaSetting | EnvSetting | SocketSetting | LosslessSetting,
     Field(discriminator="kind"),
 ]
-KINDS = ("sysctl", "mtu", "offload", "quickack", "cpu", "numa", "env", "socket")
+KINDS = ("sysctl", "mtu", "offload", "quickack", "rto_min", "cpu", "numa", "env", "socket",
+         "lossless")
 
 
 class Profile(BaseModel):

@@ -12,16 +12,15 @@ would otherwise write old values into that process's namespace, possibly the hos
 `verify` refuses then, and refuses any target that resolves to this host's namespace.
 """
 
-import os
 import shutil
 import subprocess
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 from ..errors import FabenchError
-from ..launch import HostExec
+from ..placement import HostExec
+from ..process_identity import host_netns, netns_of, proc_start
 
 
 class TargetError(FabenchError):
@@ -30,29 +29,6 @@ class TargetError(FabenchError):
 
 class TargetMismatch(TargetError):
     """The target no longer is what the journal recorded (or is this host's namespace)."""
-
-
-def proc_start(pid: int) -> int | None:
-    """Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat); with
-    the PID it names one process, whatever later reuses the number."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return int(stat.rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
-
-
-def netns_of(pid: int | str) -> str | None:
-    """`net:[INODE]`, the network namespace of a process."""
-    try:
-        return os.readlink(f"/proc/{pid}/ns/net")
-    except OSError:
-        return None
-
-
-def host_netns() -> set[str]:
-    """This host's own network namespace: fabench's, and PID 1's where readable."""
-    return {ns for ns in (netns_of("self"), netns_of(1)) if ns}
 
 
 def nsenter_pids(prefix: tuple[str, ...] | list[str]) -> list[int]:

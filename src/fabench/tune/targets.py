@@ -1,19 +1,42 @@
 """Which targets a tune command acts on: testbed hosts (default), named namespaces, or the
-host itself (only with --host-wide)."""
+host itself (only with --host-wide). Each kind of target is a plugin: a function from its
+words (`--on testbed NAME`, `--netns NS...`) to the Targets it names, registered in
+TUNE_TARGETS, so a site can tune its own kind of node."""
 
-from typing import Any
+from collections.abc import Callable
 
 from ..errors import FabenchError
+from ..registry import Registry
+from ..schedulers import OnWords
+from ..testbed import list_states, load_state
+from ..testbed.plumbing import outer_ctx
 from .target import Target
+
+TargetsFn = Callable[[list[str]], list[Target]]
+TUNE_TARGETS: Registry[TargetsFn] = Registry("tune target")
+
+
+@TUNE_TARGETS.register("testbed")
+def testbed_targets_from(words: list[str]) -> list[Target]:
+    if len(words) > 1:
+        raise FabenchError("--on testbed takes one testbed name")
+    return testbed_targets(words[0] if words else None)
+
+
+@TUNE_TARGETS.register("netns")
+def netns_targets(words: list[str]) -> list[Target]:
+    return [Target.namespace(ns) for ns in words]
+
+
+@TUNE_TARGETS.register("host")
+def host_targets(words: list[str]) -> list[Target]:
+    if words:
+        raise FabenchError("--host-wide takes no argument")
+    return [Target.host()]
 
 
 def testbed_targets(name: str | None = None) -> list[Target]:
     """Every host of a testbed, plus its switch (the ports must carry a host's new MTU)."""
-    try:
-        from ..testbed import list_states, load_state
-        from ..testbed.plumbing import outer_ctx
-    except ImportError as exc:  # the testbed package is optional in a partial build
-        raise FabenchError(f"no testbed support in this build ({exc})") from exc
     if name is None:
         states = [s for s in list_states() if s.complete]
         if not states:
@@ -36,23 +59,23 @@ def testbed_targets(name: str | None = None) -> list[Target]:
     return out
 
 
-def resolve(on: tuple[str, dict[str, Any]] | None, netns: list[str] | None,
-            host_wide: bool) -> list[Target]:
+def resolve(on: OnWords | None, netns: list[str] | None, host_wide: bool) -> list[Target]:
     targets: list[Target] = []
     if netns:
-        targets += [Target.namespace(ns) for ns in netns]
+        targets += TUNE_TARGETS.get("netns")(netns)
     if on is not None:
-        name, opts = on
-        if name == "testbed":
-            targets += testbed_targets(opts.get("testbed"))
-        elif name != "local":
+        if on.name == "local":
+            if not host_wide:
+                raise FabenchError("changing this host needs --host-wide (it affects "
+                                   "everything running here); testbed hosts are the default "
+                                   "target")
+        elif on.name in ("netns", "host") or on.name not in TUNE_TARGETS:
             raise FabenchError(f"tune acts on testbed hosts, namespaces or this host, not on "
-                               f"--on {name}")
-        elif not host_wide:
-            raise FabenchError("changing this host needs --host-wide (it affects everything "
-                               "running here); testbed hosts are the default target")
+                               f"--on {on.name}")
+        else:
+            targets += TUNE_TARGETS.get(on.name)(on.words)
     if host_wide:
-        targets.append(Target.host())
+        targets += TUNE_TARGETS.get("host")([])
     if not targets:
         targets = testbed_targets(None)
     return targets

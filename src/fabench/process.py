@@ -1,0 +1,156 @@
+"""Every way fabench runs another program: a short command whose output is read
+(:func:`run_capture`, :func:`output_of`), and a kernel whose JSON-lines stdout streams into
+records as it runs (:func:`run_streaming`), in its own session so that Ctrl-C or a timeout
+ends the whole tree it started and nothing else. argv lists only: no shell, ever.
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import KernelError
+from .records import KernelOutput, ResultRecord, parse_line
+
+STDERR_KEEP = 64 * 1024
+NOT_FOUND = 127  # a shell's status for a missing command
+TIMED_OUT = 124  # timeout(1)'s status
+
+
+@dataclass(frozen=True)
+class Captured:
+    """A finished short command: its status and both outputs."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    @property
+    def text(self) -> str:
+        return self.stdout + self.stderr
+
+
+def is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def run_capture(argv: Sequence[str], *, timeout: float = 60.0, input_text: str | None = None,
+                env: dict[str, str] | None = None,
+                cwd: str | Path | None = None) -> Captured:
+    """Run a short command to completion. A missing program reads as status 127 and a hang
+    past ``timeout`` as 124 (the shell's and timeout(1)'s conventions), never as an
+    exception: the caller decides whether that is an error."""
+    argv = list(argv)
+    if not argv or (shutil.which(argv[0]) is None and not Path(argv[0]).is_file()):
+        return Captured(NOT_FOUND, "", f"{argv[0] if argv else '?'} not found")
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
+                           input=input_text, env=env, cwd=cwd, errors="replace")
+    except subprocess.TimeoutExpired:
+        return Captured(TIMED_OUT, "", f"{argv[0]} timed out after {timeout:.0f} s")
+    except OSError as exc:
+        return Captured(NOT_FOUND, "", f"cannot start {argv[0]}: {exc.strerror}")
+    return Captured(p.returncode, p.stdout, p.stderr)
+
+
+def output_of(argv: Sequence[str], timeout: float = 10.0,
+              cwd: str | Path | None = None) -> str | None:
+    """The output of a command that succeeded; None when it is missing, hangs or fails (a
+    failing command's error message is not a fact about the host)."""
+    c = run_capture(argv, timeout=timeout, cwd=cwd)
+    return c.text.strip() or None if c.ok else None
+
+
+@dataclass
+class ProcessOutcome:
+    output: KernelOutput
+    returncode: int
+    stderr: str
+    elapsed_s: float
+    timed_out: bool = False
+
+
+def dispatch(obj: dict[str, Any], out: KernelOutput) -> None:
+    kind = obj.get("type")
+    if kind == "meta":
+        out.meta.update(obj)
+    elif kind == "result":
+        out.results.append(ResultRecord.from_json(obj))
+    elif kind == "error":
+        out.errors.append(obj)
+    elif kind == "skip":
+        out.skip_reason = str(obj.get("reason", "skipped"))
+    elif kind == "end":
+        out.end = obj
+
+
+def run_streaming(argv: list[str], env: dict[str, str], timeout_s: float,
+                  on_record: Callable[[dict[str, Any]], None] | None = None,
+                  cwd: str | None = None) -> ProcessOutcome:
+    """Start argv in its own session so that Ctrl-C or a timeout ends the whole launch tree
+    (mpirun and its ranks) we started, and nothing else."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, bufsize=1, start_new_session=True, cwd=cwd)
+    except OSError as exc:
+        raise KernelError(f"cannot start {argv[0]}: {exc}") from exc
+    out = KernelOutput()
+    err_chunks: list[str] = []
+
+    def drain_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            err_chunks.append(line)
+
+    t = threading.Thread(target=drain_stderr, daemon=True)
+    t.start()
+    timer = threading.Timer(timeout_s, terminate, args=(proc,))
+    timer.start()
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            obj = parse_line(line)
+            if obj is None:
+                continue
+            dispatch(obj, out)
+            if on_record is not None:
+                on_record(obj)
+        proc.wait()
+    except BaseException:
+        terminate(proc)
+        raise
+    finally:
+        timer.cancel()
+        t.join(timeout=5)
+    stderr = "".join(err_chunks)
+    timed_out = time.monotonic() - start >= timeout_s and proc.returncode != 0
+    return ProcessOutcome(out, proc.returncode, stderr[-STDERR_KEEP:],
+                          time.monotonic() - start, timed_out)
+
+
+def terminate(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()

@@ -1,0 +1,146 @@
+"""Schedulers: WHERE a kernel's processes run (this host, an emulated testbed, the hosts of a
+hostfile, a Slurm allocation, a simulated platform). How they start is a starter's business
+(fabench.starters): a scheduler places the ranks, hands the starter an Allocation, and around
+the start does what its place needs (interface counters, a batch job).
+
+A scheduler registers itself with ``@SCHEDULERS.register("name")`` and parses its own words of
+``--on NAME [WORDS...]``, so adding one (PBS, Flux) is one module of this package or
+of a plugin, and nothing else changes.
+"""
+
+import shlex
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..errors import FabenchError
+from ..kernels import Kernel
+from ..launched import LaunchResult, RecordCallback
+from ..netcounters import IfCounters, check_crossing
+from ..placement import Allocation, placement_note
+from ..plan import PlannedRun
+from ..records import ResultRecord
+from ..registry import Registry
+from ..starters import STARTERS, Starter, get_starter
+
+
+class Scheduler(ABC):
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    usage: ClassVar[str] = ""  # its --on words, e.g. "hosts FILE"
+    # Whether the ranks run on this machine's CPUs (so a probe of this host describes them).
+    ranks_here: ClassVar[bool] = False
+    # The starter per kind of kernel start, unless --on NAME:STARTER names one.
+    default_starters: ClassVar[dict[str, str]] = {"mpi": "mpirun", "pair": "pair"}
+
+    def __init__(self, starter: str | None = None) -> None:
+        self.starter_name = starter
+        # The campaign's results directory (--out), for schedulers that leave files a user
+        # keeps with the results (Slurm's job scripts); None when unknown.
+        self.results_dir: str | None = None
+
+    @classmethod
+    def from_words(cls, words: list[str], starter: str | None = None) -> "Scheduler":
+        """The scheduler from the words after its name in ``--on``."""
+        if words:
+            raise FabenchError(f"--on {cls.name} takes no argument (got {' '.join(words)})")
+        return cls(starter=starter)
+
+    def starter_for(self, kernel: Kernel) -> Starter:
+        """The starter for this kernel: the one named for MPI kernels, else the default."""
+        name = self.starter_name if self.starter_name and kernel.start == "mpi" \
+            else self.default_starters.get(kernel.start)
+        if name is None:
+            raise FabenchError(f"{kernel.name}: the {self.name} scheduler cannot start "
+                               f"{kernel.start} kernels")
+        if name not in STARTERS:
+            raise FabenchError(f"unknown starter {name!r}; known: {', '.join(STARTERS.names())}")
+        return get_starter(name)
+
+    @abstractmethod
+    def run(self, run: PlannedRun, on_record: RecordCallback | None = None) -> LaunchResult:
+        """Run it; call on_record for each JSON record as it arrives."""
+
+    def describe(self) -> str:
+        return self.name
+
+    def close(self) -> None:  # noqa: B027 - most schedulers make nothing to give back
+        """Give back what the scheduler made for this process (an ephemeral testbed)."""
+
+
+class DirectScheduler(Scheduler):
+    """A scheduler whose starter runs from here: it places the ranks on the hosts it offers
+    and, when a run crosses hosts, checks each host's interface counters around it."""
+
+    @abstractmethod
+    def allocation(self, run: PlannedRun) -> Allocation:
+        """Where this run's ranks go and how to reach those hosts."""
+
+    def counters(self, hosts: list[str]) -> dict[str, IfCounters]:
+        """Each host's link counters now; {} when the scheduler cannot read them."""
+        return {}
+
+    def counters_where(self) -> str:
+        """The link the counters read, for the record."""
+        return "all but lo"
+
+    def run(self, run: PlannedRun, on_record: RecordCallback | None = None) -> LaunchResult:
+        starter = self.starter_for(run.kernel)
+        alloc = self.allocation(run)
+        names = [h.name for h in (alloc.pair() if run.kernel.start == "pair"
+                                  else alloc.placed)] if alloc.crosses else []
+        results: list[ResultRecord] = []
+
+        def collect(obj: dict[str, object]) -> None:
+            if obj.get("type") == "result":
+                results.append(ResultRecord.from_json(obj))
+            if on_record is not None:
+                on_record(obj)  # type: ignore[arg-type]
+
+        before = self.counters(names) if names else {}
+        res = starter.start(run, alloc, collect)
+        if len(alloc.execs) > 1:
+            res.notes.append(placement_note(alloc.placed, not alloc.crosses))
+        if before:
+            check_crossing(res, results, before, self.counters(names), self.counters_where())
+        return res
+
+
+SCHEDULERS: Registry[type[Scheduler]] = Registry("scheduler", __name__)
+
+
+@dataclass(frozen=True)
+class OnWords:
+    """``--on NAME[:WORD] [WORDS...]`` split, before any scheduler is made (``NAME:WORD`` is
+    ``NAME WORD``: `testbed:tb`, `slurm:mpirun`)."""
+
+    name: str
+    words: list[str]
+
+
+def split_on(values: list[str]) -> OnWords:
+    # argparse refuses a following word that looks like an option (`--on slurm -N 2`), so
+    # scheduler options may come as one quoted word, `--on "slurm -N 2 --ntasks-per-node=1"`;
+    # a spec file's `launcher:` line is one word too.
+    if not values or not values[0].strip():
+        raise FabenchError("--on needs a place: local, auto, testbed [NAME], hosts FILE, "
+                           "slurm [SBATCH ARGS]")
+    if any(c.isspace() for c in values[0]):
+        try:
+            values = [*shlex.split(values[0]), *values[1:]]
+        except ValueError as exc:
+            raise FabenchError(f"--on {values[0]!r}: {exc}") from None
+    name, rest = values[0], list(values[1:])
+    if ":" in name:
+        name, first = name.split(":", 1)
+        rest = [first, *rest]
+    return OnWords(name, rest)
+
+
+def make_scheduler(values: list[str]) -> Scheduler:
+    on = split_on(values)
+    return SCHEDULERS.get(on.name).from_words(on.words)
+
+
+__all__ = ["SCHEDULERS", "DirectScheduler", "OnWords", "Scheduler", "make_scheduler",
+           "split_on"]

@@ -1,0 +1,89 @@
+"""hosts: a real cluster by hostfile (one host per line, optional `slots=N`); mpirun starts
+ranks over ssh, transport kernels start over ssh on two of the hosts.
+
+`FABENCH_RSH_AGENT` replaces ssh (any program called as `AGENT HOST COMMAND...`);
+`FABENCH_IFACE` (a name such as ib0, or a CIDR subnet) keeps MPI's traffic and the counter
+check on one network.
+"""
+
+import os
+from pathlib import Path
+
+from ..errors import FabenchError
+from ..netcounters import IfCounters, read_host_counters
+from ..placement import Allocation, HostExec, HostSlots, place_ranks
+from ..plan import PlannedRun
+from . import SCHEDULERS, DirectScheduler, Scheduler
+
+
+def parse_hostfile(path: str | Path) -> list[HostSlots]:
+    """`name [slots=N]` per line, `#` comments; the format mpirun's own hostfiles use."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise FabenchError(f"cannot read hostfile {path}: {exc.strerror}") from exc
+    hosts = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name, *opts = line.split()
+        slots = 1
+        for opt in opts:
+            key, _, val = opt.partition("=")
+            if key in ("slots", "max_slots", "max-slots") and val.isdigit() and int(val) > 0:
+                if key == "slots":
+                    slots = int(val)
+            else:
+                raise FabenchError(f"{path} line {n}: unknown option {opt!r} "
+                                   "(a line is: HOST [slots=N])")
+        hosts.append(HostSlots(name, slots))
+    if not hosts:
+        raise FabenchError(f"hostfile {path} names no host")
+    return hosts
+
+
+@SCHEDULERS.register("hosts")
+class HostsScheduler(DirectScheduler):
+    description = "the hosts of a hostfile, reached over ssh (or FABENCH_RSH_AGENT)"
+    usage = "hosts FILE"
+
+    def __init__(self, hostfile: str, agent: str | None = None, iface: str | None = None,
+                 starter: str | None = None) -> None:
+        super().__init__(starter)
+        self.hostfile = hostfile
+        self.hosts = parse_hostfile(hostfile)
+        self.agent = agent or os.environ.get("FABENCH_RSH_AGENT") or "ssh"
+        self.iface = iface or os.environ.get("FABENCH_IFACE") or None
+
+    @classmethod
+    def from_words(cls, words: list[str], starter: str | None = None) -> Scheduler:
+        if len(words) != 1:
+            raise FabenchError("--on hosts needs a hostfile: --on hosts FILE")
+        return cls(words[0], starter=starter)
+
+    def describe(self) -> str:
+        return (f"hosts {self.hostfile} ({', '.join(h.name for h in self.hosts)}; "
+                f"agent {self.agent})")
+
+    def _exec(self, name: str) -> HostExec:
+        return HostExec(name=name, address=name, prefix=(self.agent, name))
+
+    @property
+    def _ifname(self) -> str | None:
+        return self.iface if self.iface and "/" not in self.iface else None
+
+    def allocation(self, run: PlannedRun) -> Allocation:
+        on_node = run.kernel.needs_mpi and run.transport.on_node
+        placed = place_ranks(self.hosts, run.ranks, on_node)
+        return Allocation(
+            placed=placed, execs={h.name: self._exec(h.name) for h in self.hosts},
+            remote=True, crosses=len(placed) > 1 or not run.kernel.needs_mpi,
+            agent=None if self.agent == "ssh" else self.agent, iface=self._ifname,
+            subnet=self.iface if self.iface and "/" in self.iface else None)
+
+    def counters(self, hosts: list[str]) -> dict[str, IfCounters]:
+        return {n: read_host_counters(self._exec(n).prefix, self._ifname) for n in hosts}
+
+    def counters_where(self) -> str:
+        return self._ifname or "all but lo"

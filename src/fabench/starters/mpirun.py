@@ -1,0 +1,74 @@
+"""mpirun: an MPI library's own launcher starts the ranks, on this host or over a host list."""
+
+import os
+
+from ..errors import FabenchError
+from ..launched import LaunchResult, RecordCallback
+from ..mpi.base import MpiFlavour, MpiLaunch, UnsupportedTransport, get_flavour
+from ..native import kernel_executable
+from ..placement import Allocation
+from ..plan import PlannedRun
+from ..process import run_streaming
+from . import STARTERS, StartCommand, Starter
+
+
+def usable_flavour(run: PlannedRun) -> MpiFlavour:
+    flavour = get_flavour(run.mpi)
+    if not flavour.available():
+        raise FabenchError(f"MPI flavour {run.mpi!r} is not usable here: "
+                           f"{flavour.why_unavailable()}")
+    return flavour
+
+
+def selected(flavour: MpiFlavour, run: PlannedRun, stderr: str) -> tuple[str, str]:
+    sel = flavour.selected_transport(stderr, run.transport)
+    return sel.summary, sel.detail
+
+
+@STARTERS.register("mpirun")
+class MpirunStarter(Starter):
+    starts = "mpi"
+    description = "the MPI library's mpirun (Open MPI's, MPICH's hydra), here or over hosts"
+
+    def _launch(self, flavour: MpiFlavour, run: PlannedRun, alloc: Allocation,
+                oversubscribe: bool | None) -> MpiLaunch:
+        exe = kernel_executable(run.kernel, flavour.name)
+        extra = flavour.remote_args(rsh_agent=alloc.agent, iface=alloc.iface,
+                                    subnet=alloc.subnet) if alloc.remote else []
+        try:
+            return flavour.launch(str(exe), run.kernel_argv(), run.ranks, run.transport,
+                                  hosts=alloc.host_list if alloc.remote else None,
+                                  extra_mpirun_args=extra, oversubscribe=oversubscribe)
+        except UnsupportedTransport as exc:  # this MPI cannot carry that transport
+            raise FabenchError(f"{flavour.name}: {exc}") from exc
+
+    def start(self, run: PlannedRun, alloc: Allocation,
+              on_record: RecordCallback | None = None) -> LaunchResult:
+        self.check(run)
+        flavour = usable_flavour(run)
+        launch = self._launch(flavour, run, alloc, alloc.oversubscribe)
+        env = {**os.environ, **launch.env, **alloc.extra_env, **run.env}
+        argv = [*alloc.launch_prefix, *launch.argv]
+        outcome = run_streaming(argv, env, run.timeout_s, on_record)
+        summary, detail = selected(flavour, run, outcome.stderr)
+        notes = list(launch.notes)
+        if outcome.timed_out:
+            notes.append(f"timed out after {run.timeout_s:.0f} s")
+        return LaunchResult(
+            output=outcome.output, returncode=outcome.returncode, command=argv,
+            stderr=outcome.stderr, selected_transport=summary, selected_detail=detail,
+            notes=notes, oversubscribed=any(n.startswith("oversubscribed") for n in launch.notes),
+            # What fabench set for the ranks, the scheduler's own variables (e.g. the testbed's
+            # UCX_NET_DEVICES) included, so provenance records every steering value it chose.
+            extra={"env": {**launch.env, **alloc.extra_env}, "elapsed_s": outcome.elapsed_s},
+        )
+
+    def batch_command(self, run: PlannedRun, alloc: Allocation) -> StartCommand:
+        self.check(run)
+        # Inside an allocation mpirun takes ranks and nodes from the resource manager; the
+        # submit host's core count says nothing about the compute nodes.
+        launch = self._launch(usable_flavour(run), run, alloc, oversubscribe=False)
+        return StartCommand(launch.argv, {**launch.env, **alloc.extra_env}, launch.notes)
+
+    def selected(self, run: PlannedRun, stderr: str) -> tuple[str | None, str | None]:
+        return selected(get_flavour(run.mpi), run, stderr)

@@ -1,0 +1,62 @@
+"""smpirun: SimGrid's SMPI runs the kernels built with smpicc on a simulated platform."""
+
+import os
+import tempfile
+from pathlib import Path
+
+from ..errors import FabenchError
+from ..launched import LaunchResult, RecordCallback
+from ..native import kernel_executable
+from ..placement import Allocation
+from ..plan import PlannedRun
+from ..process import run_streaming
+from ..sim.smpi import FLAVOUR, SimSetup, build_command, parse_memory
+from . import STARTERS, Starter
+
+SIMULATED_FLAG = "simulated"
+
+
+@STARTERS.register("smpirun")
+class SmpirunStarter(Starter):
+    starts = "mpi"
+    description = "SimGrid's smpirun on a generated platform (simulated time)"
+
+    def start(self, run: PlannedRun, alloc: Allocation,
+              on_record: RecordCallback | None = None) -> LaunchResult:
+        self.check(run)
+        setup = alloc.platform
+        if not isinstance(setup, SimSetup):
+            raise FabenchError("smpirun needs a simulated platform: use "
+                               "`fabench sim KERNEL --fabric F --nodes N`")
+        if run.settings.validate:
+            raise FabenchError("--validate cannot work under SimGrid: large buffers are "
+                               "SMPI_SHARED_MALLOC'd, so every rank shares (garbage) contents")
+        if run.ranks != setup.ranks:
+            raise FabenchError(f"{run.ranks} ranks asked, the platform places "
+                               f"{setup.nodes} x {setup.ppn} = {setup.ranks}")
+        exe = kernel_executable(run.kernel, FLAVOUR)
+        with tempfile.TemporaryDirectory(prefix="fabench-sim-") as tmp:
+            workdir = Path(tmp)
+            argv, cfg, notes = build_command(setup, exe, run.kernel.name, run.kernel_argv(),
+                                             workdir)
+            env = {**os.environ, **run.env}
+            outcome = run_streaming(argv, env, run.timeout_s, on_record, cwd=str(workdir))
+            platform_xml = (workdir / "platform.xml").read_text()
+        memory = parse_memory(outcome.stderr)
+        if memory:
+            notes.append(f"simulator peak RssAnon {memory['peak_rss_anon_mb']:.0f} MB")
+        if outcome.timed_out:
+            notes.append(f"timed out after {run.timeout_s:.0f} s")
+        return LaunchResult(
+            output=outcome.output, returncode=outcome.returncode, command=argv,
+            stderr=outcome.stderr, selected_transport=f"simgrid:{setup.fabric.name}",
+            selected_detail=f"{setup.topology}, {setup.nodes} nodes x {setup.ppn} ppn",
+            notes=notes, flags=[SIMULATED_FLAG],
+            extra={"elapsed_s": outcome.elapsed_s,
+                   "simulation": {"fabric": setup.fabric.to_dict(), "topology": setup.topology,
+                                  "nodes": setup.nodes, "ppn": setup.ppn,
+                                  "hosts_per_leaf": setup.hosts_per_leaf,
+                                  "topology_spec": setup.topology_spec().to_dict(),
+                                  "algorithm": setup.algorithm, "cfg": cfg,
+                                  "platform_xml": platform_xml, **memory}},
+        )

@@ -1,0 +1,43 @@
+"""srun: Slurm starts the ranks itself and they wire up through its PMI plugin (no mpirun).
+
+The transport request and the verbosity that reports the selection travel as environment
+variables, which srun exports to its tasks.
+"""
+
+from ..errors import FabenchError
+from ..launched import LaunchResult, RecordCallback
+from ..mpi.base import UnsupportedTransport, get_flavour
+from ..native import kernel_executable
+from ..placement import Allocation
+from ..plan import PlannedRun
+from . import STARTERS, StartCommand, Starter
+from .mpirun import selected, usable_flavour
+
+
+@STARTERS.register("srun")
+class SrunStarter(Starter):
+    starts = "mpi"
+    description = "Slurm's srun, ranks wired up through its PMI plugin (inside a Slurm job)"
+
+    def start(self, run: PlannedRun, alloc: Allocation,
+              on_record: RecordCallback | None = None) -> LaunchResult:
+        raise FabenchError("srun starts ranks inside a Slurm job: use --on slurm")
+
+    def batch_command(self, run: PlannedRun, alloc: Allocation) -> StartCommand:
+        self.check(run)
+        flavour = usable_flavour(run)
+        if flavour.pmi is None:
+            raise FabenchError(f"{flavour.name}: ranks cannot be started without mpirun; "
+                               "use the mpirun starter (--on slurm:mpirun)")
+        try:
+            env = flavour.direct_launch_env(run.transport)
+        except UnsupportedTransport as exc:
+            raise FabenchError(f"{flavour.name}: {exc}") from exc
+        exe = kernel_executable(run.kernel, flavour.name)
+        argv = ["srun", f"--mpi={flavour.pmi}", f"--ntasks={run.ranks}", str(exe),
+                *run.kernel_argv()]
+        return StartCommand(argv, {**env, **alloc.extra_env},
+                            [f"started by srun --mpi={flavour.pmi}"])
+
+    def selected(self, run: PlannedRun, stderr: str) -> tuple[str | None, str | None]:
+        return selected(get_flavour(run.mpi), run, stderr)

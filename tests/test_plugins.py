@@ -1,0 +1,67 @@
+"""Plugins from outside fabench's source: a scheduler, a starter, an importer and a transport
+kernel defined in tests/plugins/ (loaded with FABENCH_PLUGINS, as a site would), each used
+through the CLI as a user would; and a broken plugin named, never skipped."""
+
+import json
+import os
+from pathlib import Path
+
+from conftest import ROOT, fabench_cli
+from fabench.store import Store
+
+PLUGINS = ROOT / "tests" / "plugins"
+
+
+def plugin_env(module: str = "fbdemo_plugins") -> dict[str, str]:
+    path = os.pathsep.join(filter(None, [str(PLUGINS), os.environ.get("PYTHONPATH")]))
+    return {"FABENCH_PLUGINS": module, "PYTHONPATH": path}
+
+
+def test_doctor_lists_every_kind_with_the_site_plugins() -> None:
+    p = fabench_cli("doctor", "--json", env=plugin_env())
+    plugins = {c["name"]: c["detail"] for c in json.loads(p.stdout) if c["section"] == "Plugins"}
+    assert set(plugins) == {"kernels", "schedulers", "starters", "MPI flavours", "importers",
+                            "tune targets", "commands"}
+    assert "py.echo (fbdemo_plugins)" in plugins["kernels"]
+    assert "onehost (fbdemo_plugins)" in plugins["schedulers"]
+    assert "nice-mpirun (fbdemo_plugins)" in plugins["starters"]
+    assert "csvlat (fbdemo_plugins)" in plugins["importers"]
+    assert "mpirun" in plugins["starters"] and "slurm" in plugins["schedulers"]
+
+
+def test_site_scheduler_and_starter_run_an_mpi_kernel(openmpi: str, tmp_path: Path) -> None:
+    p = fabench_cli("bench", "mpi.latency", "--on", "onehost", "--sizes", "8",
+                    "--iterations", "50", "--out", str(tmp_path), env=plugin_env())
+    assert "on=onehost" in p.stdout and "started by the nice-mpirun demo starter" in p.stdout
+    with Store(tmp_path / "fabench.sqlite") as st:
+        (run,) = st.runs()
+    assert run.launcher == "onehost" and run.provenance["starter"] == "nice-mpirun"
+    assert run.command.startswith("nice -n 5 ")
+
+
+def test_site_transport_kernel_runs_through_the_pair_starter(tmp_path: Path) -> None:
+    p = fabench_cli("bench", "py.echo", "--sizes", "8,64", "--iterations", "20", "--json",
+                    "--out", str(tmp_path), env=plugin_env())
+    rows = [json.loads(x) for x in p.stdout.splitlines()]
+    assert [r["size"] for r in rows] == [8, 64]
+    assert all(r["status"] == "ok" and r["selected_transport"] == "python-tcp" for r in rows)
+    assert all(r["n"] == 20 and r["median"] > 0 for r in rows)
+
+
+def test_site_importer(tmp_path: Path) -> None:
+    f = tmp_path / "lat.csv"
+    f.write_text("# size,us\n8,1.5\n1024,3.25\n")
+    fabench_cli("import", "csvlat", str(f), "--out", str(tmp_path), env=plugin_env())
+    with Store(tmp_path / "fabench.sqlite") as st:
+        (run,) = st.runs()
+        got = [(r.size, r.times) for r in st.results(run.id)]
+    assert run.kernel == "mpi.latency" and got == [(8, [1.5]), (1024, [3.25])]
+
+
+def test_a_broken_plugin_is_named_not_skipped(tmp_path: Path) -> None:
+    p = fabench_cli("bench", "mpi.latency", "--out", str(tmp_path), check=False,
+                    env=plugin_env("fbdemo_broken"))
+    assert p.returncode == 2 and "fbdemo_broken" in p.stderr and "no_such_name" in p.stderr
+    assert "Traceback" not in p.stderr
+    p = fabench_cli("doctor", env=plugin_env("fbdemo_broken"), check=False)
+    assert "fbdemo_broken" in p.stdout
