@@ -40,7 +40,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from fabench.errors import FabenchError
-from fabench.model.collectives import OPENMPI_TUNED
+from fabench.model.decisions import OPENMPI_TUNED
 from fabench.model.validate import run_algorithm
 from fabench.store import Store
 

@@ -6,10 +6,12 @@ from pathlib import Path
 import pytest
 
 from conftest import fabench_cli, missing
-from fabench.model.collectives import Cluster, predict
-from fabench.model.fabric import Fabric, Segment, save_fabric
+from fabench.model.catalog import save_fabric
+from fabench.model.collectives import predict
+from fabench.model.cost import Cluster
+from fabench.model.fabric import Fabric, Segment
 from fabench.model.presets import PRESETS
-from fabench.model.topology import FatTree
+from fabench.model.topology import FatTree, TopologySpec
 from fabench.native import native_root
 from fabench.sim.platform import make_platform, smpi_factors
 from fabench.store import Store
@@ -25,12 +27,28 @@ def simgrid() -> None:
 
 def test_platforms_follow_facts() -> None:
     f = PRESETS["roce-100g"]()
-    ft = make_platform(f, "fat-tree", 240, hosts_per_leaf=24)
+    ft = make_platform(f, TopologySpec("fat-tree", 24), 240)
     assert 'topo_parameters="2;24,10;1,24;1,1"' in ft.xml and len(ft.hosts) == 240
-    torus = make_platform(f, "torus", 240, dims=(6, 8, 5))
+    torus = make_platform(f, TopologySpec("torus", dims=(6, 8, 5)), 240)
     assert 'topology="TORUS" topo_parameters="6,8,5"' in torus.xml
-    small = make_platform(f, "fat-tree", 8, hosts_per_leaf=24)
+    small = make_platform(f, TopologySpec("fat-tree", 24), 8)
     assert "FAT_TREE" not in small.xml and len(small.hosts) == 8
+
+
+def test_three_level_and_dragonfly_platforms_match_the_model() -> None:
+    """The generator builds the tree the analytic model prices: 7,861 nodes on 24-port-down
+    leaves are 14 pods of 24 leaves, not 328 leaves under one spine; tapering halves the
+    leaf uplinks; a dragonfly takes SimGrid's groups;chassis;routers;hosts form."""
+    f = PRESETS["ib-100g"]()
+    spec = TopologySpec("fat-tree", 24)
+    big = make_platform(f, spec, 7861)
+    assert 'topo_parameters="3;24,24,14;1,24,24;1,1,1"' in big.xml
+    assert spec.build(7861).levels() == 3 and len(big.hosts) >= 7861
+    tapered = make_platform(f, TopologySpec("fat-tree", 16, (2.0, 4.0), levels=3), 4096)
+    assert 'topo_parameters="3;16,16,16;1,8,4;1,1,1"' in tapered.xml
+    fly = make_platform(f, TopologySpec("dragonfly", dragonfly=(4, 2, 4, 4)), 128)
+    assert 'topology="DRAGONFLY" topo_parameters="4,1;2,1;4,1;4"' in fly.xml
+    assert len(fly.hosts) == 128
 
 
 def test_smpi_factors_split_alpha_into_wire_and_endpoint() -> None:
@@ -158,3 +176,35 @@ def test_clock_started_warmups_give_the_barrier_started_results(simgrid: None,
     for size, t in barrier.items():
         assert clock[size] == pytest.approx(t, abs=0.01), size
 
+
+
+@pytest.mark.parametrize(("topology", "algorithm", "sizes"), [
+    (["--topology", "fat-tree", "--hosts-per-leaf", "4", "--levels", "3",
+      "--leaves-per-pod", "4", "--oversubscription", "1,2"], "recursive_doubling",
+     "8,4K,256K"),
+    (["--topology", "dragonfly", "--dragonfly", "4x2x4x2"], "recursive_doubling",
+     "8,4K,256K"),
+    # fewer floats than ranks (16 and 32 < 64): Rabenseifner's uneven blocks
+    (["--topology", "fat-tree", "--hosts-per-leaf", "8"], "rabenseifner", "64,128,64K"),
+])
+def test_simulated_allreduce_on_three_level_trees_and_dragonflies_against_the_model(
+        simgrid: None, tmp_path: Path, topology: list[str], algorithm: str,
+        sizes: str) -> None:
+    """The platform generator and the analytic model build the same topology: a 64-node
+    three-level tree with tapered pod uplinks, a 64-node dragonfly, and Rabenseifner with
+    fewer elements than ranks agree within 25 % per size (the model's steps wait for the
+    busiest link; SimGrid shares by max-min fairness)."""
+    f = PRESETS["ib-100g"]()
+    f.name, f.reduce_us_per_byte = "ib-no-gamma", 0.0
+    save_fabric(f, tmp_path)
+    fabench_cli("sim", "mpi.allreduce", "--fabric", f.name, "--nodes", "64", *topology,
+                "--algorithm", algorithm, "--sizes", sizes, "--out", str(tmp_path),
+                timeout=300)
+    with Store(tmp_path / "fabench.sqlite") as store:
+        (run,) = store.runs()
+        sim = _medians(store, run.id)
+        spec = TopologySpec.from_dict(run.provenance["simulation"]["topology_spec"])
+    cluster = Cluster(64, 1, spec.build(64))
+    pred = predict(f, cluster, "allreduce", algorithm, sorted(sim))
+    for (size, t), p in zip(sorted(sim.items()), pred, strict=True):
+        assert t == pytest.approx(p, rel=0.25), (size, t, p)

@@ -1,16 +1,24 @@
-"""`fabench model calibrate|list|show|predict|hpl|validate`: the analytic model (docs/model.md)."""
+"""`fabench model define|calibrate|list|show|predict|hpl|validate`: the analytic model
+(docs/model.md)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import replace
+from pathlib import Path
 
 from ..errors import FabenchError
 from ..model.calibrate import calibrate
-from ..model.collectives import ALGORITHMS, Cluster, predict_all
-from ..model.fabric import save_fabric
-from ..model.hpl import HplParams, fit_node_cv, hpl_curve, peak_gflops
-from ..model.presets import list_fabrics, load_fabric
+from ..model.catalog import list_fabrics, load_fabric, save_fabric
+from ..model.collectives import ALGORITHMS, predict_all
+from ..model.cost import Cluster
+from ..model.decisions import MPI_LIBRARIES
+from ..model.define import Figure, Published, define_fabric
+from ..model.fabric import Fabric
+from ..model.families import FAMILIES, IN_NETWORK_KINDS, in_network_defaults
+from ..model.hpl import fit_node_cv, hpl_curve, load_node_table, params_from, peak_gflops
+from ..model.published import corpus_lines, run_corpus
 from ..model.tables import (
     calibration_lines,
     comparison_lines,
@@ -21,7 +29,8 @@ from ..model.tables import (
     validation_lines,
     validation_summary,
 )
-from ..model.topology import make_topology
+from ..model.topology import KINDS, TopologySpec
+from ..model.uncertainty import SAMPLES, add_bands, band_of
 from ..model.validate import (
     barrier_exit_skew,
     compare_run,
@@ -35,72 +44,145 @@ from . import COMMANDS
 from ._common import add_out_argument, store_path
 
 
+def add_topology_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--topology", default="fat-tree", choices=KINDS,
+                   help="fat-tree (default), torus, dragonfly, single (one switch), loopback "
+                        "(one host)")
+    p.add_argument("--hosts-per-leaf", type=int, default=24, help="fat tree (default 24)")
+    p.add_argument("--levels", type=int, choices=(2, 3),
+                   help="fat-tree levels (default: 2 up to 2 x hosts-per-leaf^2 nodes, else 3)")
+    p.add_argument("--leaves-per-pod", type=int,
+                   help="3-level fat tree: leaves per pod (default: hosts-per-leaf)")
+    p.add_argument("--oversubscription", default="1",
+                   help="fat-tree uplink tapering per level from the leaves up, e.g. 2 or "
+                        "2,1.5 (default 1: non-blocking)")
+    p.add_argument("--dims", help="torus dimensions, e.g. 6x8x5 (default: most cubic)")
+    p.add_argument("--dragonfly", metavar="GxCxRxH",
+                   help="dragonfly groups x chassis x routers x hosts per router (default: "
+                        "balanced for the node count)")
+
+
 def add_cluster_arguments(p: argparse.ArgumentParser, nodes_default: int | None = None) -> None:
     p.add_argument("--fabric", "-f", required=True,
-                   help="a preset (fabench model list) or a calibration name or JSON file")
+                   help="a preset (fabench model list), a saved fabric's name or a fabric file")
     p.add_argument("--nodes", "-N", type=int, default=nodes_default,
                    required=nodes_default is None, help="nodes")
     p.add_argument("--ppn", type=int, default=1, help="ranks per node (default 1)")
-    p.add_argument("--topology", default="fat-tree",
-                   help="fat-tree (default), torus, single (one switch), loopback (one host)")
-    p.add_argument("--hosts-per-leaf", type=int, default=24, help="fat tree (default 24)")
-    p.add_argument("--oversubscription", type=float, default=1.0,
-                   help="fat-tree uplink oversubscription (default 1: non-blocking)")
-    p.add_argument("--dims", help="torus dimensions, e.g. 6x8x5 (default: most cubic)")
+    add_topology_arguments(p)
     p.add_argument("--cores", type=int, default=None,
-                   help="cores shared by all ranks: loopback (default 2), or nodes emulated "
-                        "on one machine (fabench's testbed); default elsewhere: a core per rank")
+                   help="cores shared by all ranks: loopback (default: this host's), or nodes "
+                        "emulated on one machine (fabench's testbed); default elsewhere: a "
+                        "core per rank")
     p.add_argument("--switch-reduce-us", type=float, default=None,
-                   help="in-network reduction: latency per reducing switch level (0.2)")
+                   help="in-network reduction: latency per switch level and direction "
+                        "(overrides the fabric's in_network.level_us)")
+    p.add_argument("--band-samples", type=int, default=SAMPLES,
+                   help=f"fabric variants per prediction band (default {SAMPLES}; 0: none)")
 
 
-def parse_dims(text: str | None) -> tuple[int, ...] | None:
+def _dims(text: str | None, what: str, n: int | None = None) -> tuple[int, ...] | None:
     if not text:
         return None
     try:
-        return tuple(int(x) for x in text.lower().replace(",", "x").split("x"))
+        out = tuple(int(x) for x in text.lower().replace(",", "x").split("x"))
     except ValueError:
-        raise FabenchError(f"--dims {text!r}: expected e.g. 6x8x5") from None
+        raise FabenchError(f"{what} {text!r}: expected e.g. 6x8x5") from None
+    if n is not None and len(out) != n or any(x < 1 for x in out):
+        raise FabenchError(f"{what} {text!r}: {n or 'positive'} numbers")
+    return out
 
 
-def cluster_from_args(args: argparse.Namespace) -> Cluster:
-    topo = make_topology(args.topology, args.nodes, hosts_per_leaf=args.hosts_per_leaf,
-                         oversubscription=args.oversubscription, dims=parse_dims(args.dims),
-                         cores=args.cores or 2)
-    c = Cluster(args.nodes, args.ppn, topo,
-                cores=args.cores if args.topology != "loopback" else None)
-    if args.switch_reduce_us is not None:
-        c.switch_reduce_us = args.switch_reduce_us
-    return c
+def parse_dims(text: str | None) -> tuple[int, ...] | None:
+    return _dims(text, "--dims")
+
+
+def topology_spec(args: argparse.Namespace) -> TopologySpec:
+    try:
+        over = tuple(float(x) for x in str(args.oversubscription).split(","))
+    except ValueError:
+        raise FabenchError(f"--oversubscription {args.oversubscription!r}: e.g. 2 or 2,1.5") \
+            from None
+    fly = _dims(getattr(args, "dragonfly", None), "--dragonfly", 4)
+    cores = getattr(args, "cores", None) or os.cpu_count() or 1
+    return TopologySpec(args.topology, args.hosts_per_leaf, over, getattr(args, "levels", None),
+                        getattr(args, "leaves_per_pod", None), parse_dims(args.dims),
+                        fly if fly is None else (fly[0], fly[1], fly[2], fly[3]), cores=cores)
+
+
+def cluster_from_args(args: argparse.Namespace, nodes: int | None = None) -> Cluster:
+    n = nodes or args.nodes
+    spec = topology_spec(args)
+    return Cluster(n, args.ppn, spec.build(n),
+                   cores=args.cores if args.topology != "loopback" else None)
+
+
+def fabric_for(args: argparse.Namespace) -> Fabric:
+    fabric = load_fabric(args.fabric, args.out)
+    if getattr(args, "switch_reduce_us", None) is not None and fabric.in_network:
+        fabric.in_network.level_us = args.switch_reduce_us
+        fabric.provenance.pop("in_network.level_us", None)
+    return fabric
 
 
 @COMMANDS.register("model")
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("model", help="calibrate a fabric model; predict collectives and HPL",
-                       description="LogGP-family fabric models calibrated from stored "
-                                   "point-to-point runs or taken from published presets; "
-                                   "collective algorithms and HPL predicted at any scale. "
-                                   "See docs/model.md.")
+    p = sub.add_parser("model", help="define or calibrate a fabric model; predict collectives "
+                                     "and HPL",
+                       description="LogGP-family fabric models defined from published figures, "
+                                   "calibrated from stored point-to-point runs, or taken from "
+                                   "presets; collective algorithms (and what your MPI runs) and "
+                                   "HPL predicted at any scale, with bands. See docs/model.md.")
     msub = p.add_subparsers(dest="model_command", metavar="ACTION")
     msub.required = True
 
+    d = msub.add_parser("define", help="a fabric from published figures")
+    d.add_argument("name")
+    d.add_argument("--family", required=True, choices=FAMILIES,
+                   help="which defaults apply (switch hop latency, eager limit, ...)")
+    d.add_argument("--latency-us", required=True,
+                   help="small-message latency (half round trip), or a range LOW:HIGH")
+    d.add_argument("--bandwidth-MBps", required=True,
+                   help="large-message bandwidth (MB/s, 1e6 B/s), or a range LOW:HIGH")
+    d.add_argument("--hop-latency-us", help="per extra switch (default: the family's)")
+    d.add_argument("--eager-limit", type=int, help="bytes (default: the family's)")
+    d.add_argument("--rendezvous-us", help="extra fixed cost above the eager limit")
+    d.add_argument("--link-MBps", type=float, help="link rate (default: the bandwidth)")
+    d.add_argument("--hops", type=int, default=1,
+                   help="switches on the path the latency was measured across (default 1)")
+    d.add_argument("--in-network", choices=IN_NETWORK_KINDS,
+                   help="switches that reduce: sharp1 (Switch-IB 2), sharp2 (Quantum HDR, "
+                        "streaming), roce-inc (document 000), generic")
+    d.add_argument("--shm-latency-us", help="same-node latency (default: assumed range)")
+    d.add_argument("--shm-MBps", help="same-node bandwidth (default: assumed range)")
+    d.add_argument("--gamma-MBps", help="local reduction rate (default: assumed range)")
+    d.add_argument("--source", default="", help="where the figures come from (cited in "
+                                                "`model show`)")
+    add_out_argument(d)
+    d.set_defaults(func=cmd_define)
+
     c = msub.add_parser("calibrate", help="fit a fabric to stored mpi.latency (+ mpi.bw, "
-                                          "mpi.bibw) runs")
+                                          "mpi.bibw, shm) runs")
     c.add_argument("runs", nargs="+", type=int, metavar="RUN", help="run ids in the store")
     c.add_argument("--name", required=True, help="name to store the calibration under")
+    c.add_argument("--family", default="custom", choices=FAMILIES,
+                   help="which defaults apply to what the runs cannot show (hop latency)")
     c.add_argument("--hops", type=int, default=1,
                    help="switches on the measured path (1: two hosts on a switch; 0: one host)")
-    c.add_argument("--hop-latency-us", type=float, default=0.4,
-                   help="latency per additional switch (default 0.4: doc 004 cut-through)")
+    c.add_argument("--hop-latency-us", type=float,
+                   help="latency per additional switch (default: the family's, with its "
+                        "source)")
     c.add_argument("--link-MBps", type=float, help="nominal link rate (default: best measured)")
     c.add_argument("--max-breaks", type=int, default=2, help="protocol breakpoints (default 2)")
-    c.add_argument("--in-network", action="store_true",
-                   help="the switches reduce in the network (SHARP-class IB, doc 000's RoCE): "
-                        "`model predict` then offers in-network reduction on a fat tree")
+    c.add_argument("--gamma-MBps", type=float,
+                   help="local reduction rate (default: measured on this host when the runs "
+                        "were, else assumed)")
+    c.add_argument("--in-network", nargs="?", const="default", choices=(*IN_NETWORK_KINDS,
+                                                                        "default"),
+                   help="the switches reduce in the network (default kind: the family's)")
     add_out_argument(c)
     c.set_defaults(func=cmd_calibrate)
 
-    ls = msub.add_parser("list", help="presets and calibrations")
+    ls = msub.add_parser("list", help="presets and saved fabrics")
     add_out_argument(ls)
     ls.set_defaults(func=cmd_list)
 
@@ -114,6 +196,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     pr.add_argument("--collective", "-c", nargs="+", default=list(ALGORITHMS),
                     choices=list(ALGORITHMS), help="default: all")
     pr.add_argument("--algorithm", "-a", nargs="+", help="only these algorithms")
+    pr.add_argument("--mpi", default="openmpi,mpich",
+                    help="libraries whose default choice per size is a column: openmpi, "
+                         "mpich, comma-separated, or none (default openmpi,mpich)")
     pr.add_argument("--sizes", default="8:1M", help="sizes (default 8:1M)")
     pr.add_argument("--json", action="store_true")
     add_out_argument(pr)
@@ -124,45 +209,86 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     h.add_argument("--nodes", "-N", default="1,2,4,8,16,32,64,128,240",
                    help="node counts, comma-separated")
     g = h.add_mutually_exclusive_group()
-    g.add_argument("--node-gflops", type=float, help="peak per node (default 518.4, doc 000)")
+    g.add_argument("--node-gflops", type=float, help="peak per node")
     g.add_argument("--peak", help="SOCKETS,CORES,GHZ,FLOPS_PER_CYCLE (doc 000: 2,12,2.7,8)")
-    h.add_argument("--efficiency-1node", type=float, default=0.7727,
-                   help="single-node HPL efficiency (default 0.7727: doc 000, RoCEv2)")
-    h.add_argument("--mem-gb", type=float, default=64.0, help="memory per node (default 64)")
+    h.add_argument("--efficiency-1node", type=float,
+                   help="single-node HPL efficiency (default: from --node-table)")
+    h.add_argument("--mem-gb", type=float, help="memory per node (GB)")
+    h.add_argument("--node-table", type=Path,
+                   help="measured per-node HPL rates (JSON or CSV, docs/model.md): node spread, "
+                        "1-node efficiency")
     h.add_argument("--mem-fraction", type=float, default=0.8)
     h.add_argument("--nb", type=int, default=192, help="block size (default 192)")
     h.add_argument("--overlap", type=float, default=0.5,
                    help="fraction of broadcast/swap time hidden by look-ahead (default 0.5)")
-    h.add_argument("--node-cv", type=float, default=0.005,
-                   help="node-to-node rate spread (default 0.005)")
+    h.add_argument("--node-cv", type=float,
+                   help="node-to-node rate spread (default: the node table's, else 0)")
     h.add_argument("--fit-at", metavar="NODES:EFF",
-                   help="solve --node-cv so that efficiency at NODES is EFF (e.g. 240:0.7299)")
+                   help="solve the node spread so that efficiency at NODES is EFF: the result "
+                        "is fitted, not predicted")
+    h.add_argument("--band-samples", type=int, default=SAMPLES)
     add_out_argument(h)
     h.set_defaults(func=cmd_hpl)
 
-    v = msub.add_parser("validate", help="stored collective runs (measured or simulated) "
-                                         "against the model's prediction")
-    v.add_argument("runs", nargs="+", type=int, metavar="RUN")
-    add_cluster_arguments(v, nodes_default=0)
+    v = msub.add_parser("validate", help="stored collective runs (measured or simulated), or "
+                                         "the published corpus, against the model")
+    v.add_argument("runs", nargs="*", type=int, metavar="RUN")
+    v.add_argument("--published", action="store_true",
+                   help="the published validation corpus (docs/model.md): fit on its fit "
+                        "set, error on its test set")
+    v.add_argument("--fabric", "-f", help="for stored runs")
+    v.add_argument("--nodes", "-N", type=int, default=0,
+                   help="default: each run's ranks / --ppn (runs of several sizes at once)")
+    v.add_argument("--ppn", type=int, default=1)
+    add_topology_arguments(v)
+    v.add_argument("--cores", type=int, default=None)
+    v.add_argument("--band-samples", type=int, default=SAMPLES)
     v.add_argument("--algorithm", "-a", help="when the runs do not record it")
     v.add_argument("--simulated", type=int, nargs="+", metavar="SIMRUN",
                    help="stored simulated runs (fabench sim) of the same collectives and "
                         "algorithms: their times become a column beside the model's")
     add_out_argument(v)
-    v.set_defaults(func=cmd_validate)
+    v.set_defaults(func=cmd_validate, switch_reduce_us=None)
+
+
+def _fig(text: str | None, what: str) -> Figure | None:
+    return Figure.parse(text, what) if text is not None else None
+
+
+def cmd_define(args: argparse.Namespace) -> int:
+    lat = Figure.parse(args.latency_us, "--latency-us")
+    bw = Figure.parse(args.bandwidth_MBps, "--bandwidth-MBps")
+    fabric = define_fabric(Published(
+        args.name, args.family, lat, bw, source=args.source,
+        hop_latency_us=_fig(args.hop_latency_us, "--hop-latency-us"),
+        eager_limit=args.eager_limit, rendezvous_us=_fig(args.rendezvous_us, "--rendezvous-us"),
+        link_MBps=args.link_MBps, calibrated_hops=args.hops, in_network=args.in_network,
+        shm_latency_us=_fig(args.shm_latency_us, "--shm-latency-us"),
+        shm_MBps=_fig(args.shm_MBps, "--shm-MBps"),
+        gamma_MBps=_fig(args.gamma_MBps, "--gamma-MBps")))
+    path = save_fabric(fabric, args.out)
+    for line in fabric_lines(fabric):
+        print(line)
+    print(f"# fabric {fabric.name!r} written: {path}")
+    return 0
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     with Store(store_path(args.out)) as store:
-        cal = calibrate(store, args.runs, args.name, max_breaks=args.max_breaks,
-                        calibrated_hops=args.hops, hop_latency_us=args.hop_latency_us,
-                        link_bandwidth_MBps=args.link_MBps)
-    for line in calibration_lines(cal):
-        print(line)
+        cal = calibrate(store, args.runs, args.name, family=args.family,
+                        max_breaks=args.max_breaks, calibrated_hops=args.hops,
+                        hop_latency_us=args.hop_latency_us, link_bandwidth_MBps=args.link_MBps,
+                        gamma_MBps=args.gamma_MBps)
     if args.in_network:
         # declared, not measured: point-to-point runs cannot show what the switches compute
-        cal.fabric.in_network_reduction = True
-        cal.fabric.assumptions.append("in-network reduction: declared (--in-network)")
+        kind = None if args.in_network == "default" else args.in_network
+        inn, prov = in_network_defaults(args.family, kind)
+        cal.fabric.in_network = inn
+        cal.fabric.provenance.update(prov)
+        cal.fabric.assumptions.append(f"in-network reduction: declared (--in-network "
+                                      f"{args.in_network})")
+    for line in calibration_lines(cal):
+        print(line)
     path = save_fabric(cal.fabric, args.out)
     print(f"# calibration stored as fabric {args.name!r}: {path}")
     return 0
@@ -171,8 +297,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     for name in list_fabrics(args.out):
         f = load_fabric(name, args.out)
-        print(f"{name:<16} {f.origin:<10} {f.latency_us:>7.2f} us @8B "
-              f"{f.peak_bandwidth_MBps:>9.0f} MB/s  {f.source[:60]}")
+        print(f"{name:<16} {f.origin:<10} {f.family:<9} {f.latency_us:>7.2f} us @8B "
+              f"{f.peak_bandwidth_MBps:>9,.0f} MB/s  {f.source[:60]}")
     return 0
 
 
@@ -182,17 +308,29 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _libraries(text: str) -> tuple[str, ...]:
+    if text.strip().lower() in ("", "none"):
+        return ()
+    libs = tuple(x.strip().lower() for x in text.split(",") if x.strip())
+    bad = [x for x in libs if x not in MPI_LIBRARIES]
+    if bad:
+        raise FabenchError(f"--mpi {text!r}: {', '.join(MPI_LIBRARIES)} or none")
+    return libs
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
-    fabric = load_fabric(args.fabric, args.out)
+    fabric = fabric_for(args)
     cluster = cluster_from_args(args)
     sizes = parse_sizes(args.sizes)
+    libs = _libraries(args.mpi)
     title = (f"{fabric.name} on {cluster.topology.describe()}, {cluster.nodes} nodes x "
              f"{cluster.ppn} ppn")
     for coll in args.collective:
         only = [a for a in (args.algorithm or []) if a in ALGORITHMS[coll]] or None
         if args.algorithm and not only:
             continue
-        pred = predict_all(fabric, cluster, coll, sizes, only)
+        pred = predict_all(fabric, cluster, coll, sizes, only, libraries=libs)
+        add_bands(pred, fabric, cluster, args.band_samples)
         if args.json:
             ctx = {"fabric": fabric.name, "nodes": cluster.nodes, "ppn": cluster.ppn,
                    "topology": cluster.topology.name}
@@ -206,42 +344,61 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def cmd_hpl(args: argparse.Namespace) -> int:
     fabric = load_fabric(args.fabric, args.out)
+    peak = args.node_gflops
     if args.peak:
         try:
             s, c, ghz, fpc = args.peak.split(",")
-            node = peak_gflops(int(s), int(c), float(ghz), int(fpc))
+            peak = peak_gflops(int(s), int(c), float(ghz), int(fpc))
         except ValueError:
             raise FabenchError(f"--peak {args.peak!r}: expected SOCKETS,CORES,GHZ,FPC") from None
-    else:
-        node = args.node_gflops or peak_gflops(2, 12, 2.7, 8)
-    prm = HplParams(node_peak_gflops=node, efficiency_1node=args.efficiency_1node,
-                    mem_per_node_gb=args.mem_gb, mem_fraction=args.mem_fraction, nb=args.nb,
-                    overlap=args.overlap, node_cv=args.node_cv)
+    table = load_node_table(args.node_table) if args.node_table else None
+    prm = params_from(peak=peak, efficiency=args.efficiency_1node, mem_gb=args.mem_gb,
+                      table=table, mem_fraction=args.mem_fraction, nb=args.nb,
+                      overlap=args.overlap, node_cv=args.node_cv)
+    fitted = None
     if args.fit_at:
-        n_s, e_s = args.fit_at.split(":")
-        cv = fit_node_cv(fabric, int(n_s), float(e_s), prm)
+        try:
+            n_s, e_s = args.fit_at.split(":")
+            n_fit, e_fit = int(n_s), float(e_s)
+        except ValueError:
+            raise FabenchError(f"--fit-at {args.fit_at!r}: NODES:EFFICIENCY, e.g. 240:0.7299") \
+                from None
+        cv = fit_node_cv(fabric, n_fit, e_fit, prm)
         if cv is None:
-            raise FabenchError(f"no node spread in [0, 20 %] gives {e_s} at {n_s} nodes")
-        prm = replace(prm, node_cv=cv)
-        print(f"# fitted node-to-node spread: {cv * 100:.2f} % (efficiency {e_s} at {n_s})")
+            raise FabenchError(f"no node spread in [0, 20 %] gives {e_fit} at {n_fit} nodes")
+        prm = replace(prm, node_cv=cv, sources={**prm.sources,
+                                                "node_cv": f"fitted to {e_fit} at {n_fit} nodes"})
+        fitted = (f"the node spread ({cv * 100:.2f} %) was solved so that {n_fit} nodes give "
+                  f"{e_fit * 100:.2f} %: that row reproduces its input; the others follow "
+                  "from the fit")
     nodes = [int(x) for x in str(args.nodes).split(",") if x]
-    title = (f"HPL on {fabric.name}: peak {node:.1f} GFLOPS/node, 1-node efficiency "
-             f"{prm.efficiency_1node:.4f}, {prm.mem_per_node_gb:g} GB x {prm.mem_fraction:g}, "
-             f"NB {prm.nb}, overlap {prm.overlap:g}, node spread {prm.node_cv * 100:.2f} %")
-    for line in hpl_lines(hpl_curve(fabric, nodes, prm), title):
+    points = hpl_curve(fabric, nodes, prm)
+    for pt in points:
+        pt.band = band_of(fabric, lambda f, n=pt.nodes: hpl_curve(f, [n], prm)[0].efficiency,
+                          args.band_samples)
+    title = (f"HPL on {fabric.name}: peak {prm.node_peak_gflops:.1f} GFLOPS/node, 1-node "
+             f"efficiency {prm.efficiency_1node:.4f}, {prm.mem_per_node_gb:g} GB x "
+             f"{prm.mem_fraction:g}, NB {prm.nb}, overlap {prm.overlap:g}, node spread "
+             f"{prm.node_cv * 100:.2f} %")
+    for line in hpl_lines(points, title, prm, fitted):
         print(line)
     return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if args.published:
+        for line in corpus_lines(run_corpus(band_samples=args.band_samples)):
+            print(line)
+        return 0
+    if not args.runs or not args.fabric:
+        raise FabenchError("model validate: give stored RUNs and --fabric, or --published")
     fabric = load_fabric(args.fabric, args.out)
     with Store(store_path(args.out)) as store:
         comps = []
         for rid in args.runs:
-            if not args.nodes:
-                args.nodes = store.run(rid).ranks // args.ppn
-            comps.append(compare_run(store, rid, fabric, cluster_from_args(args),
-                                     args.algorithm))
+            nodes = args.nodes or max(1, store.run(rid).ranks // args.ppn)
+            comps.append(compare_run(store, rid, fabric, cluster_from_args(args, nodes),
+                                     args.algorithm, args.band_samples))
         merged = merge_repeats(comps)
         sims = {}
         for sid in args.simulated or []:
@@ -249,12 +406,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
             if "simulated" not in srun.flags:
                 raise FabenchError(f"run {sid} is not a simulated run (fabench sim)")
             coll = srun.kernel.partition(".")[2]
-            sims[(srun.kernel, run_algorithm(srun, coll))] = sid
+            sims[(srun.kernel, run_algorithm(srun, coll), srun.ranks)] = sid
         tables = []
-        cluster = cluster_from_args(args)
-        sim_skew = barrier_exit_skew(fabric, cluster) if cluster.cores else 0.0
         for c in merged:
-            sid = None if c.simulated else sims.get((c.kernel, c.algorithm))
+            cluster = cluster_from_args(args, args.nodes or max(1, c.ranks // args.ppn))
+            sim_skew = barrier_exit_skew(fabric, cluster) if cluster.cores else 0.0
+            sid = None if c.simulated else sims.get((c.kernel, c.algorithm, c.ranks))
             sim = simulated_as_prediction(store, c, sid, sim_skew) if sid is not None else None
             tables.append((c, sim))
     for c, sim in tables:
@@ -264,4 +421,3 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for line in validation_summary(tables):
             print(line)
     return 0
-

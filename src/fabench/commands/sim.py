@@ -7,8 +7,8 @@ import sys
 
 from ..campaign import run_bench
 from ..kernels import get_kernel
+from ..model.catalog import load_fabric
 from ..model.collectives import ALGORITHMS
-from ..model.presets import load_fabric
 from ..plan import PlannedRun, settings_for
 from ..report.table import header_lines, kernel_tables, summaries_json
 from ..schedulers.simgrid import SimGridScheduler
@@ -16,7 +16,7 @@ from ..sim.smpi import SimSetup, smpi_algorithm
 from ..transport import Transport
 from . import COMMANDS
 from ._common import add_out_argument, store_path
-from .model import parse_dims
+from .model import add_topology_arguments, topology_spec
 
 
 @COMMANDS.register("sim")
@@ -31,10 +31,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--fabric", "-f", required=True, help="preset or calibration")
     p.add_argument("--nodes", "-N", type=int, required=True)
     p.add_argument("--ppn", type=int, default=1)
-    p.add_argument("--topology", default="fat-tree", help="fat-tree (default), torus, single")
-    p.add_argument("--hosts-per-leaf", type=int, default=24)
-    p.add_argument("--oversubscription", type=float, default=1.0)
-    p.add_argument("--dims", help="torus dimensions, e.g. 6x8x5")
+    add_topology_arguments(p)
     p.add_argument("--algorithm", "-a",
                    help="model name: ring, recursive_doubling, rabenseifner, binomial, "
                         "pairwise, bruck, linear, scatter_allgather (default: an O(P) one)")
@@ -70,9 +67,7 @@ def warmup_sync_args(kind: str, mode: str) -> list[str]:
 def main(args: argparse.Namespace) -> int:
     kernel = get_kernel(args.kernel)
     fabric = load_fabric(args.fabric, args.out)
-    setup = SimSetup(fabric=fabric, topology=args.topology, nodes=args.nodes, ppn=args.ppn,
-                     hosts_per_leaf=args.hosts_per_leaf,
-                     oversubscription=args.oversubscription, dims=parse_dims(args.dims),
+    setup = SimSetup(fabric=fabric, spec=topology_spec(args), nodes=args.nodes, ppn=args.ppn,
                      algorithm=args.algorithm, cores=args.cores)
     launcher = SimGridScheduler(setup)
     # the transport names the whole simulated setup, so reports keep setups apart

@@ -5,7 +5,14 @@ breakpoints and fit a line per segment. The breakpoints are not given: every pla
 `max_breaks` breakpoints between measured sizes is tried, each segment gets a weighted least
 squares line (weights 1/t, so small and large messages count alike), and the placement is
 chosen by BIC on the relative residuals, so a breakpoint is only kept when it pays for its two
-extra parameters.
+extra parameters. Values printed with 2 decimals (OSU, IMB imports) carry a rounding error of
+up to half a step: residuals inside it count as zero, so a run of identical rounded values
+cannot buy a breakpoint by fitting exactly.
+
+Shared-memory runs (transport shm) fit the same-node segments; the local reduction rate is
+measured on this host when the runs were measured here. Every run set is also resampled
+(runs, then samples within a run; residuals when there is one value per size) and refitted
+with the chosen breakpoints: the replicates give the prediction bands (uncertainty.py).
 """
 
 from __future__ import annotations
@@ -17,22 +24,27 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..analyse import summarize_results
 from ..errors import FabenchError
-from ..metrics import LATENCY
 from ..store import RunRow, Store
-from .fabric import Fabric, Segment
+from . import gamma as gamma_kernel
+from .fabric import Fabric, Provenance, Replicate, Segment
+from .families import GAMMA_MBPS, SHM_LAT_US, SHM_MBPS, hop_default
 
 MIN_POINTS = 3  # per segment: a line through two points has no residual to judge it by
+REPLICATES = 30
+SHM_TRANSPORTS = {"shm", "vader", "sm", "posix", "sysv", "cma", "xpmem", "knem"}
+LOCAL_LAUNCHERS = {"local", "testbed", "auto"}
 
 
 @dataclass
 class Curve:
-    """Median time per size (us): half round trip (latency) or time per message (bw)."""
+    """Median time per size (us): half round trip (latency) or time per message (bw).
+    `samples[i]`: per run, the per-message samples of size i (for the bootstrap)."""
 
     sizes: list[int]
     times: list[float]
     runs: list[int] = field(default_factory=list)
+    samples: list[list[np.ndarray]] = field(default_factory=list)
 
 
 def _fit_line(m: np.ndarray, t: np.ndarray) -> tuple[float, float]:
@@ -49,25 +61,47 @@ def _fit_line(m: np.ndarray, t: np.ndarray) -> tuple[float, float]:
     return float(alpha), float(beta)
 
 
-def _segment(m: np.ndarray, t: np.ndarray) -> tuple[Segment, float]:
+def _segment(m: np.ndarray, t: np.ndarray, slack: np.ndarray) -> tuple[Segment, float]:
     alpha, beta = _fit_line(m, t)
     rel = (alpha + beta * m - t) / t
     seg = Segment(start=int(m[0]), alpha_us=alpha, beta_us_per_byte=beta, n_points=len(m),
                   median_rel_err=float(np.median(np.abs(rel))),
                   max_rel_err=float(np.max(np.abs(rel))))
-    return seg, float(np.sum(rel * rel))
+    # a residual inside the printed values' rounding is no error
+    judged = np.maximum(np.abs(rel) - slack, 0.0)
+    return seg, float(np.sum(judged * judged))
 
 
-def fit_segments(sizes: Sequence[int], times: Sequence[float], max_breaks: int = 2,
-                 min_points: int = MIN_POINTS) -> tuple[list[Segment], dict[str, float]]:
-    """Piecewise-linear fit of t(size); returns the segments and overall fit quality."""
+def resolution(times: Sequence[float]) -> float:
+    """The rounding step of printed values: 0.01 when every value is a multiple of 0.01
+    (OSU and IMB print 2 decimals), 0.001 for 3 decimals, else 0."""
+    arr = np.asarray(times, dtype=float)
+    for step in (0.01, 0.001):
+        scaled = arr / step
+        if len(arr) and np.all(np.abs(scaled - np.round(scaled)) < 1e-6):
+            return step
+    return 0.0
+
+
+def _prepare(sizes: Sequence[int], times: Sequence[float], min_points: int
+             ) -> tuple[np.ndarray, np.ndarray]:
     pts = sorted((int(s), float(x)) for s, x in zip(sizes, times, strict=True)
                  if s > 0 and x > 0 and math.isfinite(x))
     if len(pts) < min_points:
         raise FabenchError(f"calibration needs at least {min_points} sizes with a positive "
                            f"time (got {len(pts)})")
-    m = np.array([p[0] for p in pts], dtype=float)
-    t = np.array([p[1] for p in pts], dtype=float)
+    return (np.array([p[0] for p in pts], dtype=float), np.array([p[1] for p in pts],
+                                                                  dtype=float))
+
+
+def fit_segments(sizes: Sequence[int], times: Sequence[float], max_breaks: int = 2,
+                 min_points: int = MIN_POINTS, step: float | None = None
+                 ) -> tuple[list[Segment], dict[str, float]]:
+    """Piecewise-linear fit of t(size); returns the segments and overall fit quality.
+    `step`: the values' rounding step (None: detected)."""
+    m, t = _prepare(sizes, times, min_points)
+    q = resolution(t) if step is None else step
+    slack = (q / 2) / t
     n = len(m)
     best: tuple[float, list[Segment], float] | None = None
     for k in range(0, max_breaks + 1):
@@ -77,12 +111,14 @@ def fit_segments(sizes: Sequence[int], times: Sequence[float], max_breaks: int =
                 continue
             segs, rss = [], 0.0
             for a, b in itertools.pairwise(bounds):
-                seg, r = _segment(m[a:b], t[a:b])
+                seg, r = _segment(m[a:b], t[a:b], slack[a:b])
                 segs.append(seg)
                 rss += r
             params = 2 * len(segs) + k  # lines plus breakpoint positions
-            bic = n * math.log(max(rss / n, 1e-12)) + params * math.log(n)
-            if best is None or bic < best[0]:
+            # the floor: a fit cannot be judged better than the values' own rounding
+            floor = max(float(np.mean(slack * slack)) / 3, 1e-12)
+            bic = n * math.log(max(rss / n, floor)) + params * math.log(n)
+            if best is None or bic < best[0] - 1e-9:
                 best = (bic, segs, rss)
     assert best is not None
     _, segs, rss = best
@@ -91,8 +127,29 @@ def fit_segments(sizes: Sequence[int], times: Sequence[float], max_breaks: int =
     rel = np.abs(model - t) / t
     quality = {"points": float(n), "segments": float(len(segs)),
                "median_rel_err": float(np.median(rel)), "max_rel_err": float(np.max(rel)),
-               "rms_rel_err": float(math.sqrt(rss / n))}
+               "rms_rel_err": float(math.sqrt(rss / n)), "rounding_step": q}
     return segs, quality
+
+
+def fit_fixed(sizes: Sequence[int], times: Sequence[float], starts: Sequence[int]
+              ) -> list[Segment]:
+    """Lines on given segment starts (a bootstrap replicate keeps the chosen breakpoints)."""
+    m, t = _prepare(sizes, times, 1)
+    segs = []
+    bounds = list(starts[1:]) + [math.inf]
+    lo = 0.0
+    for start, hi in zip(starts, bounds, strict=True):
+        sel = (m >= max(start, lo)) & (m < hi)
+        if sel.sum() >= 2:
+            alpha, beta = _fit_line(m[sel], t[sel])
+        elif segs:
+            alpha, beta = segs[-1].alpha_us, segs[-1].beta_us_per_byte
+        else:
+            alpha, beta = float(t[0]), 0.0
+        segs.append(Segment(int(start), alpha, beta, int(sel.sum())))
+        lo = hi
+    segs[0].start = 0
+    return segs
 
 
 def segs_time(segs: Sequence[Segment], m: float) -> float:
@@ -110,26 +167,66 @@ def run_curve(store: Store, run_id: int) -> tuple[str, Curve]:
     run = store.run(run_id)
     if run.status != "ok":
         raise FabenchError(f"run {run_id} ({run.label}) has status {run.status}")
-    results = list(store.results(run_id))
-    sums = summarize_results(run.kernel, results, LATENCY)
-    sizes, times = [], []
-    for rec, s in zip(results, sums, strict=True):
-        per = s.summary.median / max(rec.messages_per_sample, 1.0)
-        if rec.size > 0 and math.isfinite(per):
+    sizes, times, samples = [], [], []
+    for rec in store.results(run_id):
+        per = np.asarray(rec.times, dtype=float) / max(rec.messages_per_sample, 1.0)
+        per = per[np.isfinite(per)]
+        if rec.size > 0 and len(per):
             sizes.append(rec.size)
-            times.append(per)
-    return run.kernel, Curve(sizes, times, [run_id])
+            times.append(float(np.median(per)))
+            samples.append([per])
+    return run.kernel, Curve(sizes, times, [run_id], samples)
 
 
 def merge_curves(curves: Sequence[Curve]) -> Curve:
     """Repeated runs: the median over runs of each size's median."""
     by_size: dict[int, list[float]] = {}
+    samp: dict[int, list[np.ndarray]] = {}
     for c in curves:
-        for s, x in zip(c.sizes, c.times, strict=True):
+        for i, (s, x) in enumerate(zip(c.sizes, c.times, strict=True)):
             by_size.setdefault(s, []).append(x)
+            if c.samples:
+                samp.setdefault(s, []).extend(c.samples[i])
     sizes = sorted(by_size)
     return Curve(sizes, [float(np.median(by_size[s])) for s in sizes],
-                 [r for c in curves for r in c.runs])
+                 [r for c in curves for r in c.runs], [samp.get(s, []) for s in sizes])
+
+
+def resample(curve: Curve, rng: np.random.Generator) -> list[float]:
+    """One bootstrap draw of the curve's per-size medians: runs resampled, then samples
+    within each run (two-stage); one value per size: the caller resamples residuals."""
+    out = []
+    for i, t in enumerate(curve.times):
+        runs = curve.samples[i] if curve.samples else []
+        if not runs or all(len(r) <= 1 for r in runs) and len(runs) <= 1:
+            out.append(t)
+            continue
+        picks = [runs[j] for j in rng.integers(0, len(runs), len(runs))]
+        meds = [float(np.median(r[rng.integers(0, len(r), len(r))])) for r in picks]
+        out.append(float(np.median(meds)))
+    return out
+
+
+def _has_spread(curve: Curve) -> bool:
+    return bool(curve.samples) and any(len(runs) > 1 or any(len(r) > 1 for r in runs)
+                                       for runs in curve.samples)
+
+
+def replicates(curve: Curve, segs: list[Segment], n: int, seed: int = 1) -> list[list[Segment]]:
+    """`n` refits of the curve with its segments' breakpoints kept."""
+    rng = np.random.default_rng(seed)
+    starts = [s.start for s in segs]
+    out = []
+    if _has_spread(curve):
+        for _ in range(n):
+            out.append(fit_fixed(curve.sizes, resample(curve, rng), starts))
+        return out
+    model = np.array([segs_time(segs, x) for x in curve.sizes])
+    rel = (np.asarray(curve.times) - model) / model
+    for _ in range(n):
+        noise = rel[rng.integers(0, len(rel), len(rel))]
+        out.append(fit_fixed(curve.sizes, list(model * (1 + noise)), starts))
+    return out
 
 
 LATENCY_KERNELS = ("mpi.latency",)
@@ -192,45 +289,108 @@ class Calibration:
     latency: Curve
     stream: Curve | None
     exchange: Curve | None = None
+    intra: Curve | None = None
 
 
-def calibrate(store: Store, run_ids: Sequence[int], name: str, *, max_breaks: int = 2,
-              calibrated_hops: int = 1, hop_latency_us: float = 0.4,
-              link_bandwidth_MBps: float | None = None) -> Calibration:
-    lat_curves: list[Curve] = []
-    contended: dict[tuple[int, int], list[Curve]] = {}
-    bw_curves: list[Curve] = []
-    bibw_curves: list[Curve] = []
-    transports: set[str] = set()
+def is_shared_memory(run: RunRow) -> bool:
+    sel = (run.selected_transport or "").lower()
+    return run.transport == "shm" or sel.rsplit("/", 1)[-1] in SHM_TRANSPORTS
+
+
+@dataclass
+class RunCurves:
+    """The curves a calibration fits, sorted by what they measure."""
+
+    lat: list[Curve] = field(default_factory=list)
+    bw: list[Curve] = field(default_factory=list)
+    bibw: list[Curve] = field(default_factory=list)
+    shm_lat: list[Curve] = field(default_factory=list)
+    shm_bw: list[Curve] = field(default_factory=list)
+    contended: dict[tuple[int, int], list[Curve]] = field(default_factory=dict)
+    transports: set[str] = field(default_factory=set)
+    launchers: set[str] = field(default_factory=set)
+
+
+def _sort_runs(store: Store, run_ids: Sequence[int]) -> RunCurves:
+    out = RunCurves()
     for rid in run_ids:
         kernel, curve = run_curve(store, rid)
         run = store.run(rid)
-        transports.add(run.selected_transport or run.transport)
+        out.transports.add(run.selected_transport or run.transport)
+        out.launchers.add(run.launcher)
+        shm = is_shared_memory(run)
         if kernel in CONTENTION_KERNELS:
-            contended.setdefault((run.ranks, 1), []).append(_round_trip_half(run, curve))
+            out.contended.setdefault((run.ranks, 1), []).append(_round_trip_half(run, curve))
         elif kernel in LATENCY_KERNELS and run.ranks > 2:
             # ranks 0 and 1 ping-pong while the others wait in MPI: the same curve under the
             # CPU contention of `ranks` ranks (emulated nodes sharing one machine's cores)
-            contended.setdefault((run.ranks, 0), []).append(curve)
+            out.contended.setdefault((run.ranks, 0), []).append(curve)
         elif kernel in LATENCY_KERNELS:
-            lat_curves.append(curve)
+            (out.shm_lat if shm else out.lat).append(curve)
         elif kernel in STREAM_KERNELS:
-            bw_curves.append(curve)
-        elif kernel in EXCHANGE_KERNELS:
-            bibw_curves.append(curve)
+            (out.shm_bw if shm else out.bw).append(curve)
+        elif kernel in EXCHANGE_KERNELS and not shm:
+            out.bibw.append(curve)
         else:
             raise FabenchError(
-                f"run {rid} is {kernel}: calibration takes "
-                f"{', '.join(LATENCY_KERNELS + STREAM_KERNELS + EXCHANGE_KERNELS)} runs, and "
+                f"run {rid} is {kernel}{' over shared memory' if shm else ''}: calibration "
+                f"takes {', '.join(LATENCY_KERNELS + STREAM_KERNELS + EXCHANGE_KERNELS)} runs "
+                "(mpi.latency and mpi.bw also over shm, for the same-node segments), and "
                 f"{CONTENTION_KERNELS[0]} --window 1 runs for ranks sharing cores")
-    if not lat_curves:
-        raise FabenchError("calibration needs at least one mpi.latency run (the ping-pong "
-                           "curve); mpi.bw runs add the gap g and the streaming bandwidth")
-    lat = merge_curves(lat_curves)
+    return out
+
+
+def _intra(runs: RunCurves, n_rep: int) -> tuple[list[Segment], Curve | None, list[str],
+                                                list[list[Segment]]]:
+    if not runs.shm_lat:
+        return [], None, [], []
+    curve = merge_curves(runs.shm_lat)
+    segs, _ = fit_segments(curve.sizes, curve.times, max_breaks=2)
+    used = list(curve.runs)
+    if runs.shm_bw:
+        stream = merge_curves(runs.shm_bw)
+        rate = _large_bandwidth(stream)
+        if rate > 0 and segs[-1].beta_us_per_byte > 0:
+            # streaming reaches the copy rate a ping-pong's last segment only approaches
+            segs[-1].beta_us_per_byte = min(segs[-1].beta_us_per_byte, 1.0 / rate)
+        used += stream.runs
+    return segs, curve, used, replicates(curve, segs, n_rep, seed=7)
+
+
+def calibrate(store: Store, run_ids: Sequence[int], name: str, *, family: str = "custom",
+              max_breaks: int = 2, calibrated_hops: int = 1,
+              hop_latency_us: float | None = None,
+              link_bandwidth_MBps: float | None = None, gamma_MBps: float | None = None,
+              measure_gamma: bool | None = None, n_replicates: int = REPLICATES
+              ) -> Calibration:
+    """`measure_gamma` None: measure the local reduction rate when every run was measured on
+    this host (local or testbed launcher)."""
+    return calibrate_curves(_sort_runs(store, run_ids), name, f"in {store.path}",
+                            family=family, max_breaks=max_breaks,
+                            calibrated_hops=calibrated_hops, hop_latency_us=hop_latency_us,
+                            link_bandwidth_MBps=link_bandwidth_MBps, gamma_MBps=gamma_MBps,
+                            measure_gamma=measure_gamma, n_replicates=n_replicates)
+
+
+def _ids(c: Curve, what: str = "runs") -> str:
+    return f"{what} {', '.join(map(str, c.runs))}" if c.runs else "the given curves"
+
+
+def calibrate_curves(runs: RunCurves, name: str, where: str, *, family: str = "custom",
+                     max_breaks: int = 2, calibrated_hops: int = 1,
+                     hop_latency_us: float | None = None,
+                     link_bandwidth_MBps: float | None = None, gamma_MBps: float | None = None,
+                     measure_gamma: bool | None = None, n_replicates: int = REPLICATES
+                     ) -> Calibration:
+    if not runs.lat:
+        raise FabenchError("calibration needs at least one mpi.latency run between hosts (the "
+                           "ping-pong curve); mpi.bw runs add the gap g and the streaming "
+                           "bandwidth, shared-memory runs the same-node segments")
+    lat = merge_curves(runs.lat)
     segs, quality = fit_segments(lat.sizes, lat.times, max_breaks=max_breaks)
-    stream = merge_curves(bw_curves) if bw_curves else None
-    exchange = merge_curves(bibw_curves) if bibw_curves else None
-    gap = overhead = 0.0
+    stream = merge_curves(runs.bw) if runs.bw else None
+    exchange = merge_curves(runs.bibw) if runs.bibw else None
+    gap = 0.0
     extra: dict[str, float] = {}
     if stream is not None:
         small = [x for s, x in zip(stream.sizes, stream.times, strict=True) if s <= 64]
@@ -255,33 +415,81 @@ def calibrate(store: Store, run_ids: Sequence[int], name: str, *, max_breaks: in
     last = segs[-1].bandwidth_MBps
     link = link_bandwidth_MBps or (extra.get("stream_bandwidth_MBps")
                                    or (last if math.isfinite(last) else 0.0))
-    contention_ranks, contention, cont_runs = _contention(lat, contended, segs)
+    contention_ranks, contention, cont_runs = _contention(lat, runs.contended, segs)
+    intra, intra_curve, intra_runs, intra_reps = _intra(runs, n_replicates)
+    reps = replicates(lat, segs, n_replicates)
+    runs_used = (lat.runs + (stream.runs if stream else []) + (exchange.runs if exchange else [])
+                 + cont_runs + intra_runs)
+    where = f"runs {', '.join(map(str, runs_used))} {where}" if runs_used else where
+    prov: dict[str, Provenance] = {
+        "latency_us": Provenance(f"fitted to {_ids(lat)}"),
+        "bandwidth_MBps": Provenance(f"fitted to {_ids(lat)}"),
+        "overhead_us": Provenance("assumed: o = min(g, alpha/2), not measured separately",
+                                  True),
+        "gap_us": Provenance(f"{_ids(stream, 'mpi.bw runs')} at <= 64 B"
+                             if stream else "not measured (no mpi.bw run)", stream is None),
+        "link_bandwidth_MBps": Provenance(
+            "given (--link-MBps)" if link_bandwidth_MBps else
+            f"{_ids(stream, 'mpi.bw runs')} (best large-message rate)"
+            if stream else "the last segment's ping-pong rate", not (link_bandwidth_MBps
+                                                                     or stream)),
+    }
+    if len(segs) > 1:
+        prov["eager_limit_B"] = Provenance("found by the breakpoint search")
+        prov["rendezvous_us"] = Provenance("fitted")
+    if hop_latency_us is not None:
+        hop, prov["hop_latency_us"] = hop_latency_us, Provenance("given (--hop-latency-us)")
+    else:
+        d = hop_default(family)
+        hop, prov["hop_latency_us"] = d.value, d.prov
+    assumptions = [f"the measured path crossed {calibrated_hops} switch(es); each additional "
+                   f"switch adds {hop:g} us"]
+    if intra:
+        prov["shm_latency_us"] = Provenance(f"fitted to shared-memory runs "
+                                            f"{', '.join(map(str, intra_runs))}")
+        prov["shm_bandwidth_MBps"] = Provenance(f"shared-memory runs "
+                                                f"{', '.join(map(str, intra_runs))}")
+    else:
+        assumptions.append("same-node segment assumed (no shared-memory mpi.latency run "
+                           "given): ranks per node > 1 predict with its assumed range")
+    local = runs.launchers <= LOCAL_LAUNCHERS
+    if gamma_MBps is not None:
+        gamma, prov["gamma_MBps"] = gamma_MBps, Provenance("given (--gamma-MBps)")
+    elif measure_gamma or (measure_gamma is None and local):
+        gamma, detail = gamma_kernel.measure()
+        prov["gamma_MBps"] = Provenance(detail)
+    else:
+        gamma, prov["gamma_MBps"] = GAMMA_MBPS.value, GAMMA_MBPS.prov
+        assumptions.append("local reduction rate assumed: the runs were not measured on this "
+                           f"host (launchers {', '.join(sorted(runs.launchers))})")
     if contention:
-        assumptions_extra = [
+        assumptions.append(
             f"ranks sharing cores: a step's latency part stretches as measured with "
             f"{contention_ranks} ranks (runs {', '.join(map(str, cont_runs))}), "
-            "linearly in the ranks around it"]
-    else:
-        assumptions_extra = []
-    runs_used = (lat.runs + (stream.runs if stream else []) + (exchange.runs if exchange else [])
-                 + cont_runs)
-    assumptions = [
-        "o = min(g, alpha/2): the CPU overhead per side is not measured separately",
-        f"the measured path crossed {calibrated_hops} switch(es); each additional switch "
-        f"adds {hop_latency_us} us",
-    ]
-    assumptions += assumptions_extra
+            "linearly in the ranks around it")
     if not slowdown:
         assumptions.append("full duplex: two ranks exchanging at once each get the one-way "
                            "bandwidth (no mpi.bibw and mpi.bw runs to say otherwise)")
     fabric = Fabric(
-        name=name, segments=segs, origin="calibrated",
-        source=f"runs {', '.join(str(r) for r in runs_used)} in {store.path} over "
-               f"{', '.join(sorted(transports))}",
-        assumptions=assumptions,
-        overhead_us=overhead, gap_us=gap, calibrated_hops=calibrated_hops,
-        hop_latency_us=hop_latency_us, link_bandwidth_MBps=link,
+        name=name, segments=segs, origin="calibrated", family=family,
+        source=f"{where} over {', '.join(sorted(runs.transports))}",
+        assumptions=assumptions, overhead_us=overhead, gap_us=gap,
+        calibrated_hops=calibrated_hops, hop_latency_us=hop, link_bandwidth_MBps=link,
         exchange_slowdown=slowdown, contention_ranks=contention_ranks, contention=contention,
+        reduce_us_per_byte=1.0 / gamma if gamma > 0 else 0.0, intra=intra,
         fit={**quality, **extra, "breakpoints": [s.start for s in segs[1:]]},
+        provenance=prov,
+        replicates=[Replicate(r, intra_reps[i] if i < len(intra_reps) else [])
+                    for i, r in enumerate(reps)],
     )
-    return Calibration(fabric, lat, stream, exchange)
+    if not intra:
+        from_define_shm(fabric)
+    return Calibration(fabric, lat, stream, exchange, intra_curve)
+
+
+def from_define_shm(f: Fabric) -> None:
+    """The assumed same-node segment (families.py), with its range, for a calibration that
+    had no shared-memory run."""
+    f.intra = [Segment(0, SHM_LAT_US.value, 1.0 / SHM_MBPS.value)]
+    f.provenance["shm_latency_us"] = SHM_LAT_US.prov
+    f.provenance["shm_bandwidth_MBps"] = SHM_MBPS.prov

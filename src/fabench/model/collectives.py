@@ -3,13 +3,12 @@
 Sizes follow the kernels (docs/kernel-protocol.md): allreduce, reduce and bcast take the
 message size, alltoall the bytes per peer, allgather and gather the bytes per rank.
 
-Every algorithm is the textbook schedule (Thakur, Rabenseifner and Gropp 2005; Bruck et al.
-1997) written as its steps; each step costs the fabric's piecewise point-to-point time for its
-message size, plus the extra switches of the step's path, with the bytes term stretched by link
-sharing. Ranks are placed in blocks of `ppn` per node; pairs on one node use the fabric's
-same-node (shared memory) segments. Reductions add gamma (local reduction cost) per byte
-reduced. In-network reduction has its own model (`in_network_allreduce`, assumptions in
-docs/model.md).
+Every algorithm is the schedule an MPI library runs (Thakur, Rabenseifner and Gropp 2005; Bruck
+et al. 1997; Open MPI 4.1's coll/base, MPICH 4.0's MPIR), written as its steps; each step costs
+the fabric's piecewise point-to-point time for its message size, plus the extra switches of the
+step's path, with the bytes term stretched by link sharing (cost.py). Tree-shaped broadcasts
+and reductions are in trees.py, in-network reduction in innetwork.py. Reductions add gamma
+(local reduction cost) per byte reduced.
 """
 
 from __future__ import annotations
@@ -19,107 +18,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import FabenchError
+from .cost import ELEMENT_BYTES, Cluster, Model
+from .decisions import library_choice
 from .fabric import Fabric
-from .topology import Loopback, Topology
-
-# Per-switch-level reduction latency of an aggregating switch (not published by doc 000;
-# SHARP-class switches are quoted in the hundreds of ns). An assumption, overridable.
-SWITCH_REDUCE_US = 0.2
-
-
-@dataclass
-class Cluster:
-    nodes: int
-    ppn: int
-    topology: Topology
-    switch_reduce_us: float = SWITCH_REDUCE_US
-    # Nodes emulated on one machine (fabench's testbed): every rank of every node shares
-    # these cores. None: a core per rank, as on a real cluster.
-    cores: int | None = None
-
-    @property
-    def ranks(self) -> int:
-        return self.nodes * self.ppn
-
-
-class Model:
-    """Step costs of one fabric on one cluster."""
-
-    def __init__(self, fabric: Fabric, cluster: Cluster) -> None:
-        self.f = fabric
-        self.c = cluster
-        self._paths: dict[tuple[str, int], tuple[int, float]] = {}
-
-    @property
-    def p(self) -> int:
-        return self.c.ranks
-
-    def cpu_share(self, active: int, m: float = 0.0) -> float:
-        """Ranks time-sharing cores (one host, or emulated nodes on one machine, with more
-        ranks than cores): a step's CPU work is stretched by what the fabric measured under
-        that contention, else by active ranks / cores (Fabric.contention_share). 1 on real
-        clusters (a core per rank)."""
-        topo = self.c.topology
-        cores = topo.cores if isinstance(topo, Loopback) else self.c.cores
-        if not cores:
-            return 1.0
-        return max(1.0, self.f.contention_share(active, cores, m))
-
-    def stretch(self, a: float, b: float, share: float) -> float:
-        """A step's time from its latency part a and bytes part b: on one host (loopback) the
-        bytes are memory copies, CPU work like the rest; between emulated nodes they cross a
-        link (rate-limited veths), so only the latency part (stack, MPI) is time-shared."""
-        if isinstance(self.c.topology, Loopback):
-            return (a + b) * share
-        return a * share + b
-
-    def _node_path(self, pattern: str, nd: int) -> tuple[int, float]:
-        key = (pattern, nd)
-        if key not in self._paths:
-            sp = self.c.topology.step(pattern, nd)
-            self._paths[key] = (sp.hops, sp.congestion)
-        return self._paths[key]
-
-    def step_parts(self, m: float, d: int, pattern: str = "xor", active: int | None = None,
-                   exchange: bool | None = None) -> tuple[float, float, float]:
-        """(latency part, bytes part, cpu share) of a step in which every (active) rank
-        sends m bytes to its partner at rank distance d. `exchange`: the partner sends m
-        bytes back at the same time (recursive doubling/halving); for "shift" steps it is
-        found (rank + d and rank - d are one rank). An exchange's bytes cost at least the
-        fabric's exchange slowdown (measured with mpi.bibw) more than a one-way flow."""
-        m = max(m, 0.0)
-        if exchange is None:
-            exchange = pattern == "shift" and (2 * d) % max(self.p, 1) == 0
-        ppn = self.c.ppn
-        share = self.cpu_share(self.p if active is None else active, m)
-        if d < ppn and (pattern == "xor" or ppn == 1):
-            return self.f.alpha(m, intra=True), self.f.beta(m, intra=True) * m, share
-        if pattern == "xor":
-            nd, nic = max(1, d // ppn), ppn  # every rank of a node crosses to another node
-        else:
-            nd, nic = max(1, math.ceil(d / ppn)), min(d, ppn)
-        if nd >= self.c.nodes and pattern == "shift":
-            nd = nd % self.c.nodes or 1
-        hops, cong = self._node_path(pattern, nd)
-        link = self.f.link_bandwidth_MBps
-        per_byte = self.f.beta(m)
-        if link > 0:
-            # one flow is limited by its endpoints (beta); several share the link
-            per_byte = max(per_byte, nic * cong / link)
-        if exchange:
-            per_byte *= self.f.exchange_factor(m)
-        return self.f.alpha(m, hops), per_byte * m, share
-
-    def step(self, m: float, d: int, pattern: str = "xor", active: int | None = None,
-             exchange: bool | None = None) -> float:
-        a, b, share = self.step_parts(m, d, pattern, active, exchange)
-        return self.stretch(a, b, share)
-
-    def reduce_cost(self, m: float) -> float:
-        return self.f.reduce_us_per_byte * m
-
-    def copy_cost(self, m: float) -> float:
-        return self.f.beta(m, intra=True) * m
+from .innetwork import in_network_time, intra_bcast, intra_reduce
+from .topology import Loopback
+from .trees import (
+    CHAIN_FANOUT,
+    KNOMIAL_RADIX,
+    binary_tree,
+    chain_tree,
+    knomial_tree,
+    linear_tree,
+    shaped,
+)
 
 
 def _pow2_floor(p: int) -> int:
@@ -148,9 +60,6 @@ def allreduce_recursive_doubling(md: Model, m: float) -> float:
     return t
 
 
-ELEMENT_BYTES = 4  # the kernels reduce float32 (MPI_FLOAT sums)
-
-
 def allreduce_ring(md: Model, m: float) -> float:
     p = md.p
     if p == 1:
@@ -163,12 +72,28 @@ def allreduce_ring(md: Model, m: float) -> float:
     return 2 * (p - 1) * md.step(chunk, 1, "shift") + (p - 1) * md.reduce_cost(chunk)
 
 
+def _halving_steps(m: float, p2: int) -> list[tuple[float, bool]]:
+    """(bytes, balanced) of each reduce-scatter step of Rabenseifner's algorithm as MPICH (and
+    SimGrid's rab_rdb) cut the vector: p2 blocks of count // p2 elements, the remainder in the
+    last block. A step exchanges half of the current range; the pair whose half holds the last
+    block moves the most, so with fewer elements than ranks every step moves the whole
+    message one way (the fallback the split does not have)."""
+    count = max(int(m // ELEMENT_BYTES), 0)
+    q = count // p2
+    last = count - q * (p2 - 1)
+    out, blocks = [], p2
+    while blocks > 1:
+        blocks //= 2
+        elems = (blocks - 1) * q + last
+        out.append((elems * ELEMENT_BYTES if count else m / (p2 // blocks), last == q))
+    return out
+
+
 def _halving(md: Model, m: float, reduce: bool, exchange: bool = True) -> float:
     p2 = _pow2_floor(md.p)
-    t, size = 0.0, m
-    for k in range(int(math.log2(p2))):
-        size /= 2
-        t += md.step(size, p2 >> (k + 1), "xor", active=p2, exchange=exchange)
+    t = 0.0
+    for k, (size, balanced) in enumerate(_halving_steps(m, p2)):
+        t += md.step(size, p2 >> (k + 1), "xor", active=p2, exchange=exchange and balanced)
         if reduce:
             t += md.reduce_cost(size)
     return t
@@ -183,38 +108,10 @@ def allreduce_binomial(md: Model, m: float) -> float:
     return reduce_binomial(md, m) + bcast_binomial(md, m)
 
 
-def in_network_allreduce(md: Model, m: float) -> float:
-    """Document 000's in-network computing: each leaf switch reduces its servers' data, a spine
-    reduces the leaves, the result is multicast back, so each server sends and receives its
-    data once. Ranks of one node first reduce over shared memory, and get the result back the
-    same way. The switches reduce at line rate with the stream pipelined through them, so the
-    bytes cross the fabric once; each reducing level adds `switch_reduce_us`."""
-    return _intra_reduce(md, m) + _network_tree(md, m) + _intra_bcast(md, m)
-
-
-def _network_tree(md: Model, m: float) -> float:
-    levels = md.c.topology.levels()
-    if levels == 0:
-        raise FabenchError(f"in-network reduction needs a switch tree; "
-                           f"{md.c.topology.describe()} has none")
-    if md.c.nodes == 1:
-        return 0.0
-    hops = 2 * levels - 1  # up to the top level and back down: leaf(, spine, leaf)
-    link = md.f.link_bandwidth_MBps
-    per_byte = max(md.f.beta(m), 1 / link) if link > 0 else md.f.beta(m)
-    return md.f.alpha(m, hops) + per_byte * m + levels * md.c.switch_reduce_us
-
-
-def _intra_reduce(md: Model, m: float) -> float:
-    t, d = 0.0, 1
-    while d < md.c.ppn:
-        t += md.f.time(m, intra=True) + md.reduce_cost(m)
-        d *= 2
-    return t
-
-
-def _intra_bcast(md: Model, m: float) -> float:
-    return _lg(md.c.ppn) * md.f.time(m, intra=True)
+def allreduce_linear(md: Model, m: float) -> float:
+    """Open MPI's basic linear: every rank sends to rank 0, which reduces and sends the result
+    to every rank (its fallback for Rabenseifner with fewer elements than ranks)."""
+    return reduce_linear(md, m) + bcast_linear(md, m)
 
 
 # -- reduce / bcast ----------------------------------------------------------------------------
@@ -232,10 +129,6 @@ def reduce_rabenseifner(md: Model, m: float) -> float:
             + _halving(md, m, False, exchange=False))
 
 
-def in_network_reduce(md: Model, m: float) -> float:
-    return _intra_reduce(md, m) + _network_tree(md, m)
-
-
 def bcast_binomial(md: Model, m: float) -> float:
     t, d = 0.0, 1
     while d < md.p:
@@ -246,17 +139,110 @@ def bcast_binomial(md: Model, m: float) -> float:
 
 def bcast_scatter_allgather(md: Model, m: float) -> float:
     """van de Geijn: binomial scatter of m/p pieces, then a ring allgather."""
+    return _scatter(md, m) + (md.p - 1) * md.step(m / md.p, 1, "shift")
+
+
+def bcast_scatter_rd_allgather(md: Model, m: float) -> float:
+    """Binomial scatter, then a recursive-doubling allgather of the pieces (Open MPI's bcast
+    8, MPICH's scatter_recursive_doubling_allgather)."""
+    p = md.p
+    t, k = _scatter(md, m), 1
+    while k < p:
+        t += md.step(m / p * k, k, "xor", exchange=True)
+        k <<= 1
+    return t
+
+
+def _scatter(md: Model, m: float) -> float:
     p, lg = md.p, _lg(md.p)
     t, size = 0.0, m
     for k in range(lg):
         size /= 2
         t += md.step(size, 1 << (lg - k - 1), "xor", active=min(p, 2 << k))
-    return t + (p - 1) * md.step(m / p, 1, "shift")
+    return t
+
+
+bcast_linear = shaped("linear", linear_tree)
+reduce_linear = shaped("linear", linear_tree, reduce=True)
+bcast_binary = shaped("binary", binary_tree)
+reduce_binary = shaped("binary", binary_tree, reduce=True)
+bcast_knomial = shaped("knomial", lambda p: knomial_tree(p, KNOMIAL_RADIX))
+reduce_knomial = shaped("knomial", lambda p: knomial_tree(p, KNOMIAL_RADIX), reduce=True)
+bcast_chain = shaped("chain", lambda p: chain_tree(p, CHAIN_FANOUT))
+reduce_chain = shaped("chain", lambda p: chain_tree(p, CHAIN_FANOUT), reduce=True)
+bcast_pipeline = shaped("pipeline", lambda p: chain_tree(p, 1))
+reduce_pipeline = shaped("pipeline", lambda p: chain_tree(p, 1), reduce=True)
+
+
+def bcast_split_binary(md: Model, m: float) -> float:
+    """Open MPI's split binary tree: each half of the message down one half of a binary tree,
+    then the two halves exchanged pairwise."""
+    return bcast_binary(md, m / 2) + md.step(m / 2, 1, "xor", exchange=True)
+
+
+# -- hierarchical (node leaders) ---------------------------------------------------------------
+def _leaders(md: Model) -> Model:
+    """The node leaders as a cluster of one rank per node."""
+    return Model(md.f, Cluster(md.c.nodes, 1, md.c.topology, md.c.cores))
+
+
+def leader_allreduce(md: Model, m: float) -> float:
+    """MPICH's inter-node choice among node leaders (MPIR generic rules, MPICH40): recursive
+    doubling up to 8 bytes or with fewer elements than leaders (power of two below),
+    Rabenseifner above."""
+    lead = _leaders(md)
+    if m <= 8 or m / ELEMENT_BYTES < _pow2_floor(lead.p):
+        return allreduce_recursive_doubling(lead, m)
+    return allreduce_rabenseifner(lead, m)
+
+
+def allreduce_hierarchical(md: Model, m: float) -> float:
+    """Reduce within each node (shared memory, binomial), allreduce among node leaders, then
+    broadcast within each node: MPICH 4.0's composition alpha for ranks per node > 1."""
+    return intra_reduce(md, m) + leader_allreduce(md, m) + intra_bcast(md, m)
+
+
+def bcast_hierarchical(md: Model, m: float) -> float:
+    return bcast_binomial(_leaders(md), m) + intra_bcast(md, m)
+
+
+def reduce_hierarchical(md: Model, m: float) -> float:
+    return intra_reduce(md, m) + reduce_binomial(_leaders(md), m)
+
+
+# -- in-network --------------------------------------------------------------------------------
+def _host_fallback(md: Model, m: float) -> float:
+    """What the library runs when the switches cannot take the message: its best host-based
+    algorithm (HCOLL's own choice is not modelled)."""
+    return min(allreduce_recursive_doubling(md, m), allreduce_rabenseifner(md, m),
+               allreduce_ring(md, m))
+
+
+def in_network_allreduce(md: Model, m: float) -> float:
+    t = in_network_time(md, m)
+    if t is None:
+        return _host_fallback(md, m)
+    return intra_reduce(md, m) + t + intra_bcast(md, m)
+
+
+def in_network_reduce(md: Model, m: float) -> float:
+    t = in_network_time(md, m)
+    if t is None:
+        return min(reduce_binomial(md, m), reduce_rabenseifner(md, m))
+    return intra_reduce(md, m) + t
+
+
+def in_network_fell_back(md: Model, m: float) -> bool:
+    return in_network_time(md, m) is None
 
 
 # -- alltoall ----------------------------------------------------------------------------------
 def alltoall_pairwise(md: Model, m: float) -> float:
-    return sum(md.step(m, k, "shift") for k in range(1, md.p))
+    if md.p < 2:
+        return 0.0
+    a, b = md.shift_parts(m, range(1, md.p))
+    share = md.cpu_share(md.p, m)
+    return float(md.stretch(a, b, share).sum())
 
 
 def alltoall_bruck(md: Model, m: float) -> float:
@@ -264,7 +250,8 @@ def alltoall_bruck(md: Model, m: float) -> float:
     t = 2 * md.copy_cost(m * p)  # the local rotations before and after
     k = 1
     while k < p:
-        blocks = sum(1 for i in range(p) if i & k)
+        # ranks 0..p-1 with bit k set: full periods of 2k hold k each, then the remainder
+        blocks = (p // (2 * k)) * k + max(0, p % (2 * k) - k)
         t += md.step(m * blocks, k, "shift")
         k <<= 1
     return t
@@ -276,10 +263,9 @@ def alltoall_linear(md: Model, m: float) -> float:
     p = md.p
     if p == 1:
         return 0.0
-    parts = [md.step_parts(m, k, "shift") for k in range(1, p)]
-    alpha = max(a for a, _, _ in parts)
-    share = parts[0][2]
-    return md.stretch(alpha + (p - 2) * md.f.gap_us, sum(b for _, b, _ in parts), share)
+    a, b = md.shift_parts(m, range(1, p))
+    share = md.cpu_share(p, m)
+    return float(md.stretch(float(a.max()) + (p - 2) * md.f.gap_us, float(b.sum()), share))
 
 
 # -- allgather / gather ------------------------------------------------------------------------
@@ -306,6 +292,22 @@ def allgather_bruck(md: Model, m: float) -> float:
     return t
 
 
+def allgather_neighbor_exchange(md: Model, m: float) -> float:
+    """Open MPI's neighbor exchange: P/2 steps, the first of m bytes, the rest of 2m, each with
+    a neighbour; an odd P runs the ring instead."""
+    p = md.p
+    if p % 2:
+        return allgather_ring(md, m)
+    return md.step(m, 1, "shift", exchange=True) + (p // 2 - 1) * md.step(2 * m, 1, "shift",
+                                                                          exchange=True)
+
+
+def allgather_linear(md: Model, m: float) -> float:
+    """Open MPI's basic linear allgather: a linear gather to rank 0, then a broadcast of the
+    whole vector."""
+    return gather_linear(md, m) + bcast_binomial(md, m * md.p)
+
+
 def gather_binomial(md: Model, m: float) -> float:
     t, k = 0.0, 1
     while k < md.p:
@@ -319,20 +321,22 @@ def gather_linear(md: Model, m: float) -> float:
     p = md.p
     if p == 1:
         return 0.0
-    link = md.f.link_bandwidth_MBps
-    per_byte = max(md.f.beta(m), 1 / link) if link > 0 else md.f.beta(m)
+    per_byte = md.link_per_byte(m)
     return md.f.alpha(m) + (p - 1) * max(md.f.gap_us, per_byte * m) * md.cpu_share(p, m)
 
 
 Algorithm = Callable[[Model, float], float]
 
-# name -> (function, SimGrid SMPI algorithm name for --cfg=smpi/<collective>:<name>, or None)
+# name -> (function, SimGrid SMPI algorithm name for --cfg=smpi/<collective>:<name>, or None
+# when SimGrid has no equivalent: the model predicts it, `fabench sim` refuses it)
 ALGORITHMS: dict[str, dict[str, tuple[Algorithm, str | None]]] = {
     "allreduce": {
         "ring": (allreduce_ring, "lr"),
         "recursive_doubling": (allreduce_recursive_doubling, "rdb"),
         "rabenseifner": (allreduce_rabenseifner, "rab_rdb"),
         "binomial": (allreduce_binomial, "redbcast"),
+        "linear": (allreduce_linear, None),
+        "hierarchical": (allreduce_hierarchical, None),
         "in_network": (in_network_allreduce, None),
     },
     "alltoall": {
@@ -346,6 +350,8 @@ ALGORITHMS: dict[str, dict[str, tuple[Algorithm, str | None]]] = {
         "ring": (allgather_ring, "ring"),
         "recursive_doubling": (allgather_recursive_doubling, "rdb"),
         "bruck": (allgather_bruck, "bruck"),
+        "neighbor_exchange": (allgather_neighbor_exchange, "ompi_neighborexchange"),
+        "linear": (allgather_linear, None),
     },
     "gather": {
         "binomial": (gather_binomial, "ompi_binomial"),
@@ -354,10 +360,24 @@ ALGORITHMS: dict[str, dict[str, tuple[Algorithm, str | None]]] = {
     "bcast": {
         "binomial": (bcast_binomial, "binomial_tree"),
         "scatter_allgather": (bcast_scatter_allgather, "scatter_LR_allgather"),
+        "scatter_rd_allgather": (bcast_scatter_rd_allgather, "scatter_rdb_allgather"),
+        "linear": (bcast_linear, "flattree"),
+        "binary_tree": (bcast_binary, None),
+        "split_binary_tree": (bcast_split_binary, None),
+        "knomial": (bcast_knomial, None),
+        "chain": (bcast_chain, None),
+        "pipeline": (bcast_pipeline, None),
+        "hierarchical": (bcast_hierarchical, None),
     },
     "reduce": {
         "binomial": (reduce_binomial, "binomial"),
         "rabenseifner": (reduce_rabenseifner, "rab"),
+        "linear": (reduce_linear, "flat_tree"),
+        "binary_tree": (reduce_binary, None),
+        "knomial": (reduce_knomial, None),
+        "chain": (reduce_chain, None),
+        "pipeline": (reduce_pipeline, None),
+        "hierarchical": (reduce_hierarchical, None),
         "in_network": (in_network_reduce, None),
     },
 }
@@ -366,22 +386,8 @@ ALGORITHMS: dict[str, dict[str, tuple[Algorithm, str | None]]] = {
 # pay the fabric's exchange slowdown (calibrated from mpi.bibw); the simulator is told so too.
 EXCHANGE_ALGORITHMS = {("allreduce", "recursive_doubling"), ("allreduce", "rabenseifner"),
                        ("allgather", "recursive_doubling")}
-
-# Open MPI 4.1 coll/tuned algorithm numbers (coll_tuned_<collective>_algorithm), to pin the
-# measured runs that validate the model to the algorithm it predicts. Checked against
-# `ompi_info --param coll tuned --level 9` of Open MPI 4.1.4 (tests/test_model.py does it again
-# when ompi_info is there). Open MPI's names: alltoall 3 is "modified_bruck"; bcast 8
-# "scatter_allgather" is a binomial scatter + *recursive doubling* allgather, 9
-# "scatter_allgather_ring" the binomial scatter + ring allgather (van de Geijn) that the model
-# and SimGrid's scatter_LR_allgather compute, so the model's scatter_allgather is 9.
-OPENMPI_TUNED = {
-    "allreduce": {"recursive_doubling": 3, "ring": 4, "rabenseifner": 6},
-    "alltoall": {"linear": 1, "pairwise": 2, "bruck": 3},
-    "allgather": {"bruck": 2, "recursive_doubling": 3, "ring": 4},
-    "gather": {"linear": 1, "binomial": 2},
-    "bcast": {"binomial": 6, "scatter_allgather": 9},
-    "reduce": {"binomial": 5, "rabenseifner": 7},
-}
+# Algorithms only meaningful with several ranks per node.
+NEEDS_PPN = {"hierarchical"}
 
 
 def algorithms(collective: str) -> dict[str, tuple[Algorithm, str | None]]:
@@ -392,22 +398,18 @@ def algorithms(collective: str) -> dict[str, tuple[Algorithm, str | None]]:
                            f"{', '.join(ALGORITHMS)}") from None
 
 
-def applicable(collective: str, algorithm: str, cluster: Cluster) -> bool:
-    """Whether the topology allows the algorithm (the fabric's switches aside)."""
-    if algorithm == "in_network":
-        return cluster.topology.levels() > 0 and not isinstance(cluster.topology, Loopback)
-    return True
-
-
 def not_applicable(fabric: Fabric, collective: str, algorithm: str,
                    cluster: Cluster) -> str | None:
     """Why an algorithm is left out of a prediction, None when it is not."""
-    if algorithm == "in_network" and not fabric.in_network_reduction:
-        return (f"in_network left out: fabric {fabric.name} does not declare switches that "
-                "reduce (presets ib-100g and roce-100g do; a calibration with `fabench model "
-                "calibrate --in-network`)")
-    if not applicable(collective, algorithm, cluster):
-        return f"{algorithm} left out: {cluster.topology.describe()} has no switch tree"
+    if algorithm == "in_network":
+        if not fabric.in_network_reduction:
+            return (f"in_network left out: fabric {fabric.name} declares no switches that "
+                    "reduce (presets ib-100g and roce-100g do; `model define --in-network "
+                    "KIND`, `model calibrate --in-network`)")
+        if cluster.topology.levels() == 0 or isinstance(cluster.topology, Loopback):
+            return f"in_network left out: {cluster.topology.describe()} has no switch tree"
+    if algorithm in NEEDS_PPN and cluster.ppn < 2:
+        return f"{algorithm} left out: one rank per node (nothing to do within a node)"
     return None
 
 
@@ -425,14 +427,30 @@ def predict(fabric: Fabric, cluster: Cluster, collective: str, algorithm: str,
 
 
 @dataclass
+class Band:
+    """A prediction's uncertainty per size: the 5th and 95th percentile over fabric variants
+    (uncertainty.py)."""
+
+    low: list[float]
+    high: list[float]
+
+
+@dataclass
 class Prediction:
     collective: str
     sizes: list[int]
-    times: dict[str, list[float]]  # algorithm -> us per size
+    times: dict[str, list[float]]  # algorithm (or "openmpi", "mpich") -> us per size
     notes: list[str] = field(default_factory=list)  # algorithms left out, and why
+    # composite columns (what an MPI library runs): the algorithm chosen at each size
+    chosen: dict[str, list[str]] = field(default_factory=dict)
+    bands: dict[str, Band] = field(default_factory=dict)
+
+    @property
+    def algorithms(self) -> list[str]:
+        return [a for a in self.times if a not in self.chosen]
 
     def winners(self) -> list[str]:
-        return [fastest(self.times, i) for i in range(len(self.sizes))]
+        return [fastest(self.times, i, self.algorithms) for i in range(len(self.sizes))]
 
 
 def fastest(times: dict[str, list[float]], i: int, among: list[str] | None = None) -> str:
@@ -444,7 +462,9 @@ def fastest(times: dict[str, list[float]], i: int, among: list[str] | None = Non
 
 
 def predict_all(fabric: Fabric, cluster: Cluster, collective: str, sizes: list[int],
-                only: list[str] | None = None) -> Prediction:
+                only: list[str] | None = None, libraries: tuple[str, ...] = ()) -> Prediction:
+    """Every applicable algorithm (or `only` these), plus for each library in `libraries`
+    ("openmpi", "mpich") a column with the algorithm it runs at each size by default."""
     times, notes = {}, []
     for name in algorithms(collective):
         if only and name not in only:
@@ -454,7 +474,32 @@ def predict_all(fabric: Fabric, cluster: Cluster, collective: str, sizes: list[i
             notes.append(why)
             continue
         times[name] = predict(fabric, cluster, collective, name, sizes)
-    if not times:
+    if not times and (only or not libraries):
         raise FabenchError(f"no applicable {collective} algorithm among {only}"
                            + "".join(f"; {n}" for n in notes))
-    return Prediction(collective, sizes, times, notes)
+    inn = fabric.in_network
+    if "in_network" in times and inn is not None:
+        above = [s for s in sizes if s > inn.max_bytes and not (
+            inn.streaming_MBps > 0 and 0 < inn.streaming_from_bytes <= s)]
+        if above:
+            notes.append(f"in_network from {min(above)} B: the library's host-based fallback "
+                         f"(the switches take at most {inn.max_bytes} B)")
+        if cluster.nodes < inn.min_nodes:
+            notes.append(f"in_network: fewer than {inn.min_nodes} nodes, host-based")
+    pred = Prediction(collective, sizes, times, notes)
+    for lib in libraries:
+        add_library_column(pred, fabric, cluster, lib)
+    return pred
+
+
+def add_library_column(pred: Prediction, fabric: Fabric, cluster: Cluster,
+                       library: str) -> None:
+    """The time of the algorithm `library` chooses at each size (decisions.py)."""
+    chosen = [library_choice(library, pred.collective, cluster.ranks, cluster.ppn, s)
+              for s in pred.sizes]
+    md = Model(fabric, cluster)
+    fns = algorithms(pred.collective)
+    pred.times[library] = [
+        pred.times[a][i] if a in pred.times else fns[a][0](md, float(s))
+        for i, (a, s) in enumerate(zip(chosen, pred.sizes, strict=True))]
+    pred.chosen[library] = chosen

@@ -8,16 +8,17 @@ the per-message injection gap seen when streaming small messages.
 
 Where latency sits matters at scale: `alpha` was measured across `calibrated_hops` switches;
 a path with h switches costs (h - calibrated_hops) * hop_latency_us more.
+
+Every figure has a provenance (`provenance`, keyed by the parameter names of `params.py`): the
+source it was taken from, or "assumed" with the range the prediction bands draw from. The file
+form of a fabric, its schema and its validation live in `schema.py`; finding a fabric by name
+in `catalog.py`.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
-
-FABRICS_DIR = "fabrics"
 
 
 @dataclass
@@ -37,16 +38,61 @@ class Segment:
 
 
 @dataclass
+class InNetwork:
+    """Switch-based reduction (SHARP-class) as measured systems behave (docs/model.md).
+
+    A reduction of m bytes posts ceil(m / fragment_bytes) aggregation operations; the first
+    costs the host's post and completion overhead plus the trip up the switch tree and back
+    (per level and direction `level_us`, plus the wire), each further fragment
+    `fragment_us` (pipelined: the host issues and completes one after the other). Above
+    `max_bytes` the MPI library falls back to a host-based algorithm; from
+    `streaming_from_bytes` on (0: never) a streaming engine moves the bytes at
+    `streaming_MBps` after a fixed `streaming_us`, instead of fragment by fragment. Fewer
+    than `min_nodes` nodes: no switch tree is built (host-based)."""
+
+    host_overhead_us: float
+    level_us: float
+    fragment_bytes: int
+    fragment_us: float
+    max_bytes: int
+    streaming_MBps: float = 0.0
+    streaming_from_bytes: int = 0
+    min_nodes: int = 2
+    streaming_us: float = 0.0  # fixed cost of one streaming operation
+
+
+@dataclass
+class Provenance:
+    """Where one parameter's value comes from. `assumed`: no measurement or publication gives
+    it for this fabric; `low`/`high`: the range prediction bands draw it from."""
+
+    source: str
+    assumed: bool = False
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass
+class Replicate:
+    """One bootstrap refit of a calibration (the runs resampled): the prediction band draws
+    from these."""
+
+    segments: list[Segment]
+    intra: list[Segment] = field(default_factory=list)
+
+
+@dataclass
 class Fabric:
     name: str
     segments: list[Segment]
-    origin: str = "preset"  # "preset" or "calibrated"
+    origin: str = "preset"  # "preset", "defined" (published figures) or "calibrated"
+    family: str = "custom"  # ib, roce, ethernet, tcp, custom: which defaults apply
     source: str = ""  # where the figures come from (document, run ids)
     assumptions: list[str] = field(default_factory=list)
     overhead_us: float = 0.0  # o: CPU overhead per side per message
     gap_us: float = 0.0  # g: injection gap between consecutive small messages
     calibrated_hops: int = 1  # switches on the measured path (0: loopback, one host)
-    hop_latency_us: float = 0.4  # per additional switch (doc 004: cut-through 400 ns)
+    hop_latency_us: float = 0.0  # per additional switch (family default: families.py)
     link_bandwidth_MBps: float = 0.0  # nominal link rate, for the simulator's platform
     # [size, factor]: a rank exchanging m bytes with its partner (both send at once) moves
     # them `factor` times slower than a one-way flow, mpi.bw / (mpi.bibw / 2) at that size;
@@ -57,13 +103,16 @@ class Fabric:
     # ping-pong's. Empty: not measured (the model then assumes active ranks / cores).
     contention_ranks: int = 0
     contention: list[list[float]] = field(default_factory=list)
-    reduce_us_per_byte: float = 0.00025  # gamma: local reduction (4 GB/s of float sums)
+    reduce_us_per_byte: float = 0.0  # gamma: local reduction (float sums), per byte
     intra: list[Segment] = field(default_factory=list)  # same-node (shared memory) model
     fit: dict[str, Any] = field(default_factory=dict)
-    # Whether the switches can reduce (document 000's in-network computing, SHARP-class IB and
-    # RoCE switches): a property of the switch and transport, never seen in a calibration's
-    # point-to-point curves, so it is declared (presets; `model calibrate --in-network`).
-    in_network_reduction: bool = False
+    # Switches that reduce (document 000's in-network computing, SHARP-class IB and RoCE
+    # switches): a property of the switch and transport, never seen in a calibration's
+    # point-to-point curves, so it is declared (presets, `model define --in-network`,
+    # `model calibrate --in-network`).
+    in_network: InNetwork | None = None
+    provenance: dict[str, Provenance] = field(default_factory=dict)
+    replicates: list[Replicate] = field(default_factory=list)
 
     # -- point-to-point cost ----------------------------------------------------------------
     def segment(self, m: float, intra: bool = False) -> Segment:
@@ -121,6 +170,10 @@ class Fabric:
         return self.alpha(m, hops, intra) + self.beta(m, intra) * m
 
     @property
+    def in_network_reduction(self) -> bool:
+        return self.in_network is not None
+
+    @property
     def latency_us(self) -> float:
         return self.time(8)
 
@@ -137,28 +190,9 @@ class Fabric:
         return {"L_us": self.wire_latency_us, "o_us": self.overhead_us, "g_us": self.gap_us,
                 "G_us_per_byte": self.segments[-1].beta_us_per_byte}
 
-    # -- persistence ------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Fabric:
-        d = dict(d)
-        d["segments"] = [Segment(**s) for s in d.get("segments", [])]
-        d["intra"] = [Segment(**s) for s in d.get("intra", [])]
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in d.items() if k in known})
-
-
-def fabrics_dir(out: Path) -> Path:
-    return out / FABRICS_DIR
-
-
-def save_fabric(fabric: Fabric, out: Path) -> Path:
-    """Calibrations live beside the store as `<results dir>/fabrics/<name>.json`: plain files a
-    user can read, diff and copy to another results directory."""
-    d = fabrics_dir(out)
-    d.mkdir(parents=True, exist_ok=True)
-    path = d / f"{fabric.name}.json"
-    path.write_text(json.dumps(fabric.to_dict(), indent=1) + "\n")
-    return path
+        """The fabric's file form (schema.py validates it back)."""
+        d = asdict(self)
+        if self.in_network is None:
+            d["in_network"] = None
+        return d

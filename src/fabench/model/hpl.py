@@ -14,13 +14,23 @@ the fabric (a cross-spine path). Two corrections the formula lacks:
 - node-to-node variability: every iteration waits for the slowest node, whose rate is
   gamma (1 - cv sqrt(2 ln N)) (the expected maximum of N normal deviates).
 The problem size fills `mem_fraction` of each node's memory (n = sqrt(f M N / 8)).
+
+Nothing here defaults to a particular cluster: the peak, the memory per node and the 1-node
+efficiency are given or come from a measured node table (`NodeTable`: per-node HPL rates, as
+`fabench hpl nodes` measures them), which also gives the node spread.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import math
-from dataclasses import dataclass
+import statistics
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
+from ..errors import FabenchError
 from .fabric import Fabric
 
 
@@ -30,15 +40,112 @@ def peak_gflops(sockets: int, cores: int, ghz: float, flops_per_cycle: int) -> f
 
 
 @dataclass
+class NodeTable:
+    """Per-node single-node HPL results (a node-consistency check, document 000's table 3):
+    the input hook for `fabench hpl nodes` and for files (`load_node_table`)."""
+
+    gflops: dict[str, float]
+    source: str
+    peak_gflops: float | None = None  # per node, when the table carries it
+    mem_gb: float | None = None  # per node, when the table carries it
+
+    def __post_init__(self) -> None:
+        if len(self.gflops) < 1 or any(not v > 0 for v in self.gflops.values()):
+            raise FabenchError(f"{self.source}: a node table needs at least one node with a "
+                               "positive GFLOPS value")
+
+    @property
+    def median(self) -> float:
+        return float(statistics.median(self.gflops.values()))
+
+    @property
+    def cv(self) -> float:
+        """Relative spread of the node rates (0 with one node)."""
+        vals = list(self.gflops.values())
+        if len(vals) < 2:
+            return 0.0
+        return float(statistics.stdev(vals) / statistics.mean(vals))
+
+
+def load_node_table(path: Path) -> NodeTable:
+    """A node table from a file: JSON {"nodes": {"name": gflops, ...}, "peak_gflops": x,
+    "mem_gb": y} or CSV with columns node,gflops (optionally peak_gflops, mem_gb)."""
+    text = path.read_text()
+    src = str(path)
+    try:
+        if path.suffix == ".json":
+            d = json.loads(text)
+            nodes = {str(k): float(v) for k, v in dict(d["nodes"]).items()}
+            return NodeTable(nodes, src, _opt(d.get("peak_gflops")), _opt(d.get("mem_gb")))
+        rows = list(csv.DictReader(io.StringIO(text)))
+        nodes = {str(r["node"]): float(r["gflops"]) for r in rows}
+        peaks = {float(r["peak_gflops"]) for r in rows if r.get("peak_gflops")}
+        mems = {float(r["mem_gb"]) for r in rows if r.get("mem_gb")}
+        return NodeTable(nodes, src, min(peaks) if peaks else None, min(mems) if mems else None)
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        raise FabenchError(f"{src}: not a node table (JSON with 'nodes', or CSV with columns "
+                           f"node,gflops): {exc}") from None
+
+
+def _opt(v: object) -> float | None:
+    return None if v is None else float(str(v))
+
+
+@dataclass
 class HplParams:
-    node_peak_gflops: float = 518.4
-    efficiency_1node: float = 0.7727  # doc 000's 1-node figure on RoCEv2
-    mem_per_node_gb: float = 64.0
+    node_peak_gflops: float
+    efficiency_1node: float
+    mem_per_node_gb: float
     mem_fraction: float = 0.8
     nb: int = 192
     overlap: float = 0.5
-    node_cv: float = 0.005  # relative spread of node rates (doc 000 per-node HPL: 0.07 %)
+    node_cv: float = 0.0
     hops: int = 3  # switches on the typical path (cross-spine on a leaf/spine tree)
+    sources: dict[str, str] = field(default_factory=dict)  # parameter -> where it came from
+
+
+def params_from(*, peak: float | None, efficiency: float | None, mem_gb: float | None,
+                table: NodeTable | None, mem_fraction: float = 0.8, nb: int = 192,
+                overlap: float = 0.5, node_cv: float | None = None, hops: int = 3
+                ) -> HplParams:
+    """HPL parameters from what was given and the node table; an error names what is
+    missing (no cluster's figures stand in for it)."""
+    src: dict[str, str] = {}
+    if peak is None and table is not None and table.peak_gflops:
+        peak, src["peak"] = table.peak_gflops, f"node table {table.source}"
+    elif peak is not None:
+        src["peak"] = "given"
+    if mem_gb is None and table is not None and table.mem_gb:
+        mem_gb, src["mem_gb"] = table.mem_gb, f"node table {table.source}"
+    elif mem_gb is not None:
+        src["mem_gb"] = "given"
+    missing = [w for w, v in (("--peak or --node-gflops", peak), ("--mem-gb", mem_gb))
+               if v is None]
+    if missing:
+        raise FabenchError(f"HPL needs {' and '.join(missing)} (per node), or a node table "
+                           "(--node-table) that carries them; fabench assumes no cluster's "
+                           "figures")
+    assert peak is not None and mem_gb is not None
+    if efficiency is None:
+        if table is None:
+            raise FabenchError("HPL needs --efficiency-1node or a node table (--node-table) "
+                               "whose per-node rates give it")
+        efficiency = table.median / peak
+        src["efficiency_1node"] = (f"node table {table.source}: median of "
+                                   f"{len(table.gflops)} nodes / peak")
+    else:
+        src["efficiency_1node"] = "given"
+    if node_cv is None:
+        if table is not None and len(table.gflops) > 1:
+            node_cv = table.cv
+            src["node_cv"] = (f"node table {table.source}: spread of {len(table.gflops)} "
+                              "nodes")
+        else:
+            node_cv = 0.0
+            src["node_cv"] = "assumed 0: no node table (--node-table) measured the spread"
+    else:
+        src["node_cv"] = "given"
+    return HplParams(peak, efficiency, mem_gb, mem_fraction, nb, overlap, node_cv, hops, src)
 
 
 @dataclass
@@ -51,6 +158,7 @@ class HplPoint:
     t_compute_s: float
     t_bandwidth_s: float
     t_latency_s: float
+    band: tuple[float, float] | None = None  # efficiency over fabric variants
 
 
 def grid(nodes: int) -> tuple[int, int]:
@@ -90,9 +198,9 @@ def hpl_curve(fabric: Fabric, nodes: list[int], prm: HplParams) -> list[HplPoint
 def fit_node_cv(fabric: Fabric, nodes: int, target_efficiency: float,
                 prm: HplParams) -> float | None:
     """The node-to-node spread that makes the model hit `target_efficiency` at `nodes`
-    (bisection; efficiency falls as the spread grows). None if out of [0, 20 %]."""
-    from dataclasses import replace
-
+    (bisection; efficiency falls as the spread grows). None if out of [0, 20 %]. The curve it
+    gives is fitted, not predicted: it reproduces the figure it was fitted to by
+    construction."""
     def eff(cv: float) -> float:
         return hpl_point(fabric, nodes, replace(prm, node_cv=cv)).efficiency
 

@@ -1,22 +1,26 @@
-"""Terminal tables for the model commands."""
+"""Terminal tables for the model commands, in the one text-table convention (textable)."""
 
 from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
-from ..units import format_size
+from ..textable import Col, header, row
+from ..units import format_number, format_size
 from .calibrate import Calibration, segs_time
 from .collectives import Prediction, fastest
 from .fabric import Fabric
-from .hpl import HplPoint
+from .hpl import HplParams, HplPoint
+from .params import PARAMS
 from .validate import Comparison
 
 
 def _us(v: float) -> str:
-    if not math.isfinite(v):
-        return "-"
-    return f"{v:.1f}" if v >= 100 else f"{v:.2f}"
+    return format_number(v) if math.isfinite(v) else "-"
+
+
+_num = format_number
 
 
 def _exchange_note(f: Fabric) -> str:
@@ -29,45 +33,87 @@ def _exchange_note(f: Fabric) -> str:
             f"from {format_size(slow[0][0])} (mpi.bibw)")
 
 
-def fabric_lines(f: Fabric) -> list[str]:
+def parameter_lines(f: Fabric) -> list[str]:
+    """Every parameter with its value, its source or "assumed", and its band range."""
+    cols = [Col("parameter", 32, text=True), Col("value", 10), Col("unit", 5, text=True),
+            Col("range", 17)]
+    lines = [header(cols, " source")]
+    for p in PARAMS:
+        v = p.get(f)
+        if v is None:
+            continue
+        prov = f.provenance.get(p.name)
+        rng = ""
+        if prov and prov.low is not None and prov.high is not None:
+            rng = f"{_num(prov.low)}..{_num(prov.high)}"
+        if prov is None:
+            src = "assumed (no source recorded)"
+        elif prov.assumed:
+            src = prov.source if prov.source.startswith("assumed") else \
+                f"assumed: {prov.source}"
+        else:
+            src = prov.source
+        lines.append(row(cols, [p.name, _num(v), p.unit, rng], f" {src}"))
+    return lines
+
+
+def fabric_lines(f: Fabric, params: bool = True) -> list[str]:
     lg = f.loggp()
-    lines = [f"# fabric {f.name} ({f.origin}): {f.source}",
+    inn = ("in-network reduction declared" if f.in_network_reduction
+           else "no in-network reduction")
+    lines = [f"# fabric {f.name} ({f.origin}, family {f.family}): {f.source}",
              f"#   LogGP: L={lg['L_us']:.3f} us  o={lg['o_us']:.3f} us  g={lg['g_us']:.3f} us  "
-             f"G={lg['G_us_per_byte'] * 1e3:.4f} ns/B ({f.peak_bandwidth_MBps:.0f} MB/s)",
-             f"#   path: {f.calibrated_hops} switch(es) measured, +{f.hop_latency_us} us per "
-             f"extra switch; link {f.link_bandwidth_MBps:.0f} MB/s; reduction "
-             f"{1 / f.reduce_us_per_byte if f.reduce_us_per_byte else 0:.0f} MB/s"
-             + _exchange_note(f),
-             f"# {'from':>9} {'alpha us':>10} {'MB/s':>10} {'points':>7} {'med err':>8}"
-             f" {'max err':>8}"]
+             f"G={lg['G_us_per_byte'] * 1e3:.4f} ns/B ({f.peak_bandwidth_MBps:,.0f} MB/s)",
+             f"#   path: {f.calibrated_hops} switch(es) measured, +{f.hop_latency_us:g} us per "
+             f"extra switch; link {f.link_bandwidth_MBps:,.0f} MB/s; {inn}"
+             + _exchange_note(f)]
+    seg = [Col("from", 9), Col("alpha us", 10), Col("MB/s", 10), Col("points", 7),
+           Col("med err", 8), Col("max err", 8)]
+    lines.append(header(seg))
     for s in f.segments:
-        lines.append(f"  {format_size(s.start):>9} {s.alpha_us:>10.3f} {s.bandwidth_MBps:>10.1f}"
-                     f" {s.n_points:>7} {s.median_rel_err * 100:>7.1f}% "
-                     f"{s.max_rel_err * 100:>7.1f}%")
+        lines.append(row(seg, [format_size(s.start), f"{s.alpha_us:.3f}", _num(s.bandwidth_MBps),
+                               str(s.n_points), f"{s.median_rel_err * 100:.1f}%",
+                               f"{s.max_rel_err * 100:.1f}%"]))
     if f.fit:
         q = f.fit
         if "median_rel_err" in q:
+            step = q.get("rounding_step") or 0
             lines.append(f"# fit: {int(q.get('points', 0))} sizes, {int(q.get('segments', 0))} "
                          f"segment(s), breakpoints {q.get('breakpoints', [])}, median error "
-                         f"{q['median_rel_err'] * 100:.1f} %, max {q['max_rel_err'] * 100:.1f} %")
+                         f"{q['median_rel_err'] * 100:.1f} %, max {q['max_rel_err'] * 100:.1f} %"
+                         + (f"; values rounded to {step:g} us (residuals within half a step "
+                            "count as zero)" if step else ""))
+    if f.contention:
+        lo = min(x for _, x in f.contention)
+        hi = max(x for _, x in f.contention)
+        lines.append(f"# ranks sharing cores: measured with {f.contention_ranks} ranks, a step "
+                     f"stretched {lo:.2f}-{hi:.2f}x (--cores)")
+    else:
+        lines.append("# ranks sharing cores: not measured; with --cores a step stretches by "
+                     "active ranks / cores (assumed)")
+    if f.replicates:
+        lines.append(f"# bands: {len(f.replicates)} bootstrap refits of the calibration runs "
+                     "and the ranges below")
+    if params:
+        lines += parameter_lines(f)
     lines += [f"# assumption: {a}" for a in f.assumptions]
     return lines
 
 
 def calibration_lines(cal: Calibration) -> list[str]:
     lines = fabric_lines(cal.fabric)
-    lines.append(f"# {'size':>9} {'measured us':>12} {'model us':>10} {'err':>7}")
+    cols = [Col("size", 9), Col("measured us", 12), Col("model us", 10), Col("err", 7)]
+    lines.append(header(cols))
     for s, t in zip(cal.latency.sizes, cal.latency.times, strict=True):
         m = segs_time(cal.fabric.segments, s)
-        lines.append(f"  {format_size(s):>9} {_us(t):>12} {_us(m):>10} "
-                     f"{(m - t) / t * 100:>6.1f}%")
+        lines.append(row(cols, [format_size(s), _us(t), _us(m), f"{(m - t) / t * 100:.1f}%"]))
     return lines
 
 
 def _best_host_based(pred: Prediction, i: int) -> tuple[str, float] | None:
     """(fastest host-based algorithm, its time / in-network's) at size index i, when the
     prediction has in-network reduction and at least one host-based algorithm."""
-    hosts = [a for a in pred.times if a != "in_network"]
+    hosts = [a for a in pred.algorithms if a != "in_network"]
     if "in_network" not in pred.times or not hosts:
         return None
     best = fastest(pred.times, i, hosts)
@@ -75,83 +121,126 @@ def _best_host_based(pred: Prediction, i: int) -> tuple[str, float] | None:
     return best, pred.times[best][i] / inn if inn > 0 else float("inf")
 
 
+def _banded(pred: Prediction, col: str, i: int) -> str:
+    t = pred.times[col][i]
+    b = pred.bands.get(col)
+    if b is None:
+        return _us(t)
+    return f"{_us(t)} [{_us(b.low[i])}-{_us(b.high[i])}]"
+
+
 def prediction_lines(pred: Prediction, title: str) -> list[str]:
-    algos = list(pred.times)
-    w = max(12, *(len(a) + 1 for a in algos))
+    algos = pred.algorithms
+    libs = list(pred.chosen)
+    w = max(12, *(len(a) + 1 for a in algos)) if algos else 12
     vs = _best_host_based(pred, 0) is not None
     lines = [f"# {title}: {pred.collective}, us per call (lower is better)"
              + ("; host/in-net = fastest host-based algorithm's time / in-network's" if vs
-                else ""),
-             f"# {'size':>9} " + " ".join(f"{a:>{w}}" for a in algos) + "  best"
-             + ("  (fastest host-based: host/in-net)" if vs else "")]
-    for i, (s, best) in enumerate(zip(pred.sizes, pred.winners(), strict=True)):
+                else "")]
+    if libs:
+        lines.append("# " + "; ".join(
+            f"{lib}: the algorithm {lib} runs by default at each size (docs/model.md, "
+            "'What your MPI will do')" for lib in libs)
+            + ("; [low-high]: 5th-95th percentile over fabric variants (docs/model.md, "
+               "'Uncertainty')" if pred.bands else ""))
+    cols = [Col("size", 9), *(Col(a, w) for a in algos), Col("best", 18, text=True)]
+    lines.append(header(cols, ("  (fastest host-based: host/in-net)" if vs else "")
+                        + "".join(f"  {lib}" for lib in libs)))
+    winners = pred.winners() if algos else [""] * len(pred.sizes)
+    for i, (s, best) in enumerate(zip(pred.sizes, winners, strict=True)):
         hb = _best_host_based(pred, i)
-        lines.append(f"  {format_size(s):>9} " + " ".join(
-            f"{_us(pred.times[a][i]):>{w}}" for a in algos) + f"  {best}"
-            + (f"  ({hb[0]}: {hb[1]:.2f}x)" if hb else ""))
+        tail = ((f"  ({hb[0]}: {hb[1]:.2f}x)" if hb else "")
+                + "".join(f"  {_banded(pred, lib, i)} {pred.chosen[lib][i]}" for lib in libs))
+        lines.append(row(cols, [format_size(s), *(_us(pred.times[a][i]) for a in algos), best],
+                         tail))
     lines += [f"# {note}" for note in pred.notes]
     return lines
 
 
 def prediction_json(pred: Prediction, context: dict[str, object]) -> list[str]:
     out = []
+    winners = pred.winners() if pred.algorithms else []
     for i, s in enumerate(pred.sizes):
-        row = {**context, "collective": pred.collective, "size": s,
-               "times_us": {a: t[i] for a, t in pred.times.items()},
-               "best": pred.winners()[i]}
+        rec: dict[str, Any] = {**context, "collective": pred.collective, "size": s,
+                               "times_us": {a: t[i] for a, t in pred.times.items()}}
+        if winners:
+            rec["best"] = winners[i]
+        if pred.chosen:
+            rec["chosen"] = {lib: c[i] for lib, c in pred.chosen.items()}
+        if pred.bands:
+            rec["bands_us"] = {a: [b.low[i], b.high[i]] for a, b in pred.bands.items()}
         hb = _best_host_based(pred, i)
         if hb:
-            row["best_host_based"], row["host_over_in_network"] = hb
+            rec["best_host_based"], rec["host_over_in_network"] = hb
         if pred.notes:
-            row["notes"] = pred.notes
-        out.append(json.dumps(row))
+            rec["notes"] = pred.notes
+        out.append(json.dumps(rec))
     return out
 
 
-def hpl_lines(points: list[HplPoint], title: str) -> list[str]:
-    lines = [f"# {title}",
-             f"# {'nodes':>6} {'grid':>9} {'N':>9} {'eff %':>7} {'TFLOPS':>9} {'compute s':>10}"
-             f" {'bw s':>8} {'lat s':>8}"]
+def hpl_lines(points: list[HplPoint], title: str, prm: HplParams | None = None,
+              fitted: str | None = None) -> list[str]:
+    lines = [f"# {title}"]
+    if prm is not None:
+        lines += [f"#   {k}: {v}" for k, v in prm.sources.items()]
+    if fitted:
+        lines.append(f"# FITTED, NOT PREDICTED: {fitted}")
+    cols = [Col("nodes", 6), Col("grid", 9), Col("N", 9), Col("eff %", 7), Col("band %", 15),
+            Col("TFLOPS", 9), Col("compute s", 10), Col("bw s", 8), Col("lat s", 8)]
+    lines.append(header(cols))
     for p in points:
-        lines.append(f"  {p.nodes:>6} {f'{p.grid[0]}x{p.grid[1]}':>9} {p.n:>9} "
-                     f"{p.efficiency * 100:>7.2f} {p.gflops / 1e3:>9.2f} {p.t_compute_s:>10.0f}"
-                     f" {p.t_bandwidth_s:>8.1f} {p.t_latency_s:>8.1f}")
+        band = (f"{p.band[0] * 100:.2f}-{p.band[1] * 100:.2f}" if p.band else "-")
+        lines.append(row(cols, [str(p.nodes), f"{p.grid[0]}x{p.grid[1]}", str(p.n),
+                                f"{p.efficiency * 100:.2f}", band, f"{p.gflops / 1e3:.2f}",
+                                f"{p.t_compute_s:.0f}", f"{p.t_bandwidth_s:.1f}",
+                                f"{p.t_latency_s:.1f}"]))
     return lines
+
+
+def _band_cell(c: Comparison, i: int) -> str:
+    if not c.low:
+        return "-"
+    return f"{_us(c.low[i])}-{_us(c.high[i])}"
 
 
 def comparison_lines(c: Comparison) -> list[str]:
     kind = "simulated" if c.simulated else "measured"
-    lines = [f"# run {c.run_id}: {c.kernel} {c.algorithm} ({kind}) vs model: median |error| "
-             f"{c.median_abs_error * 100:.1f} %" + "".join(f"; {n}" for n in c.notes),
-             f"# {'size':>9} {kind:>12} {'predicted':>10} {'error':>8}"]
-    for s, o, p in zip(c.sizes, c.observed, c.predicted, strict=True):
-        lines.append(f"  {format_size(s):>9} {_us(o):>12} {_us(p):>10} "
-                     f"{(p - o) / o * 100:>7.1f}%")
+    lines = [f"# run {c.run_id}: {c.kernel} {c.algorithm} ({kind}, {c.ranks} ranks) vs model: "
+             f"median |error| {c.median_abs_error * 100:.1f} %"
+             + "".join(f"; {n}" for n in c.notes)]
+    cols = [Col("size", 9), Col(kind, 12), Col("predicted", 10), Col("band", 17),
+            Col("error", 8)]
+    lines.append(header(cols))
+    for i, (s, o, p) in enumerate(zip(c.sizes, c.observed, c.predicted, strict=True)):
+        lines.append(row(cols, [format_size(s), _us(o), _us(p), _band_cell(c, i),
+                                f"{(p - o) / o * 100:.1f}%"]))
     return lines
 
 
 def validation_lines(c: Comparison, sim: Comparison) -> list[str]:
     """Measured against the model and against the simulator (the same calibration)."""
     sim_at = dict(zip(sim.sizes, sim.predicted, strict=True))
-    lines = [f"# run {c.run_id}: {c.kernel} {c.algorithm}: median |error| model "
-             f"{c.median_abs_error * 100:.1f} %, SimGrid {sim.median_abs_error * 100:.1f} % "
-             f"(run {sim.run_id})" + "".join(f"; {n}" for n in c.notes),
-             f"# {'size':>9} {'measured':>10} {'predicted':>10} {'error':>8} {'simulated':>10}"
-             f" {'error':>8}"]
-    for s, o, p in zip(c.sizes, c.observed, c.predicted, strict=True):
+    lines = [f"# run {c.run_id}: {c.kernel} {c.algorithm} ({c.ranks} ranks): median |error| "
+             f"model {c.median_abs_error * 100:.1f} %, SimGrid {sim.median_abs_error * 100:.1f} %"
+             f" (run {sim.run_id})" + "".join(f"; {n}" for n in c.notes)]
+    cols = [Col("size", 9), Col("measured", 10), Col("predicted", 10), Col("band", 17),
+            Col("error", 8), Col("simulated", 10), Col("error", 8)]
+    lines.append(header(cols))
+    for i, (s, o, p) in enumerate(zip(c.sizes, c.observed, c.predicted, strict=True)):
         sv = sim_at.get(s)
-        tail = (f" {_us(sv):>10} {(sv - o) / o * 100:>7.1f}%" if sv is not None
-                else f" {'-':>10} {'-':>8}")
-        lines.append(f"  {format_size(s):>9} {_us(o):>10} {_us(p):>10} "
-                     f"{(p - o) / o * 100:>7.1f}%" + tail)
+        lines.append(row(cols, [format_size(s), _us(o), _us(p), _band_cell(c, i),
+                                f"{(p - o) / o * 100:.1f}%",
+                                _us(sv) if sv is not None else "-",
+                                f"{(sv - o) / o * 100:.1f}%" if sv is not None else "-"]))
     return lines
 
 
 def validation_summary(tables: list[tuple[Comparison, Comparison | None]]) -> list[str]:
-    lines = ["# summary: median |error| across sizes",
-             f"# {'collective':<14} {'algorithm':<20} {'sizes':>5} {'model':>7} {'SimGrid':>8}"]
+    cols = [Col("collective", 14, text=True), Col("algorithm", 20, text=True), Col("ranks", 6),
+            Col("sizes", 5), Col("model", 7), Col("SimGrid", 8)]
+    lines = ["# summary: median |error| across sizes", header(cols)]
     for c, sim in tables:
-        simerr = f"{sim.median_abs_error * 100:>7.1f}%" if sim else f"{'-':>8}"
-        lines.append(f"  {c.kernel:<14} {c.algorithm:<20} {len(c.sizes):>5} "
-                     f"{c.median_abs_error * 100:>6.1f}% {simerr}")
+        lines.append(row(cols, [c.kernel, c.algorithm, str(c.ranks), str(len(c.sizes)),
+                                f"{c.median_abs_error * 100:.1f}%",
+                                f"{sim.median_abs_error * 100:.1f}%" if sim else "-"]))
     return lines

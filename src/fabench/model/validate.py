@@ -10,8 +10,11 @@ from ..analyse import summarize_results
 from ..errors import FabenchError
 from ..metrics import LATENCY
 from ..store import RunRow, Store
-from .collectives import ALGORITHMS, OPENMPI_TUNED, Cluster, Model, predict
+from .collectives import ALGORITHMS, algorithms
+from .cost import Cluster, Model
+from .decisions import OPENMPI_TUNED, openmpi_fallback
 from .fabric import Fabric
+from .uncertainty import SAMPLES, variants
 
 
 @dataclass
@@ -24,6 +27,9 @@ class Comparison:
     observed: list[float]
     predicted: list[float]
     notes: list[str] = field(default_factory=list)
+    ranks: int = 0
+    low: list[float] = field(default_factory=list)  # the prediction's band, per size
+    high: list[float] = field(default_factory=list)
 
     @property
     def rel_errors(self) -> list[float]:
@@ -67,8 +73,24 @@ def barrier_exit_skew(fabric: Fabric, cluster: Cluster) -> float:
     return Model(fabric, cluster).step(0.0, d, "shift", exchange=False)
 
 
+def effective_algorithms(run: RunRow, collective: str, algorithm: str,
+                         sizes: list[int]) -> list[str]:
+    """The algorithm that ran at each size: a pinned Open MPI algorithm falls back inside
+    coll/base (decisions.openmpi_fallback); other runs run what they were pinned to."""
+    if run.mpi != "openmpi" or run.launcher == "simgrid":
+        return [algorithm] * len(sizes)
+    return [openmpi_fallback(collective, algorithm, s, run.ranks) for s in sizes]
+
+
+def predicted_times(fabric: Fabric, cluster: Cluster, collective: str, algos: list[str],
+                    sizes: list[int]) -> list[float]:
+    fns = algorithms(collective)
+    md = Model(fabric, cluster)
+    return [fns[a][0](md, float(s)) for a, s in zip(algos, sizes, strict=True)]
+
+
 def compare_run(store: Store, run_id: int, fabric: Fabric, cluster: Cluster,
-                algorithm: str | None = None) -> Comparison:
+                algorithm: str | None = None, band_samples: int = SAMPLES) -> Comparison:
     run = store.run(run_id)
     collective = run.kernel.partition(".")[2]
     if collective not in ALGORITHMS:
@@ -88,26 +110,43 @@ def compare_run(store: Store, run_id: int, fabric: Fabric, cluster: Cluster,
     sums = summarize_results(run.kernel, results, LATENCY)
     sizes = [s.size for s in sums if s.size > 0]
     observed = [s.summary.median for s in sums if s.size > 0]
+    algos = effective_algorithms(run, collective, algo, sizes)
+    fell = sorted({f"{s} B: {a}" for s, a in zip(sizes, algos, strict=True) if a != algo})
+    if fell:
+        notes.append(f"Open MPI's {algo} falls back at " + ", ".join(fell))
     skew = barrier_exit_skew(fabric, cluster)
-    predicted = [t + skew for t in predict(fabric, cluster, collective, algo, sizes)]
+    predicted = [t + skew for t in predicted_times(fabric, cluster, collective, algos, sizes)]
     notes.append(f"predicted + {skew:.1f} us barrier exit skew")
+    low: list[float] = []
+    high: list[float] = []
+    if band_samples > 1:
+        rows = [[t + barrier_exit_skew(v, cluster) for t in
+                 predicted_times(v, cluster, collective, algos, sizes)]
+                for v in variants(fabric, band_samples)]
+        arr = np.array(rows)
+        low = [float(x) for x in np.percentile(arr, 5, axis=0)]
+        high = [float(x) for x in np.percentile(arr, 95, axis=0)]
     return Comparison(run_id, run.kernel, algo, "simulated" in run.flags, sizes, observed,
-                      predicted, notes)
+                      predicted, notes, run.ranks, low, high)
 
 
 def merge_repeats(comps: list[Comparison]) -> list[Comparison]:
     """Repeats of one configuration (kernel, algorithm, simulated): the median per size."""
-    groups: dict[tuple[str, str, bool], list[Comparison]] = {}
+    groups: dict[tuple[str, str, bool, int], list[Comparison]] = {}
     for c in comps:
-        groups.setdefault((c.kernel, c.algorithm, c.simulated), []).append(c)
+        groups.setdefault((c.kernel, c.algorithm, c.simulated, c.ranks), []).append(c)
     out = []
-    for (kernel, algo, sim), cs in groups.items():
+    for (kernel, algo, sim, ranks), cs in groups.items():
         sizes = sorted(set.intersection(*(set(c.sizes) for c in cs)))
         obs = [float(np.median([c.observed[c.sizes.index(s)] for c in cs])) for s in sizes]
-        pred = [cs[0].predicted[cs[0].sizes.index(s)] for s in sizes]
+        first = cs[0]
+        pred = [first.predicted[first.sizes.index(s)] for s in sizes]
+        low = [first.low[first.sizes.index(s)] for s in sizes] if first.low else []
+        high = [first.high[first.sizes.index(s)] for s in sizes] if first.high else []
         notes = sorted({n for c in cs for n in c.notes})
-        out.append(Comparison(cs[0].run_id, kernel, algo, sim, sizes, obs, pred,
-                              [*notes, f"median of runs {', '.join(str(c.run_id) for c in cs)}"]))
+        out.append(Comparison(first.run_id, kernel, algo, sim, sizes, obs, pred,
+                              [*notes, f"median of runs {', '.join(str(c.run_id) for c in cs)}"],
+                              ranks, low, high))
     return out
 
 
@@ -129,4 +168,4 @@ def simulated_as_prediction(store: Store, comp: Comparison, sim_run_id: int,
     notes = comp.notes + ([f"simulated + {skew:.1f} us barrier exit skew (ranks sharing "
                             "cores; SimGrid schedules no CPU)"] if skew else [])
     return Comparison(sim_run_id, comp.kernel, f"{algo}, SimGrid run {sim_run_id}", False,
-                      sizes, obs, [sim[s] + skew for s in sizes], notes)
+                      sizes, obs, [sim[s] + skew for s in sizes], notes, comp.ranks)

@@ -1,5 +1,6 @@
 """What a report says, computed once and rendered as HTML, CSV and JSON."""
 
+import json
 import math
 import time
 from dataclasses import dataclass, field
@@ -172,8 +173,6 @@ def build_report(store: Store, runs: list[RunRow], excluded: list[RunRow] | None
 
 
 def _campaign_provenance(store: Store, cid: int) -> dict[str, Any]:
-    import json
-
     row = store.db.execute("SELECT provenance FROM campaigns WHERE id = ?", (cid,)).fetchone()
     return json.loads(row[0] or "{}") if row else {}
 

@@ -22,7 +22,7 @@ from xml.sax.saxutils import quoteattr
 
 from ..errors import FabenchError
 from ..model.fabric import Fabric
-from ..model.topology import torus_dims
+from ..model.topology import TopologySpec, torus_dims
 
 HOST_PREFIX = "node-"
 MIN_LINK_LAT_US = 0.01  # SimGrid needs a positive latency
@@ -40,30 +40,51 @@ def _hop_us(fabric: Fabric) -> float:
     return max(fabric.hop_latency_us, MIN_LINK_LAT_US)
 
 
-def _cluster(topology: str, nodes: int, hosts_per_leaf: int, oversubscription: float,
-             dims: tuple[int, ...] | None) -> tuple[str, int, str]:
-    """(topology attributes, host count, description)"""
-    if topology == "fat-tree":
-        k = max(1, min(hosts_per_leaf, nodes))
+def _cluster(spec: TopologySpec, nodes: int) -> tuple[str, int, str]:
+    """(topology attributes, host count, description), the same tree or dragonfly the
+    analytic model builds from the spec (model/topology.py)."""
+    if spec.kind == "fat-tree":
+        k = max(1, min(spec.hosts_per_leaf, nodes))
+        over = spec.oversubscription or (1.0,)
+        t1, t2 = over[0], over[min(1, len(over) - 1)]
         leaves = math.ceil(nodes / k)
-        spines = max(1, round(k / oversubscription))
         if leaves == 1:
             return "", k, f"one switch, {k} hosts"
-        return (f' topology="FAT_TREE" topo_parameters="2;{k},{leaves};1,{spines};1,1"',
-                k * leaves, f"fat tree: {leaves} leaves x {k} hosts, {spines} spines")
-    if topology == "torus":
-        d = dims or torus_dims(nodes)
+        if spec.tree_levels(nodes) == 2:
+            spines = max(1, round(k / t1))
+            return (f' topology="FAT_TREE" topo_parameters="2;{k},{leaves};1,{spines};1,1"',
+                    k * leaves, f"fat tree: {leaves} leaves x {k} hosts, {spines} spines")
+        lpp = spec.leaves_per_pod or spec.hosts_per_leaf
+        pods = math.ceil(leaves / lpp)
+        up2 = max(1, round(k / t1))  # a leaf's uplinks: one per aggregation switch of its pod
+        up3 = max(1, round(lpp / t2))  # an aggregation switch's uplinks to the spines
+        return (f' topology="FAT_TREE" topo_parameters="3;{k},{lpp},{pods};1,{up2},{up3};'
+                f'1,1,1"', k * lpp * pods,
+                f"fat tree, 3 levels: {pods} pods x {lpp} leaves x {k} hosts, {up2} "
+                f"aggregation switches per pod, {up3} uplinks each")
+    if spec.kind == "torus":
+        d = spec.dims or torus_dims(nodes)
         return (f' topology="TORUS" topo_parameters="{",".join(map(str, d))}"', math.prod(d),
                 f"torus {'x'.join(map(str, d))}")
-    if topology in ("single", "loopback"):
+    if spec.kind == "dragonfly":
+        g, c, r, h = spec.dragonfly_shape(nodes)
+        blue, black, green = spec.dragonfly_links
+        return (f' topology="DRAGONFLY" topo_parameters="{g},{blue};{c},{black};{r},{green};'
+                f'{h}"', g * c * r * h,
+                f"dragonfly: {g} groups x {c} chassis x {r} routers x {h} hosts")
+    if spec.kind in ("single", "loopback"):
         return "", nodes, f"one switch, {nodes} hosts"
-    raise FabenchError(f"no SimGrid platform for topology {topology!r} "
-                       "(fat-tree, torus, single)")
+    raise FabenchError(f"no SimGrid platform for topology {spec.kind!r}")
 
 
-def make_platform(fabric: Fabric, topology: str, nodes: int, *, hosts_per_leaf: int = 24,
-                  oversubscription: float = 1.0, dims: tuple[int, ...] | None = None) -> Platform:
-    attrs, count, desc = _cluster(topology, nodes, hosts_per_leaf, oversubscription, dims)
+def make_platform(fabric: Fabric, spec: TopologySpec | str, nodes: int, *,
+                  hosts_per_leaf: int = 24, oversubscription: float = 1.0,
+                  dims: tuple[int, ...] | None = None) -> Platform:
+    """`spec`: the topology (or its kind, with the keyword options of a two-level tree or a
+    torus)."""
+    if isinstance(spec, str):
+        spec = TopologySpec(spec, hosts_per_leaf, (oversubscription,), dims=dims)
+    attrs, count, desc = _cluster(spec, nodes)
     link_MBps = fabric.link_bandwidth_MBps or fabric.peak_bandwidth_MBps
     shm = fabric.intra[0] if fabric.intra else None
     loop_bw = f"{shm.bandwidth_MBps:.6g}MBps" if shm else "10GBps"
@@ -84,7 +105,7 @@ def make_platform(fabric: Fabric, topology: str, nodes: int, *, hosts_per_leaf: 
         "  </zone>\n"
         "</platform>\n"
     )
-    return Platform(xml, [f"{HOST_PREFIX}{i}" for i in range(count)], topology, desc)
+    return Platform(xml, [f"{HOST_PREFIX}{i}" for i in range(count)], spec.kind, desc)
 
 
 def hostfile_lines(platform: Platform, nodes: int, ppn: int) -> list[str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..errors import FabenchError
 from ..model.collectives import ALGORITHMS, EXCHANGE_ALGORITHMS
 from ..model.fabric import Fabric
+from ..model.topology import TopologySpec
 from .platform import hostfile_lines, make_platform, smpi_factors, write_platform
 from .rss import MARKER
 
@@ -32,6 +33,9 @@ _MEM_RE = re.compile(re.escape(MARKER) + r" peak_rss_anon_kb=(\d+) wall_s=([0-9.
 
 @dataclass
 class SimSetup:
+    """The simulated platform and settings. The topology is `spec` when given (three-level
+    trees, tapering, dragonflies: `fabench sim`), else the plain fields below."""
+
     fabric: Fabric
     topology: str = "fat-tree"
     nodes: int = 2
@@ -42,10 +46,22 @@ class SimSetup:
     algorithm: str | None = None  # the model's name (ring, pairwise, ...)
     cores: int | None = None  # cores the emulated nodes shared (None: a core per rank)
     extra_cfg: dict[str, str] = field(default_factory=dict)
+    spec: TopologySpec | None = None
+
+    def __post_init__(self) -> None:
+        if self.spec is not None:
+            self.topology = self.spec.kind
+            self.hosts_per_leaf = self.spec.hosts_per_leaf
 
     @property
     def ranks(self) -> int:
         return self.nodes * self.ppn
+
+    def topology_spec(self) -> TopologySpec:
+        if self.spec is not None:
+            return self.spec
+        return TopologySpec(self.topology, self.hosts_per_leaf, (self.oversubscription,),
+                            dims=self.dims)
 
 
 def smpi_algorithm(collective: str, algorithm: str | None) -> tuple[str, str]:
@@ -73,9 +89,7 @@ def smpirun_path() -> str:
 def build_command(setup: SimSetup, exe: Path, kernel_name: str, kernel_args: list[str],
                   workdir: Path) -> tuple[list[str], dict[str, str], list[str]]:
     """(argv, configuration used, notes). The command runs under the RssAnon sampler."""
-    platform = make_platform(setup.fabric, setup.topology, setup.nodes,
-                             hosts_per_leaf=setup.hosts_per_leaf,
-                             oversubscription=setup.oversubscription, dims=setup.dims)
+    platform = make_platform(setup.fabric, setup.topology_spec(), setup.nodes)
     hosts = hostfile_lines(platform, setup.nodes, setup.ppn)
     pxml, hfile = write_platform(platform, hosts, workdir)
     cfg: dict[str, str] = {

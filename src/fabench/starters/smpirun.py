@@ -56,6 +56,7 @@ class SmpirunStarter(Starter):
                    "simulation": {"fabric": setup.fabric.to_dict(), "topology": setup.topology,
                                   "nodes": setup.nodes, "ppn": setup.ppn,
                                   "hosts_per_leaf": setup.hosts_per_leaf,
+                                  "topology_spec": setup.topology_spec().to_dict(),
                                   "algorithm": setup.algorithm, "cfg": cfg,
                                   "platform_xml": platform_xml, **memory}},
         )

@@ -1,0 +1,171 @@
+"""The cost of one collective step on a fabric and a cluster: what every algorithm is built of.
+
+A step is a pattern over ranks (partner = rank XOR d, or rank + d) in which every active rank
+sends m bytes. Ranks fill nodes in blocks of `ppn`; partners on one node use the fabric's
+same-node (shared memory) segments, the others the topology's longest path and its most loaded
+link. Ranks time-sharing cores (emulated nodes on one machine, `cores`) stretch a step's
+latency part as the fabric's contention calibration says.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .fabric import Fabric
+from .topology import Loopback, Topology
+
+ELEMENT_BYTES = 4  # the kernels reduce float32 (MPI_FLOAT sums)
+
+
+@dataclass
+class Cluster:
+    nodes: int
+    ppn: int
+    topology: Topology
+    # Nodes emulated on one machine (fabench's testbed): every rank of every node shares
+    # these cores. None: a core per rank, as on a real cluster.
+    cores: int | None = None
+
+    @property
+    def ranks(self) -> int:
+        return self.nodes * self.ppn
+
+
+class Model:
+    """Step costs of one fabric on one cluster."""
+
+    def __init__(self, fabric: Fabric, cluster: Cluster) -> None:
+        self.f = fabric
+        self.c = cluster
+
+    @property
+    def p(self) -> int:
+        return self.c.ranks
+
+    def cpu_share(self, active: int, m: float = 0.0) -> float:
+        """Ranks time-sharing cores (one host, or emulated nodes on one machine, with more
+        ranks than cores): a step's CPU work is stretched by what the fabric measured under
+        that contention, else by active ranks / cores (Fabric.contention_share). 1 on real
+        clusters (a core per rank)."""
+        topo = self.c.topology
+        cores = topo.cores if isinstance(topo, Loopback) else self.c.cores
+        if not cores:
+            return 1.0
+        return max(1.0, self.f.contention_share(active, cores, m))
+
+    def stretch(self, a: float, b: float, share: float) -> float:
+        """A step's time from its latency part a and bytes part b: on one host (loopback) the
+        bytes are memory copies, CPU work like the rest; between emulated nodes they cross a
+        link (rate-limited veths), so only the latency part (stack, MPI) is time-shared."""
+        if isinstance(self.c.topology, Loopback):
+            return (a + b) * share
+        return a * share + b
+
+    def link_per_byte(self, m: float, sharing: float = 1.0) -> float:
+        """us per byte of a flow that shares its link with `sharing` flows in all: one flow is
+        limited by its endpoints (beta), several by the link rate."""
+        per_byte = self.f.beta(m)
+        link = self.f.link_bandwidth_MBps
+        if link > 0:
+            per_byte = max(per_byte, sharing / link)
+        return per_byte
+
+    def geometry(self, d: int, pattern: str) -> tuple[bool, int, float]:
+        """(same node, switches on the longest path, flows sharing the busiest link) of a
+        step at rank distance d: fabric-independent, cached on the topology."""
+        cache: dict[tuple[int, int, str, int], tuple[bool, int, float]] = \
+            self.c.topology.__dict__.setdefault("_geometry", {})
+        key = (self.c.ppn, self.c.nodes, pattern, d)
+        if key not in cache:
+            ppn = self.c.ppn
+            if d < ppn and (pattern == "xor" or ppn == 1):
+                cache[key] = (True, 0, 1.0)
+            else:
+                if pattern == "xor":
+                    nd, nic = max(1, d // ppn), ppn  # every rank of a node crosses over
+                else:
+                    nd, nic = max(1, math.ceil(d / ppn)), min(d, ppn)
+                if nd >= self.c.nodes and pattern == "shift":
+                    nd = nd % self.c.nodes or 1
+                path = self.c.topology.step(pattern, nd)
+                cache[key] = (False, path.hops, float(nic * path.congestion))
+        return cache[key]
+
+    def shift_parts(self, m: float, ds: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
+        """(latency parts, bytes parts) of "shift" steps at every distance in `ds`, one m each
+        (the steps of a pairwise exchange), vectorised."""
+        ds = tuple(ds)
+        cache: dict[tuple[int, int, tuple[int, ...]], tuple[np.ndarray, ...]] = \
+            self.c.topology.__dict__.setdefault("_shift_arrays", {})
+        key = (self.c.ppn, self.c.nodes, ds)
+        if key not in cache:
+            geo = [self.geometry(d, "shift") for d in ds]
+            p = max(self.p, 1)
+            cache[key] = (np.array([g[0] for g in geo], dtype=bool),
+                          np.array([g[1] for g in geo], dtype=float),
+                          np.array([g[2] for g in geo], dtype=float),
+                          np.array([(2 * d) % p == 0 for d in ds], dtype=bool))
+        intra, hops, sharing, exch = cache[key]
+        seg = self.f.segment(m)
+        a_net = np.maximum(seg.alpha_us + (hops - self.f.calibrated_hops)
+                           * self.f.hop_latency_us, 0.0)
+        link = self.f.link_bandwidth_MBps
+        pb = np.full(len(ds), seg.beta_us_per_byte)
+        if link > 0:
+            pb = np.maximum(pb, sharing / link)
+        pb = np.where(exch, pb * self.f.exchange_factor(m), pb)
+        a = np.where(intra, self.f.alpha(m, intra=True), a_net)
+        b = np.where(intra, self.f.beta(m, intra=True), pb) * max(m, 0.0)
+        return a, b
+
+    def step_parts(self, m: float, d: int, pattern: str = "xor", active: int | None = None,
+                   exchange: bool | None = None) -> tuple[float, float, float]:
+        """(latency part, bytes part, cpu share) of a step in which every (active) rank
+        sends m bytes to its partner at rank distance d. `exchange`: the partner sends m
+        bytes back at the same time (recursive doubling/halving); for "shift" steps it is
+        found (rank + d and rank - d are one rank). An exchange's bytes cost at least the
+        fabric's exchange slowdown (measured with mpi.bibw) more than a one-way flow."""
+        m = max(m, 0.0)
+        if exchange is None:
+            exchange = pattern == "shift" and (2 * d) % max(self.p, 1) == 0
+        share = self.cpu_share(self.p if active is None else active, m)
+        intra, hops, sharing = self.geometry(d, pattern)
+        if intra:
+            return self.f.alpha(m, intra=True), self.f.beta(m, intra=True) * m, share
+        per_byte = self.link_per_byte(m, sharing)
+        if exchange:
+            per_byte *= self.f.exchange_factor(m)
+        return self.f.alpha(m, hops), per_byte * m, share
+
+    def step(self, m: float, d: int, pattern: str = "xor", active: int | None = None,
+             exchange: bool | None = None) -> float:
+        a, b, share = self.step_parts(m, d, pattern, active, exchange)
+        return self.stretch(a, b, share)
+
+    def node_step(self, m: float, d: int = 1, pattern: str = "shift",
+                  active: int | None = None, nic: int = 1) -> float:
+        """A step between node leaders (one rank per node sending, `nic` flows per node's
+        link): the inter-node part of a hierarchical algorithm."""
+        nd = max(1, d)
+        if self.c.nodes < 2:
+            return 0.0
+        if nd >= self.c.nodes:
+            nd = nd % self.c.nodes or 1
+        path = self.c.topology.step(pattern, nd)
+        a = self.f.alpha(m, path.hops)
+        b = self.link_per_byte(m, nic * path.congestion) * m
+        share = self.cpu_share(self.c.nodes if active is None else active, m)
+        return self.stretch(a, b, share)
+
+    def intra_step(self, m: float) -> float:
+        return self.f.time(m, intra=True)
+
+    def reduce_cost(self, m: float) -> float:
+        return self.f.reduce_us_per_byte * m
+
+    def copy_cost(self, m: float) -> float:
+        return self.f.beta(m, intra=True) * m

@@ -1,0 +1,350 @@
+"""Validation on published data: the corpus (corpus/published.yaml), fitted on its fit part,
+judged on its test part (`fabench model validate --published`).
+
+A system's fabric comes from its fit entry (a preset, or published point-to-point curves run
+through the calibration, plus the in-network kind whose parameters were fitted to published
+figures); every test case is then predicted with its band and compared with the published
+value. Fit rows are shown too: they reproduce their input by construction and say so.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import FabenchError
+from ..textable import Col, header, row
+from ..yamlconf import parse_yaml_model
+from .calibrate import Curve, RunCurves, calibrate_curves
+from .collectives import algorithms
+from .cost import Cluster, Model
+from .decisions import library_choice
+from .fabric import Fabric
+from .families import in_network_defaults
+from .hpl import HplParams, hpl_point
+from .presets import PRESETS
+from .sources import SOURCES
+from .topology import TopologySpec
+from .uncertainty import SAMPLES, variants
+
+CORPUS = Path(__file__).parent / "corpus" / "published.yaml"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CurvesFit(_Strict):
+    family: str = "custom"
+    latency_us: dict[int, float]
+    bandwidth_MBps: dict[int, float] = Field(default_factory=dict)
+
+
+class FitSpec(_Strict):
+    preset: str | None = None
+    curves: CurvesFit | None = None
+    curves_from: str | None = None
+    in_network: str | None = None
+    against: str | None = None  # a second preset, for relative cases
+
+
+class TopoSpec(_Strict):
+    kind: str = "fat-tree"
+    hosts_per_leaf: int = 24
+    levels: int | None = None
+
+
+class CaseSpec(_Strict):
+    kind: Literal["time", "ratio", "max_ratio", "gap", "relative", "relative_per_size", "hpl"]
+    split: Literal["fit", "test"] = "test"
+    collective: str = "allreduce"
+    mpi: str | None = None
+    algorithm: str | None = None
+    nodes: int = 1
+    ppn: int = 1
+    size: int = 0
+    sizes: list[int] = Field(default_factory=list)
+    published: float | None = None
+    published_range: tuple[float, float] | None = None
+    note: str = ""
+    fabric: str | None = None
+    peak_gflops: float | None = None
+    mem_gb: float | None = None
+    efficiency_1node: float | None = None
+
+
+class SystemSpec(_Strict):
+    id: str
+    source: str
+    description: str
+    fit: FitSpec
+    topology: TopoSpec = Field(default_factory=TopoSpec)
+    assumptions: list[str] = Field(default_factory=list)
+    cases: list[CaseSpec]
+
+
+class Corpus(_Strict):
+    systems: list[SystemSpec]
+
+
+@dataclass
+class Row:
+    system: str
+    source: str
+    split: str
+    case: str
+    predicted: float
+    low: float | None
+    high: float | None
+    published: float
+    published_range: tuple[float, float] | None
+    error: float  # relative error (time, ratio, hpl) or difference (relative, gap)
+    unit: str  # "us", "x", "%", "pts", "us-gap"
+    note: str = ""
+
+
+@dataclass
+class Result:
+    rows: list[Row]
+    systems: list[SystemSpec]
+    notes: list[str] = field(default_factory=list)
+
+
+def load_corpus(path: Path = CORPUS) -> Corpus:
+    c = parse_yaml_model(path.read_text(), str(path), Corpus, what="validation corpus",
+                         hint="a 'systems' list", docs="docs/model.md", error=FabenchError)
+    for s in c.systems:
+        if s.source not in SOURCES:
+            raise FabenchError(f"{path}: system {s.id} cites unknown source {s.source!r}")
+    return c
+
+
+def _curves_fabric(name: str, fit: CurvesFit) -> Fabric:
+    sizes = sorted(fit.latency_us)
+    lat = Curve(sizes, [fit.latency_us[s] for s in sizes])
+    bw = None
+    if fit.bandwidth_MBps:
+        bsz = sorted(fit.bandwidth_MBps)
+        bw = Curve(bsz, [s / fit.bandwidth_MBps[s] for s in bsz])
+    runs = RunCurves(lat=[lat], bw=[bw] if bw else [], launchers={"import:published"})
+    return calibrate_curves(runs, name, "published curves", family=fit.family,
+                            measure_gamma=False).fabric
+
+
+def _fabric(system: SystemSpec, fitted: dict[str, Fabric]) -> Fabric:
+    fit = system.fit
+    if fit.preset:
+        f = PRESETS[fit.preset]()
+    elif fit.curves:
+        f = _curves_fabric(system.id, fit.curves)
+    elif fit.curves_from:
+        f = fitted[fit.curves_from]
+    else:
+        raise FabenchError(f"system {system.id}: no fit")
+    if fit.in_network:
+        f = copy.deepcopy(f)
+        inn, prov = in_network_defaults(f.family, fit.in_network)
+        f.in_network = inn
+        f.provenance.update(prov)
+    return f
+
+
+def _cluster(system: SystemSpec, nodes: int, ppn: int) -> Cluster:
+    t = system.topology
+    spec = TopologySpec(t.kind, t.hosts_per_leaf, levels=t.levels)
+    return Cluster(nodes, ppn, spec.build(nodes))
+
+
+def _time(f: Fabric, cl: Cluster, case: CaseSpec, size: float) -> float:
+    fns = algorithms(case.collective)
+    algo = case.algorithm or library_choice(case.mpi or "openmpi", case.collective, cl.ranks,
+                                            cl.ppn, size)
+    return fns[algo][0](Model(f, cl), float(size))
+
+
+def _ratio(f: Fabric, cl: Cluster, case: CaseSpec, size: float) -> float:
+    host = _time(f, cl, case, size)
+    inn = algorithms(case.collective)["in_network"][0](Model(f, cl), float(size))
+    return host / inn
+
+
+def _paired(v: Fabric, base: Fabric, other: Fabric, k: int) -> Fabric:
+    """`other` moved with `v` (a variant of `base`): the same draws for what they share, the
+    difference of `other` over `base` (latency, hop) drawn from `other`'s published range."""
+    rng = np.random.default_rng(1000 + k)
+    w = copy.deepcopy(v)
+    w.name = other.name
+    d_lat = other.segments[0].alpha_us - base.segments[0].alpha_us
+    lo, hi = PAIRED_RANGE
+    extra = float(rng.uniform(lo, hi)) if d_lat else 0.0
+    for s in w.segments:
+        s.alpha_us += extra
+    w.hop_latency_us += other.hop_latency_us - base.hop_latency_us + (extra - d_lat)
+    w.in_network = copy.deepcopy(other.in_network)
+    return w
+
+
+PAIRED_RANGE = (0.6, 0.7)  # [000]: RoCEv2 above IB at every size
+
+
+def _band(f: Fabric, fn: object, n: int) -> tuple[float | None, float | None]:
+    assert callable(fn)
+    vals = [float(fn(v)) for v in variants(f, n)] if n > 1 else []
+    if not vals:
+        return None, None
+    lo, hi = np.percentile(np.array(vals), (5, 95))
+    return float(lo), float(hi)
+
+
+OSU_SIZES_P2P = [0, *(1 << k for k in range(23))]
+OSU_SIZES_COLL = [1 << k for k in range(2, 21)]
+
+
+def _case_rows(system: SystemSpec, f: Fabric, case: CaseSpec, n: int) -> list[Row]:
+    label = system.id
+    if case.kind in ("time", "ratio"):
+        cl = _cluster(system, case.nodes, case.ppn)
+        fn = (lambda v: _time(v, cl, case, case.size)) if case.kind == "time" else \
+            (lambda v: _ratio(v, cl, case, case.size))
+        pred = fn(f)
+        lo, hi = _band(f, fn, n)
+        assert case.published is not None
+        what = case.algorithm or f"{case.mpi or 'openmpi'} default"
+        name = (f"{case.collective} {what}, {case.nodes}x{case.ppn}, {case.size} B"
+                + (" (host/in-network)" if case.kind == "ratio" else ""))
+        return [Row(label, system.source, case.split, name, pred, lo, hi, case.published,
+                    case.published_range, (pred - case.published) / case.published,
+                    "us" if case.kind == "time" else "x", case.note)]
+    if case.kind == "max_ratio":
+        cl = _cluster(system, case.nodes, case.ppn)
+
+        def best(v: Fabric) -> float:
+            return max(_ratio(v, cl, case, s) for s in case.sizes)
+        pred = best(f)
+        lo, hi = _band(f, best, n)
+        assert case.published is not None
+        return [Row(label, system.source, case.split,
+                    f"{case.collective} host/in-network, {case.nodes} nodes, largest over "
+                    f"{case.sizes[0]}-{case.sizes[-1]} B", pred, lo, hi, case.published, None,
+                    (pred - case.published) / case.published, "x", case.note)]
+    if case.kind == "gap":
+        other = PRESETS[system.fit.against or ""]()
+        gaps = [other.time(s) - f.time(s) for s in OSU_SIZES_P2P]
+        lo_g, hi_g = min(gaps), max(gaps)
+        assert case.published_range is not None
+        a, b = case.published_range
+        err = max(0.0, a - lo_g, hi_g - b)
+        return [Row(label, system.source, case.split, "latency gap RoCEv2 - IB, 0 B-4 MiB",
+                    (lo_g + hi_g) / 2, lo_g, hi_g, (a + b) / 2, (a, b), err, "us-gap",
+                    case.note)]
+    if case.kind in ("relative", "relative_per_size"):
+        other = PRESETS[system.fit.against or ""]()
+        cl = _cluster(system, case.nodes, case.ppn)
+
+        def rel(ib: Fabric, roce: Fabric) -> float:
+            ti = np.array([_time(ib, cl, case, s) for s in OSU_SIZES_COLL])
+            tr = np.array([_time(roce, cl, case, s) for s in OSU_SIZES_COLL])
+            if case.kind == "relative":
+                return float(tr.mean() / ti.mean() - 1)
+            return float(np.mean(tr / ti) - 1)
+        pred = rel(f, other)
+        # the two fabrics share their anchor: each variant of the first carries the second's
+        # differences (latency and switch hop) over it, drawn from their own ranges
+        vals = [rel(v, _paired(v, f, other, k)) for k, v in enumerate(variants(f, n))] \
+            if n > 1 else []
+        lo, hi = ((float(np.percentile(vals, 5)), float(np.percentile(vals, 95))) if vals
+                  else (None, None))
+        assert case.published is not None
+        how = "mean of times" if case.kind == "relative" else "mean of per-size ratios"
+        return [Row(label, system.source, case.split,
+                    f"{case.collective} RoCEv2 vs IB, {case.nodes}x{case.ppn}, {how}", pred * 100,
+                    None if lo is None else lo * 100, None if hi is None else hi * 100,
+                    case.published * 100, None, (pred - case.published) * 100, "pts",
+                    case.note)]
+    if case.kind == "hpl":
+        fab = PRESETS[case.fabric]() if case.fabric else f
+        assert case.peak_gflops and case.mem_gb and case.efficiency_1node is not None
+        prm = HplParams(case.peak_gflops, case.efficiency_1node, case.mem_gb,
+                        sources={"node_cv": "assumed 0 (no node table for this cluster)"})
+
+        def eff(v: Fabric) -> float:
+            return hpl_point(v, case.nodes, prm).efficiency
+        pred = eff(fab)
+        lo, hi = _band(fab, eff, n)
+        assert case.published is not None
+        return [Row(label, system.source, case.split, f"HPL efficiency, {case.nodes} nodes",
+                    pred * 100, None if lo is None else lo * 100,
+                    None if hi is None else hi * 100, case.published * 100, None,
+                    (pred - case.published) / case.published, "%", case.note)]
+    raise FabenchError(f"unknown case kind {case.kind}")
+
+
+def run_corpus(path: Path = CORPUS, band_samples: int = SAMPLES,
+               systems: list[str] | None = None) -> Result:
+    corpus = load_corpus(path)
+    fitted: dict[str, Fabric] = {}
+    rows: list[Row] = []
+    chosen = [s for s in corpus.systems if not systems or s.id in systems]
+    for system in corpus.systems:
+        f = _fabric(system, fitted)
+        fitted[system.id] = f
+        if system not in chosen:
+            continue
+        for case in system.cases:
+            rows.extend(_case_rows(system, f, case, band_samples))
+    return Result(rows, chosen)
+
+
+def _fmt(v: float | None, unit: str) -> str:
+    if v is None:
+        return "-"
+    if unit in ("%", "pts", "x"):
+        return f"{v:.2f}"
+    return f"{v:.1f}" if abs(v) >= 100 else f"{v:.2f}"
+
+
+def corpus_lines(res: Result) -> list[str]:
+    lines = ["# fabench model validate --published: the corpus of docs/model.md, fitted on "
+             "'fit' rows, judged on 'test' rows",
+             "# error: relative (prediction - published) / published for times, ratios and "
+             "HPL efficiency; difference in points for relative results; for the latency gap "
+             "the distance of the predicted gaps from the published range (us)"]
+    for s in res.systems:
+        lines.append(f"# [{s.source}] {s.id}: {s.description}")
+        lines += [f"#   assumed: {a}" for a in s.assumptions]
+    cols = [Col("split", 5, text=True), Col("system", 16, text=True), Col("case", 52, text=True),
+            Col("predicted", 10), Col("band", 19), Col("published", 22), Col("error", 9)]
+    lines.append(header(cols))
+    for r in res.rows:
+        band = (f"{_fmt(r.low, r.unit)}-{_fmt(r.high, r.unit)}"
+                if r.low is not None and r.high is not None else "-")
+        pub = _fmt(r.published, r.unit)
+        if r.published_range and r.unit != "us-gap":
+            pub += f" ({_fmt(r.published_range[0], r.unit)}-{_fmt(r.published_range[1], r.unit)})"
+        if r.unit == "pts":
+            err = f"{r.error:+.1f}pt"
+        elif r.unit == "us-gap":
+            err = f"{r.error:.2f}us"
+        else:
+            err = f"{r.error * 100:+.1f}%"
+        lines.append(row(cols, [r.split, r.system, r.case, _fmt(r.predicted, r.unit), band,
+                                pub, err], f"  {r.note}" if r.note else ""))
+    tests = [r for r in res.rows if r.split == "test" and r.unit in ("us", "x")]
+    if tests:
+        errs = np.abs([r.error for r in tests])
+        inside = sum(1 for r in tests if r.low is not None and r.high is not None
+                     and (r.published_range or (r.published, r.published))[1] >= r.low
+                     and (r.published_range or (r.published, r.published))[0] <= r.high)
+        lines.append(f"# test set, times and ratios: {len(tests)} cases, median |error| "
+                     f"{np.median(errs) * 100:.1f} %, within a factor of 2: "
+                     f"{sum(1 for r in tests if 0.5 <= 1 + r.error <= 2.0)}, band overlapping "
+                     f"the published value or range: {inside}")
+        for sid in dict.fromkeys(r.system for r in tests):
+            e = np.abs([r.error for r in tests if r.system == sid])
+            lines.append(f"#   {sid}: {len(e)} cases, median |error| {np.median(e) * 100:.1f} %")
+    return lines

@@ -1,0 +1,53 @@
+"""The publications the model's defaults and its validation corpus cite, by key.
+
+Figures taken from them are their authors'; docs/model.md ("Sources") lists the same keys.
+Keys in brackets ([G16]) appear in provenance strings and in the corpus file.
+"""
+
+from __future__ import annotations
+
+SOURCES: dict[str, str] = {
+    "000": "Long, Fu, Li, Gong, Wu, Fan (Peking University, Huawei), 'Performance evaluation of "
+           "lossless RoCEv2 network in HPC cluster', Journal on Communications, 2024, "
+           "DOI 10.11959/j.issn.1000-436x.2024244 (docs/sources.md [000])",
+    "004": "'40G Ethernet performance on an Intel ONS switch', blog (docs/sources.md [004]): "
+           "IMB PingPong per fabric; switch cut-through latency 400 ns",
+    "G16": "R. L. Graham et al., 'Scalable Hierarchical Aggregation Protocol (SHArP): A "
+           "Hardware Architecture for Efficient Data Reduction', COMHPC workshop at SC16, "
+           "DOI 10.1109/COMHPC.2016.006: 128 hosts, Switch-IB 2 EDR, MPI_Allreduce 8 B "
+           "6.01 us host-based vs 2.83 us SHArP, 4096 B 46.93 vs 14.48 us",
+    "B17": "G. Bloch, D. Bureddy, R. L. Graham, G. Shainer, B. Smith, 'Towards A Data Centric "
+           "System Architecture: SHARP', Supercomputing Frontiers and Innovations 4(4), 2017, "
+           "DOI 10.14529/jsfi170401: UD multicast of the result cuts the 8-byte allreduce on "
+           "128 nodes by 16 %",
+    "R20": "B. Ramesh et al., 'Scalable MPI Collectives using SHARP: Large Scale Performance "
+           "Evaluation on the TACC Frontera System', ExaMPI workshop 2020, "
+           "DOI 10.1109/ExaMPI52011.2020.00007: SHARP allreduce up to 5.1x faster than "
+           "host-based at 7,861 nodes (HDR)",
+    "NVSHARP": "NVIDIA, 'Using NVIDIA SHARP with Open MPI', SHARP documentation Rev 3.8.0, "
+               "https://docs.nvidia.com/networking/display/sharpv380/using+nvidia+sharp+with+"
+               "open+mpi: osu_allreduce 5.6.2, 128 nodes x 1 rank, SHARP with streaming "
+               "aggregation (SAT); HCOLL_SHARP_NP default 4 node leaders",
+    "SHARPv1": "'SHARP' (Chinese overview), http://www.visionstone.net/jsshow.php?id=903: "
+               "SHARPv1 on Switch-IB 2 EDR offloads aggregations up to 256 bytes, SHARPv2 on "
+               "Quantum HDR up to 2 GB (streaming)",
+    "SUNIB": "Sun IB Switch 9P Administration Guide, specifications, "
+             "https://docs.oracle.com/cd/E19049-01/ib.switch/819-7247-10/specifications.html:"
+             " 86 ns port-to-port latency",
+    "OMPI41": "Open MPI v4.1.x source: ompi/mca/coll/tuned/coll_tuned_decision_fixed.c (the "
+              "fixed decision rules), ompi/mca/coll/base/coll_base_allreduce.c (fallbacks), "
+              "coll_tuned_bcast_decision.c (k-nomial radix 4); btl_tcp_eager_limit 65536",
+    "MPICH40": "MPICH v4.0.2 source: maint/tuning/coll/mpir/generic.json and "
+               "maint/tuning/coll/ch4/generic.json (default collective selection)",
+    "PS24": "converged-computing/performance-study (GitHub, commit 6f3df687, Zenodo DOI "
+            "10.5281/zenodo.13738495), experiments/azure/cyclecloud/cpu: Azure CycleCloud "
+            "HPC VMs on InfiniBand, HPC-X, OSU 5.8: osu_latency and osu_bw between node pairs, "
+            "osu_allreduce on 32-256 nodes x 96 ranks, 5 iterations each",
+}
+
+
+def cite(key: str, detail: str = "") -> str:
+    """'[KEY] detail' for a provenance string; the key must exist."""
+    if key not in SOURCES:
+        raise KeyError(f"no source {key!r}")
+    return f"[{key}] {detail}".rstrip()
