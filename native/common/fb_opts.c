@@ -132,6 +132,14 @@ int fb_parse_sizes(const char *text, size_t **sizes, int *nsizes, char *why, siz
     return 0;
 }
 
+static void default_sizes(const struct fb_defaults *d, char *out, size_t cap)
+{
+    if (d->sizes)
+        snprintf(out, cap, "%s", d->sizes);
+    else
+        snprintf(out, cap, "%zu:%zu", d->size_min, d->size_max);
+}
+
 static int parse_long(const char *text, long min, long *out)
 {
     if (!text || !*text)
@@ -147,10 +155,12 @@ static int parse_long(const char *text, long min, long *out)
 
 static void print_help(FILE *out, const char *prog, const struct fb_defaults *d)
 {
+    char range[64];
+    default_sizes(d, range, sizeof(range));
     fprintf(out,
             "usage: %s [options]\n"
             "Prints JSON Lines records on stdout (see docs/kernel-protocol.md).\n\n"
-            "  --sizes MIN:MAX        power-of-two sweep, K/M/G suffixes (default %zu:%zu)\n"
+            "  --sizes MIN:MAX        power-of-two sweep, K/M/G suffixes (default %s)\n"
             "  --sizes a,b,c          explicit list of sizes in bytes\n"
             "  --iterations N         timed iterations per size (default %ld below the large\n"
             "                         threshold, %ld at or above)\n"
@@ -167,7 +177,7 @@ static void print_help(FILE *out, const char *prog, const struct fb_defaults *d)
             "                         iterations (spreads host-load bursts over all sizes;\n"
             "                         MPI kernels draw new buffers each round; default 1)\n"
             "  --help                 this text\n",
-            prog, d->size_min, d->size_max, d->iters_small, d->iters_large, d->warmup_small,
+            prog, range, d->iters_small, d->iters_large, d->warmup_small,
             d->warmup_large, d->window, d->large_threshold);
 }
 
@@ -267,7 +277,7 @@ enum fb_opts_status fb_opts_parse(struct fb_opts *o, const struct fb_defaults *d
             return fail(err, prog, "--sizes: %s%s", why, "");
     } else {
         char range[64];
-        snprintf(range, sizeof(range), "%zu:%zu", d->size_min, d->size_max);
+        default_sizes(d, range, sizeof(range));
         if (fb_parse_sizes(range, &o->sizes, &o->nsizes, why, sizeof(why)))
             return fail(err, prog, "default sizes: %s%s", why, "");
     }

@@ -20,6 +20,8 @@ struct fb_defaults {
     long iters_small, warmup_small; /* below large_threshold */
     long iters_large, warmup_large; /* at or above large_threshold */
     size_t size_min, size_max;
+    const char *sizes; /* default --sizes (the kernel's line in native/kernels.list); NULL:
+                          size_min:size_max */
     int window;
     size_t large_threshold;
 };

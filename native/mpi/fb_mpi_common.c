@@ -87,15 +87,15 @@ static void emit_meta(struct fb_mpi_ctx *ctx)
     free(all);
 }
 
-int fb_mpi_start(struct fb_mpi_ctx *ctx, const char *kernel, enum fb_kernel_class cls,
-                 size_t size_min, int min_ranks, bool even_ranks, int *argc, char ***argv,
-                 int *exit_code)
+int fb_mpi_start(struct fb_mpi_ctx *ctx, const struct fb_mpi_kernel *k, enum fb_kernel_class cls,
+                 int min_ranks, int *argc, char ***argv, int *exit_code)
 {
     memset(ctx, 0, sizeof(*ctx));
-    ctx->kernel = kernel;
+    ctx->kernel = k->name;
+    bool even_ranks = strcmp(k->ranks, "even") == 0;
 
     struct fb_defaults d = fb_defaults_for(cls);
-    d.size_min = size_min;
+    d.sizes = k->sizes;
     const char *prog = strrchr((*argv)[0], '/') ? strrchr((*argv)[0], '/') + 1 : (*argv)[0];
     bool quiet = launcher_says_not_rank0();
     switch (fb_opts_parse(&ctx->opts, &d, prog, *argc, *argv, quiet ? NULL : stdout,

@@ -251,8 +251,7 @@ static int parse(struct fb_tp *t, int argc, char **argv)
     }
 
     struct fb_defaults d = fb_defaults_for(k->cls);
-    d.size_min = k->size_min;
-    d.size_max = k->size_max;
+    d.sizes = t->default_sizes;
     FILE *err = quiet_errors(t) ? NULL : stderr;
     enum fb_opts_status st = fb_opts_parse(&t->opts, &d, k->name, nrest, rest, stdout, err);
     free(rest);
@@ -409,6 +408,23 @@ static void emit_side(struct fb_json *j, const char *who, const struct fb_tp_sid
     fb_json_double(j, key, bytes > 0 ? cpu / (bytes / 1e9) : NAN, 6);
 }
 
+/* One iteration, with --validate's fill, barrier and check around it (never inside it). */
+static int iteration(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    const struct fb_tp_kernel *k = t->k;
+    if (t->opts.validate && (k->fill || k->check)) {
+        if (k->fill)
+            k->fill(t, size, iter);
+        if (k->sync ? k->sync(t, size) : t->boot.spin_barrier(&t->boot))
+            fb_tp_die(t, "barrier between validated iterations failed");
+    }
+    if (k->iterate(t, size, iter, timed, sample))
+        return -1;
+    if (t->opts.validate && k->check)
+        k->check(t, size, iter);
+    return 0;
+}
+
 static int run_size(struct fb_tp *t, size_t size, long round)
 {
     const struct fb_tp_kernel *k = t->k;
@@ -428,7 +444,7 @@ static int run_size(struct fb_tp *t, size_t size, long round)
         fb_tp_die(t, "bootstrap barrier failed");
     double w0 = fb_now_us();
     for (long i = 0; i < warm; i++)
-        if (k->iterate(t, size, i, false, &sample))
+        if (iteration(t, size, i, false, &sample))
             return -1;
     if (duration_s > 0) {
         /* The client turns the duration into a count from its warm-up pace and tells the
@@ -452,7 +468,7 @@ static int run_size(struct fb_tp *t, size_t size, long round)
     getrusage(RUSAGE_SELF, &r0);
     double t0 = fb_now_us();
     for (long i = 0; i < iters; i++)
-        if (k->iterate(t, size, warm + i, true, &times[i]))
+        if (iteration(t, size, warm + i, true, &times[i]))
             return -1;
     double t1 = fb_now_us();
     getrusage(RUSAGE_SELF, &r1);
@@ -505,11 +521,12 @@ static int run_size(struct fb_tp *t, size_t size, long round)
     return 0;
 }
 
-int fb_tp_main(const struct fb_tp_kernel *k, int argc, char **argv)
+int fb_tp_main(const struct fb_tp_kernel *k, const char *sizes, int argc, char **argv)
 {
     struct fb_tp t;
     memset(&t, 0, sizeof(t));
     t.k = k;
+    t.default_sizes = sizes;
     t.t_start_us = fb_now_us();
     int st = parse(&t, argc, argv);
     if (st == FB_OPTS_HELP)

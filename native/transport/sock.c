@@ -43,7 +43,11 @@ struct sockst {
     int nfd;
     int ufd; /* UDP */
     char *sbuf, *rbuf;
-    size_t cap;
+    size_t scap, rcap;
+    size_t window_bytes; /* one window of one stream: size * --window */
+    bool slots;          /* --validate: every received byte of a window kept until checked */
+    bool wwr;            /* tcp.latency --pattern wwr */
+    ssize_t got;         /* udp.latency server: length of the ping it answered */
     /* TCP_INFO at the start of the size, per connection */
     unsigned long retrans0[MAX_STREAMS];
     /* MSG_ZEROCOPY bookkeeping */
@@ -60,7 +64,6 @@ struct sockst {
 };
 
 static bool is_udp(const struct fb_tp *t) { return t->k->family == FB_FAM_UDP; }
-static bool kname(const struct fb_tp *t, const char *n) { return !strcmp(t->k->name, n); }
 
 /* ---- set-up ------------------------------------------------------------------------------ */
 
@@ -103,7 +106,8 @@ static void announce(struct fb_tp *t, int port, char *peer_host, size_t cap, int
 static int tcp_setup(struct fb_tp *t, struct sockst *sk)
 {
     struct fb_sockopts o = sockopts(t);
-    sk->nfd = kname(t, "tcp.streams") ? t->cfg.streams : 1;
+    sk->nfd = t->k->opts & FB_OPT_STREAMS ? t->cfg.streams : 1;
+    sk->wwr = !strcmp(t->cfg.pattern, "wwr");
     char host[256] = "";
     int port = 0;
     if (t->index == 1) {
@@ -287,21 +291,11 @@ static int send_msg(struct fb_tp *t, struct sockst *sk, int fd, const char *buf,
     return 0;
 }
 
-/* Receive `size` bytes of message `iter` into rbuf, checking them if validating. */
-static int recv_msg(struct fb_tp *t, struct sockst *sk, int fd, size_t size, long iter)
-{
-    if (fb_recv_all(fd, sk->rbuf, size))
-        return -1;
-    if (t->opts.validate)
-        fb_tp_check(t, sk->rbuf, size, 0, size, iter);
-    return 0;
-}
-
 /* Send `total` bytes (window of messages from sbuf) on fds with pending[k] > 0 and receive
- * on fds with rpending[k] > 0, all at once, without blocking on any one of them. Received
- * bytes are checked against message offsets when validating. stamp[k] gets the time the
- * stream finished (its 1-byte ack when `acks`, else its last byte in either direction). */
-static int multiplex(struct fb_tp *t, struct sockst *sk, size_t size, long iter, size_t *spend,
+ * on fds with rpending[k] > 0, all at once, without blocking on any one of them. stamp[k] gets
+ * the time the stream finished (its 1-byte ack when `acks`, else its last byte in either
+ * direction). */
+static int multiplex(struct fb_tp *t, struct sockst *sk, size_t size, size_t *spend,
                      size_t *rpend, bool acks, double *stamp)
 {
     struct pollfd p[MAX_STREAMS];
@@ -349,11 +343,20 @@ static int multiplex(struct fb_tp *t, struct sockst *sk, size_t size, long iter,
             }
             if (p[k].revents & (POLLIN | POLLERR | POLLHUP)) {
                 if (rpend[k]) {
-                    size_t in_msg = roff[k] % size;
-                    size_t chunk = size - in_msg;
-                    if (chunk > rpend[k])
+                    /* validating: stream k's window kept whole at its own offset, checked
+                     * after the timed region; else one message-sized buffer reused */
+                    char *dst;
+                    size_t chunk;
+                    if (sk->slots) {
+                        dst = sk->rbuf + (size_t)k * sk->window_bytes + roff[k];
                         chunk = rpend[k];
-                    ssize_t n = recv(sk->fd[k], sk->rbuf + in_msg, chunk, MSG_DONTWAIT);
+                    } else {
+                        dst = sk->rbuf + roff[k] % size;
+                        chunk = size - roff[k] % size;
+                        if (chunk > rpend[k])
+                            chunk = rpend[k];
+                    }
+                    ssize_t n = recv(sk->fd[k], dst, chunk, MSG_DONTWAIT);
                     if (n == 0) {
                         fprintf(stderr, "recv: the peer closed connection %d\n", k);
                         return -1;
@@ -363,8 +366,6 @@ static int multiplex(struct fb_tp *t, struct sockst *sk, size_t size, long iter,
                         return -1;
                     }
                     if (n > 0) {
-                        if (t->opts.validate)
-                            fb_tp_check(t, sk->rbuf + in_msg, (size_t)n, in_msg, size, iter);
                         roff[k] += (size_t)n;
                         rpend[k] -= (size_t)n;
                         if (!rpend[k] && acks) /* the receiver's ack for this stream */
@@ -392,42 +393,32 @@ static int multiplex(struct fb_tp *t, struct sockst *sk, size_t size, long iter,
     return 0;
 }
 
-/* ---- TCP kernels ------------------------------------------------------------------------- */
+/* ---- per-size set-up (each kernel's begin_size) ------------------------------------------ */
 
-static int sock_begin_size(struct fb_tp *t, size_t size)
+/* Buffers for `size`: one message to send; to receive, `rmsgs` messages side by side when
+ * validating (each checked after the timed region), else one message reused. */
+static int sock_buffers(struct fb_tp *t, struct sockst *sk, size_t size, size_t rmsgs)
 {
-    struct sockst *sk = t->priv;
-    size_t w = (size_t)t->opts.window;
-    size_t need = size < 64 ? 64 : size;
-    if (need > sk->cap) {
+    size_t s = size < 64 ? 64 : size;
+    size_t r = t->opts.validate ? s * rmsgs : s;
+    if (s > sk->scap) {
         fb_buf_free(sk->sbuf);
-        fb_buf_free(sk->rbuf);
-        sk->sbuf = fb_buf_alloc_pages(need, t->opts.hugepages);
-        sk->rbuf = fb_buf_alloc_pages(need, t->opts.hugepages);
-        if (!sk->sbuf || !sk->rbuf)
+        if (!(sk->sbuf = fb_buf_alloc_pages(s, t->opts.hugepages)))
             return -1;
-        sk->cap = need;
+        sk->scap = s;
+    }
+    if (r > sk->rcap) {
+        fb_buf_free(sk->rbuf);
+        if (!(sk->rbuf = fb_buf_alloc_pages(r, t->opts.hugepages))) {
+            fprintf(stderr, "%s: cannot allocate %zu bytes to keep a window for --validate "
+                    "(a smaller --window or size needs less)\n", t->k->name, r);
+            return -1;
+        }
+        sk->rcap = r;
     }
     memset(sk->sbuf, 'x', size);
-    const char *n = t->k->name;
-    if (!strcmp(n, "tcp.latency") || !strcmp(n, "udp.latency")) {
-        bool wwr = !strcmp(n, "tcp.latency") && !strcmp(t->cfg.pattern, "wwr");
-        t->bytes_per_sample = (double)size;
-        t->messages_per_sample = 1;
-        t->bytes_per_iteration = wwr ? (double)size + 8 : 2.0 * (double)size;
-    } else if (!strcmp(n, "tcp.bibw")) {
-        t->bytes_per_sample = 2.0 * (double)(size * w);
-        t->messages_per_sample = 2.0 * (double)w;
-        t->bytes_per_iteration = t->bytes_per_sample;
-    } else if (!strcmp(n, "tcp.streams")) {
-        t->bytes_per_sample = (double)(size * w) * sk->nfd;
-        t->messages_per_sample = (double)w * sk->nfd;
-        t->bytes_per_iteration = t->bytes_per_sample;
-    } else {
-        t->bytes_per_sample = (double)(size * w);
-        t->messages_per_sample = (double)w;
-        t->bytes_per_iteration = t->bytes_per_sample;
-    }
+    sk->window_bytes = size * (size_t)t->opts.window;
+    sk->slots = t->opts.validate && rmsgs > 1;
     for (int k = 0; k < sk->nfd; k++) {
         struct tcp_info ti;
         sk->retrans0[k] = tcp_info(sk->fd[k], &ti) == 0 ? ti.tcpi_total_retrans : 0;
@@ -441,16 +432,93 @@ static int sock_begin_size(struct fb_tp *t, size_t size)
     return 0;
 }
 
-static int tcp_latency(struct fb_tp *t, struct sockst *sk, size_t size, long iter, double *sample)
+static int pingpong_begin(struct fb_tp *t, size_t size)
 {
+    struct sockst *sk = t->priv;
+    t->bytes_per_sample = (double)size;
+    t->messages_per_sample = 1;
+    t->bytes_per_iteration = sk->wwr ? (double)size + 8 : 2.0 * (double)size;
+    return sock_buffers(t, sk, size, 1);
+}
+
+/* One window of `streams` streams in one direction, or both with `both`. */
+static int window_begin(struct fb_tp *t, size_t size, int streams, bool both)
+{
+    struct sockst *sk = t->priv;
+    double w = (double)t->opts.window * streams * (both ? 2 : 1);
+    t->bytes_per_sample = (double)size * w;
+    t->messages_per_sample = w;
+    t->bytes_per_iteration = t->bytes_per_sample;
+    return sock_buffers(t, sk, size, (size_t)t->opts.window * (size_t)streams);
+}
+
+static int bw_begin(struct fb_tp *t, size_t size) { return window_begin(t, size, 1, false); }
+static int bibw_begin(struct fb_tp *t, size_t size) { return window_begin(t, size, 1, true); }
+
+static int streams_begin(struct fb_tp *t, size_t size)
+{
+    return window_begin(t, size, ((struct sockst *)t->priv)->nfd, false);
+}
+
+/* udp.stream: the receiver keeps nothing (it checks as datagrams arrive, untimed). */
+static int udp_stream_begin(struct fb_tp *t, size_t size)
+{
+    struct sockst *sk = t->priv;
+    t->bytes_per_sample = (double)size * t->opts.window;
+    t->messages_per_sample = t->opts.window;
+    t->bytes_per_iteration = t->bytes_per_sample;
+    return sock_buffers(t, sk, size, 1);
+}
+
+/* ---- --validate: fill before, check after the timed region ------------------------------- */
+
+/* What this side sends each iteration: the whole message (a latency server: its reply). */
+static void fill_message(struct fb_tp *t, size_t size, long iter)
+{
+    struct sockst *sk = t->priv;
+    size_t len = t->index == 1 && sk->wwr ? 8 : size;
+    fb_tp_fill(t, sk->sbuf, len, 0, len, iter);
+}
+
+static void fill_sender(struct fb_tp *t, size_t size, long iter)
+{
+    if (t->index == 0)
+        fill_message(t, size, iter);
+}
+
+static void check_pingpong(struct fb_tp *t, size_t size, long iter)
+{
+    struct sockst *sk = t->priv;
+    if (t->index == 1 || !sk->wwr) /* the client checks no wwr reply (8 B of status) */
+        fb_tp_check(t, sk->rbuf, size, 0, size, iter);
+}
+
+/* Every message of the window on every stream this side received. */
+static void check_windows(struct fb_tp *t, size_t size, long iter)
+{
+    struct sockst *sk = t->priv;
+    size_t n = sk->window_bytes / (size ? size : 1) * (size_t)sk->nfd;
+    for (size_t m = 0; m < n; m++)
+        fb_tp_check(t, sk->rbuf + m * size, size, 0, size, iter);
+}
+
+static void check_receiver(struct fb_tp *t, size_t size, long iter)
+{
+    if (t->index == 1)
+        check_windows(t, size, iter);
+}
+
+/* ---- TCP kernels ------------------------------------------------------------------------- */
+
+static int tcp_latency(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)iter, (void)timed;
+    struct sockst *sk = t->priv;
     int fd = sk->fd[0];
-    bool wwr = !strcmp(t->cfg.pattern, "wwr");
-    size_t reply = wwr ? 8 : size;
+    size_t reply = sk->wwr ? 8 : size;
     if (t->index == 0) {
-        if (t->opts.validate)
-            fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
         double t0 = fb_now_us();
-        if (wwr) {
+        if (sk->wwr) {
             /* a request written as header + body, the reply read at once: Nagle holds the
              * second write until the first is ACKed, and the server delays that ACK */
             size_t half = size / 2;
@@ -464,29 +532,21 @@ static int tcp_latency(struct fb_tp *t, struct sockst *sk, size_t size, long ite
                 return -1;
         }
         double t1 = fb_now_us();
-        *sample = wwr ? t1 - t0 : (t1 - t0) / 2.0;
-        if (t->opts.validate && !wwr)
-            fb_tp_check(t, sk->rbuf, reply, 0, reply, iter);
+        *sample = sk->wwr ? t1 - t0 : (t1 - t0) / 2.0;
         return 0;
     }
-    if (t->opts.validate)
-        fb_tp_fill(t, sk->sbuf, reply, 0, reply, iter);
     if (recv_all_qa(t, fd, sk->rbuf, size))
         return -1;
-    if (send_msg(t, sk, fd, sk->sbuf, reply))
-        return -1;
-    if (t->opts.validate)
-        fb_tp_check(t, sk->rbuf, size, 0, size, iter);
-    return 0;
+    return send_msg(t, sk, fd, sk->sbuf, reply);
 }
 
-static int tcp_bw(struct fb_tp *t, struct sockst *sk, size_t size, long iter, double *sample)
+static int tcp_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
+    (void)iter, (void)timed;
+    struct sockst *sk = t->priv;
     int fd = sk->fd[0];
     int w = t->opts.window;
     if (t->index == 0) {
-        if (t->opts.validate)
-            fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
         char ack;
         double t0 = fb_now_us();
         for (int k = 0; k < w; k++)
@@ -497,42 +557,40 @@ static int tcp_bw(struct fb_tp *t, struct sockst *sk, size_t size, long iter, do
         *sample = fb_now_us() - t0;
         return 0;
     }
+    size_t stride = sk->slots ? size : 0;
     for (int k = 0; k < w; k++)
-        if (recv_msg(t, sk, fd, size, iter))
+        if (fb_recv_all(fd, sk->rbuf + (size_t)k * stride, size))
             return -1;
     return fb_send_all(fd, "a", 1);
 }
 
 /* tcp.bibw: both sides send and receive a window at once. */
-static int tcp_bibw(struct fb_tp *t, struct sockst *sk, size_t size, long iter, double *sample)
+static int tcp_bibw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
+    (void)iter, (void)timed;
+    struct sockst *sk = t->priv;
     size_t spend[MAX_STREAMS], rpend[MAX_STREAMS];
-    size_t total = size * (size_t)t->opts.window;
     for (int k = 0; k < sk->nfd; k++)
-        spend[k] = rpend[k] = total;
-    if (t->opts.validate)
-        fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
+        spend[k] = rpend[k] = sk->window_bytes;
     double t0 = fb_now_us();
-    if (multiplex(t, sk, size, iter, spend, rpend, false, NULL))
+    if (multiplex(t, sk, size, spend, rpend, false, NULL))
         return -1;
     *sample = fb_now_us() - t0;
     return 0;
 }
 
-static int tcp_streams(struct fb_tp *t, struct sockst *sk, size_t size, long iter, bool timed,
-                       double *sample)
+static int tcp_streams(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
+    (void)iter;
+    struct sockst *sk = t->priv;
     size_t spend[MAX_STREAMS], rpend[MAX_STREAMS];
     double stamp[MAX_STREAMS];
-    size_t total = size * (size_t)t->opts.window;
     for (int k = 0; k < sk->nfd; k++) {
-        spend[k] = t->index == 0 ? total : 0;
-        rpend[k] = t->index == 1 ? total : 0;
+        spend[k] = t->index == 0 ? sk->window_bytes : 0;
+        rpend[k] = t->index == 1 ? sk->window_bytes : 0;
     }
-    if (t->opts.validate && t->index == 0)
-        fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
     double t0 = fb_now_us();
-    if (multiplex(t, sk, size, iter, spend, rpend, true, stamp))
+    if (multiplex(t, sk, size, spend, rpend, true, stamp))
         return -1;
     *sample = fb_now_us() - t0;
     if (timed && t->index == 0) {
@@ -581,12 +639,12 @@ static int wait_readable(int fd, int extra_fd, double ms)
     return 2; /* only the bootstrap connection: the peer has moved on */
 }
 
-static int udp_latency(struct fb_tp *t, struct sockst *sk, size_t size, long iter, double *sample)
+static int udp_latency(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
+    (void)timed;
+    struct sockst *sk = t->priv;
     uint32_t seq = (uint32_t)iter + 1;
     if (t->index == 0) {
-        if (t->opts.validate)
-            fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
         put_hdr(sk->sbuf, seq, true);
         for (int attempt = 0;; attempt++) {
             if (attempt > 100)
@@ -610,15 +668,11 @@ static int udp_latency(struct fb_tp *t, struct sockst *sk, size_t size, long ite
                 }
                 double t1 = fb_now_us();
                 *sample = (t1 - t0) / 2.0;
-                if (t->opts.validate)
-                    fb_tp_check(t, sk->rbuf + UDP_HDR, size - UDP_HDR, UDP_HDR, size, iter);
                 return 0;
             }
         }
     }
     /* Server: echo every ping; an old one (its reply was lost) is echoed again. */
-    if (t->opts.validate)
-        fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
     for (;;) {
         struct sockaddr_storage from;
         socklen_t fl = sizeof(from);
@@ -632,18 +686,51 @@ static int udp_latency(struct fb_tp *t, struct sockst *sk, size_t size, long ite
         if ((size_t)n < UDP_HDR)
             continue;
         uint32_t got = get_hdr(sk->rbuf).seq;
-        if (got == seq && t->opts.validate)
-            fb_tp_check(t, sk->rbuf + UDP_HDR, (size_t)n - UDP_HDR, UDP_HDR, size, iter);
         put_hdr(sk->sbuf, got, true);
         sendto(sk->ufd, sk->sbuf, (size_t)n, 0, (struct sockaddr *)&from, fl);
-        if (got == seq)
+        if (got == seq) {
+            sk->got = n;
             return 0;
+        }
     }
 }
 
-static int udp_stream(struct fb_tp *t, struct sockst *sk, size_t size, long iter, bool timed,
-                      double *sample)
+/* Both sides' payload after the sequence header: the client's reply, the server's ping. */
+static void udp_latency_check(struct fb_tp *t, size_t size, long iter)
 {
+    struct sockst *sk = t->priv;
+    size_t n = t->index == 0 ? size : (size_t)sk->got;
+    fb_tp_check(t, sk->rbuf + UDP_HDR, n - UDP_HDR, UDP_HDR, size, iter);
+}
+
+/* Echo late pings (sent again after a lost reply) until the client reaches the barrier:
+ * a plain barrier would leave it waiting for an echo that never comes. */
+static void echo_until_peer_moves_on(struct fb_tp *t, struct sockst *sk, size_t size,
+                                     double timeout_ms)
+{
+    for (;;) {
+        int r = wait_readable(sk->ufd, t->boot.fd, timeout_ms);
+        if (r != 1)
+            break;
+        struct sockaddr_storage from;
+        socklen_t fl = sizeof(from);
+        ssize_t n = recvfrom(sk->ufd, sk->rbuf, size, 0, (struct sockaddr *)&from, &fl);
+        if (n > 0)
+            sendto(sk->ufd, sk->rbuf, (size_t)n, 0, (struct sockaddr *)&from, fl);
+    }
+}
+
+static int udp_latency_sync(struct fb_tp *t, size_t size)
+{
+    struct sockst *sk = t->priv;
+    if (t->index == 1 && t->boot.fd >= 0)
+        echo_until_peer_moves_on(t, sk, size, t->cfg.connect_timeout_s * 1e3);
+    return t->boot.barrier(&t->boot);
+}
+
+static int udp_stream(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    struct sockst *sk = t->priv;
     if (t->index == 1) {
         if (!timed)
             sk->warm_iters++;
@@ -652,6 +739,8 @@ static int udp_stream(struct fb_tp *t, struct sockst *sk, size_t size, long iter
         return 0; /* the server receives everything in end_size */
     }
     int w = t->opts.window;
+    /* the receiver is not timed and checks as datagrams arrive: the fill stays here, before
+     * the sender's timed window (a barrier per window would stall the draining receiver) */
     if (t->opts.validate)
         fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
     double t0 = fb_now_us();
@@ -743,56 +832,12 @@ static void udp_stream_receive(struct fb_tp *t, struct sockst *sk, size_t size,
     me->c[5] = last - first;
 }
 
-/* ---- engine hooks ------------------------------------------------------------------------ */
+/* ---- after each size: counters and record fields ----------------------------------------- */
 
-static int sock_iterate(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+static void tcp_end_size(struct fb_tp *t, size_t size, struct fb_tp_side *me)
 {
+    (void)size;
     struct sockst *sk = t->priv;
-    const char *n = t->k->name;
-    if (!strcmp(n, "tcp.latency"))
-        return tcp_latency(t, sk, size, iter, sample);
-    if (!strcmp(n, "tcp.bw"))
-        return tcp_bw(t, sk, size, iter, sample);
-    if (!strcmp(n, "tcp.bibw"))
-        return tcp_bibw(t, sk, size, iter, sample);
-    if (!strcmp(n, "tcp.streams"))
-        return tcp_streams(t, sk, size, iter, timed, sample);
-    if (!strcmp(n, "udp.latency"))
-        return udp_latency(t, sk, size, iter, sample);
-    return udp_stream(t, sk, size, iter, timed, sample);
-}
-
-static void sock_end_size(struct fb_tp *t, size_t size, struct fb_tp_side *me)
-{
-    struct sockst *sk = t->priv;
-    if (kname(t, "udp.stream")) {
-        if (t->index == 1) {
-            udp_stream_receive(t, sk, size, me);
-        } else {
-            me->c[0] = sk->sent;
-            me->c[1] = sk->send_err;
-        }
-        return;
-    }
-    if (kname(t, "udp.latency")) {
-        if (t->index == 1) {
-            /* Echo late retries until the client has moved on to the bootstrap exchange
-             * (its last reply may have been lost and it may still be asking). */
-            for (;;) {
-                int r = wait_readable(sk->ufd, t->boot.fd, t->cfg.udp_timeout_ms * 2);
-                if (r != 1)
-                    break;
-                struct sockaddr_storage from;
-                socklen_t fl = sizeof(from);
-                ssize_t n = recvfrom(sk->ufd, sk->rbuf, size, 0, (struct sockaddr *)&from, &fl);
-                if (n > 0)
-                    sendto(sk->ufd, sk->rbuf, (size_t)n, 0, (struct sockaddr *)&from, fl);
-            }
-        }
-        me->c[0] = sk->lost_rt;
-        me->c[1] = sk->stale;
-        return;
-    }
     if (t->cfg.zerocopy)
         for (int k = 0; k < sk->nfd && sk->zc_done < sk->zc_sends; k++)
             for (int tries = 0; tries < 50 && sk->zc_done < sk->zc_sends; tries++)
@@ -813,32 +858,10 @@ static void sock_end_size(struct fb_tp *t, size_t size, struct fb_tp_side *me)
     me->c[1] = (double)sk->zc_copied;
 }
 
-static void sock_result(struct fb_tp *t, struct fb_json *j, size_t size, long iters,
-                        const struct fb_tp_side *c, const struct fb_tp_side *s)
+static void tcp_result(struct fb_tp *t, struct fb_json *j, size_t size, long iters,
+                       const struct fb_tp_side *c, const struct fb_tp_side *s)
 {
-    const struct sockst *sk = t->priv;
-    (void)size;
-    if (kname(t, "udp.stream")) {
-        double expect = (double)iters * t->opts.window;
-        fb_json_str(j, "sample_side", "sender");
-        fb_json_double(j, "datagrams_sent", c->c[0], 0);
-        fb_json_double(j, "send_errors", c->c[1], 0);
-        fb_json_double(j, "datagrams_expected", expect, 0);
-        fb_json_double(j, "datagrams_received", s->c[0], 0);
-        fb_json_double(j, "lost", s->c[1], 0);
-        fb_json_double(j, "reordered", s->c[2], 0);
-        fb_json_double(j, "duplicates", s->c[3], 0);
-        fb_json_double(j, "loss_ratio", expect > 0 ? s->c[1] / expect : NAN, 6);
-        fb_json_double(j, "received_bytes", s->c[4], 0);
-        fb_json_double(j, "receiver_span_us", s->c[5], 1);
-        fb_json_double(j, "received_mb_per_s", s->c[5] > 0 ? s->c[4] / s->c[5] : NAN, 3);
-        return;
-    }
-    if (kname(t, "udp.latency")) {
-        fb_json_double(j, "lost_round_trips", c->c[0], 0);
-        fb_json_double(j, "stale_replies", c->c[1], 0);
-        return;
-    }
+    (void)size, (void)iters;
     fb_json_double(j, "client_retransmits", c->retrans, 0);
     fb_json_double(j, "server_retransmits", s->retrans, 0);
     fb_json_double(j, "client_rtt_us", c->c[2], 0);
@@ -849,21 +872,74 @@ static void sock_result(struct fb_tp *t, struct fb_json *j, size_t size, long it
         fb_json_double(j, "server_zerocopy_sends", s->c[0], 0);
         fb_json_double(j, "server_zerocopy_copied", s->c[1], 0);
     }
-    if (kname(t, "tcp.streams")) {
-        fb_json_int(j, "streams", sk->nfd);
-        fb_json_double(j, "stream_bytes_per_sample",
-                       (double)size * (double)t->opts.window, 1);
-        /* row-major: stream k's samples are stream_times[k*iterations .. (k+1)*iterations) */
-        double *rows = malloc(sk->nst * sizeof(*rows) + 1);
-        if (!rows)
-            fb_tp_die(t, "out of memory");
-        size_t n = sk->nst / (size_t)sk->nfd;
-        for (size_t i = 0; i < n; i++)
-            for (int k = 0; k < sk->nfd; k++)
-                rows[(size_t)k * n + i] = sk->stimes[i * (size_t)sk->nfd + (size_t)k];
-        fb_json_double_array(j, "stream_times", rows, sk->nst, 4);
-        free(rows);
+}
+
+static void streams_result(struct fb_tp *t, struct fb_json *j, size_t size, long iters,
+                           const struct fb_tp_side *c, const struct fb_tp_side *s)
+{
+    const struct sockst *sk = t->priv;
+    tcp_result(t, j, size, iters, c, s);
+    fb_json_int(j, "streams", sk->nfd);
+    fb_json_double(j, "stream_bytes_per_sample", (double)size * (double)t->opts.window, 1);
+    /* row-major: stream k's samples are stream_times[k*iterations .. (k+1)*iterations) */
+    double *rows = malloc(sk->nst * sizeof(*rows) + 1);
+    if (!rows)
+        fb_tp_die(t, "out of memory");
+    size_t n = sk->nst / (size_t)sk->nfd;
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < sk->nfd; k++)
+            rows[(size_t)k * n + i] = sk->stimes[i * (size_t)sk->nfd + (size_t)k];
+    fb_json_double_array(j, "stream_times", rows, sk->nst, 4);
+    free(rows);
+}
+
+static void udp_latency_end(struct fb_tp *t, size_t size, struct fb_tp_side *me)
+{
+    struct sockst *sk = t->priv;
+    /* Echo late retries until the client has moved on to the bootstrap exchange (its last
+     * reply may have been lost and it may still be asking). */
+    if (t->index == 1)
+        echo_until_peer_moves_on(t, sk, size, t->cfg.udp_timeout_ms * 2);
+    me->c[0] = sk->lost_rt;
+    me->c[1] = sk->stale;
+}
+
+static void udp_latency_result(struct fb_tp *t, struct fb_json *j, size_t size, long iters,
+                               const struct fb_tp_side *c, const struct fb_tp_side *s)
+{
+    (void)t, (void)size, (void)iters, (void)s;
+    fb_json_double(j, "lost_round_trips", c->c[0], 0);
+    fb_json_double(j, "stale_replies", c->c[1], 0);
+}
+
+static void udp_stream_end(struct fb_tp *t, size_t size, struct fb_tp_side *me)
+{
+    struct sockst *sk = t->priv;
+    if (t->index == 1) {
+        udp_stream_receive(t, sk, size, me);
+    } else {
+        me->c[0] = sk->sent;
+        me->c[1] = sk->send_err;
     }
+}
+
+static void udp_stream_result(struct fb_tp *t, struct fb_json *j, size_t size, long iters,
+                              const struct fb_tp_side *c, const struct fb_tp_side *s)
+{
+    (void)size;
+    double expect = (double)iters * t->opts.window;
+    fb_json_str(j, "sample_side", "sender");
+    fb_json_double(j, "datagrams_sent", c->c[0], 0);
+    fb_json_double(j, "send_errors", c->c[1], 0);
+    fb_json_double(j, "datagrams_expected", expect, 0);
+    fb_json_double(j, "datagrams_received", s->c[0], 0);
+    fb_json_double(j, "lost", s->c[1], 0);
+    fb_json_double(j, "reordered", s->c[2], 0);
+    fb_json_double(j, "duplicates", s->c[3], 0);
+    fb_json_double(j, "loss_ratio", expect > 0 ? s->c[1] / expect : NAN, 6);
+    fb_json_double(j, "received_bytes", s->c[4], 0);
+    fb_json_double(j, "receiver_span_us", s->c[5], 1);
+    fb_json_double(j, "received_mb_per_s", s->c[5] > 0 ? s->c[4] / s->c[5] : NAN, 3);
 }
 
 static void sock_teardown(struct fb_tp *t)
@@ -881,41 +957,38 @@ static void sock_teardown(struct fb_tp *t)
 }
 
 #define TCP_OPTS (FB_OPT_NODELAY | FB_OPT_BUFS | FB_OPT_ZEROCOPY)
-#define SOCK_HOOKS                                                                              \
-    .setup = sock_setup, .meta = sock_meta, .begin_size = sock_begin_size,                      \
-    .iterate = sock_iterate, .end_size = sock_end_size, .result = sock_result,                  \
-    .teardown = sock_teardown
+#define UDP_OPTS (FB_OPT_BUFS | FB_OPT_UDP_TIMEOUT)
+#define SOCK_COMMON .setup = sock_setup, .meta = sock_meta, .teardown = sock_teardown
+#define TCP_COMMON SOCK_COMMON, .family = FB_FAM_TCP, .size_floor = 1, .end_size = tcp_end_size
+#define UDP_COMMON SOCK_COMMON, .family = FB_FAM_UDP, .size_floor = UDP_HDR, .size_ceil = 65507
 
 static const struct fb_tp_kernel KERNELS[] = {
-    {.name = "tcp.latency", .family = FB_FAM_TCP, .cls = FB_CLASS_LATENCY,
-     .opts = TCP_OPTS | FB_OPT_QUICKACK | FB_OPT_PATTERN, .size_min = 1,
-     .size_max = (size_t)4 << 20, .size_floor = 1, SOCK_HOOKS},
-    {.name = "tcp.bw", .family = FB_FAM_TCP, .cls = FB_CLASS_BANDWIDTH, .opts = TCP_OPTS,
-     .size_min = 1, .size_max = (size_t)4 << 20, .size_floor = 1, SOCK_HOOKS},
-    {.name = "tcp.bibw", .family = FB_FAM_TCP, .cls = FB_CLASS_BANDWIDTH, .opts = TCP_OPTS,
-     .size_min = 1, .size_max = (size_t)4 << 20, .size_floor = 1, SOCK_HOOKS},
-    {.name = "tcp.streams", .family = FB_FAM_TCP, .cls = FB_CLASS_BANDWIDTH,
-     .opts = TCP_OPTS | FB_OPT_STREAMS, .size_min = 1, .size_max = (size_t)4 << 20,
-     .size_floor = 1, SOCK_HOOKS,
+    {.name = "tcp.latency", .cls = FB_CLASS_LATENCY,
+     .opts = TCP_OPTS | FB_OPT_QUICKACK | FB_OPT_PATTERN, TCP_COMMON,
+     .begin_size = pingpong_begin, .iterate = tcp_latency, .fill = fill_message,
+     .check = check_pingpong, .result = tcp_result},
+    {.name = "tcp.bw", .cls = FB_CLASS_BANDWIDTH, .opts = TCP_OPTS, TCP_COMMON,
+     .begin_size = bw_begin, .iterate = tcp_bw, .fill = fill_sender, .check = check_receiver,
+     .result = tcp_result},
+    {.name = "tcp.bibw", .cls = FB_CLASS_BANDWIDTH, .opts = TCP_OPTS, TCP_COMMON,
+     .begin_size = bibw_begin, .iterate = tcp_bibw, .fill = fill_message,
+     .check = check_windows, .result = tcp_result},
+    {.name = "tcp.streams", .cls = FB_CLASS_BANDWIDTH, .opts = TCP_OPTS | FB_OPT_STREAMS,
+     TCP_COMMON, .begin_size = streams_begin, .iterate = tcp_streams, .fill = fill_sender,
+     .check = check_receiver, .result = streams_result,
      .help = "  Samples are windows on all streams together (total bandwidth); each stream's\n"
              "  own window times are in stream_times (row-major, one row per stream).\n"},
-    {.name = "udp.latency", .family = FB_FAM_UDP, .cls = FB_CLASS_LATENCY,
-     .opts = FB_OPT_BUFS | FB_OPT_UDP_TIMEOUT, .size_min = 8, .size_max = 32768,
-     .size_floor = UDP_HDR, .size_ceil = 65507, SOCK_HOOKS,
+    {.name = "udp.latency", .cls = FB_CLASS_LATENCY, .opts = UDP_OPTS, UDP_COMMON,
+     .begin_size = pingpong_begin, .iterate = udp_latency, .fill = fill_message,
+     .check = udp_latency_check, .sync = udp_latency_sync, .end_size = udp_latency_end,
+     .result = udp_latency_result,
      .help = "  Datagrams carry an 8-byte sequence header, so sizes start at 8. A ping with no\n"
              "  reply within --udp-timeout is sent again (counted in lost_round_trips).\n"},
-    {.name = "udp.stream", .family = FB_FAM_UDP, .cls = FB_CLASS_BANDWIDTH,
-     .opts = FB_OPT_BUFS | FB_OPT_UDP_TIMEOUT, .size_min = 8, .size_max = 32768,
-     .size_floor = UDP_HDR, .size_ceil = 65507, SOCK_HOOKS,
+    {.name = "udp.stream", .cls = FB_CLASS_BANDWIDTH, .opts = UDP_OPTS, UDP_COMMON,
+     .begin_size = udp_stream_begin, .iterate = udp_stream, .end_size = udp_stream_end,
+     .result = udp_stream_result,
      .help = "  Samples are the sender's window times (UDP has no acks); the receiver's counts\n"
              "  (received, lost, reordered, duplicates) and delivered rate are in the record.\n"},
 };
 
-int main(int argc, char **argv)
-{
-    for (size_t i = 0; i < sizeof(KERNELS) / sizeof(KERNELS[0]); i++)
-        if (!strcmp(KERNELS[i].name, FB_KERNEL))
-            return fb_tp_main(&KERNELS[i], argc, argv);
-    fprintf(stderr, "sock.c built for unknown kernel %s\n", FB_KERNEL);
-    return 2;
-}
+FB_TP_MAIN(KERNELS)

@@ -25,6 +25,7 @@ struct ucxst {
     char *sbuf, *rbuf;
     size_t cap;
     void **reqs;
+    char ackin;
     char lanes[LANES_CAP]; /* "posix/memory,cma/memory" */
     char *ep_info;         /* ucp_ep_print_info text */
 };
@@ -183,13 +184,12 @@ static void ucx_meta(struct fb_tp *t, struct fb_json *j)
     fb_json_str(j, "selected_detail", u->ep_info ? u->ep_info : "");
 }
 
-static int ucx_begin_size(struct fb_tp *t, size_t size)
+/* Buffers for `size`; validating, each message of a window gets its own receive slot (as
+ * the MPI kernels), checked after the timed region. */
+static int ucx_buffers(struct fb_tp *t, size_t size, size_t rmsgs)
 {
     struct ucxst *u = t->priv;
-    size_t w = (size_t)t->opts.window;
-    bool lat = !strcmp(t->k->name, "ucx.latency");
-    /* Validation gives each message of a window its own receive slot (as the MPI kernels). */
-    size_t need = (t->opts.validate && !lat ? w : 1) * (size ? size : 1);
+    size_t need = (t->opts.validate ? rmsgs : 1) * (size ? size : 1);
     if (need > u->cap) {
         fb_buf_free(u->sbuf);
         fb_buf_free(u->rbuf);
@@ -199,18 +199,28 @@ static int ucx_begin_size(struct fb_tp *t, size_t size)
             return -1;
         u->cap = need;
     }
-    if (lat) {
-        t->bytes_per_sample = (double)size;
-        t->messages_per_sample = 1;
-        t->bytes_per_iteration = 2.0 * (double)size;
-    } else {
-        double f = !strcmp(t->k->name, "ucx.bibw") ? 2.0 : 1.0;
-        t->bytes_per_sample = f * (double)(size * w);
-        t->messages_per_sample = f * (double)w;
-        t->bytes_per_iteration = t->bytes_per_sample;
-    }
     return 0;
 }
+
+static int lat_begin(struct fb_tp *t, size_t size)
+{
+    t->bytes_per_sample = (double)size;
+    t->messages_per_sample = 1;
+    t->bytes_per_iteration = 2.0 * (double)size;
+    return ucx_buffers(t, size, 1);
+}
+
+static int window_begin(struct fb_tp *t, size_t size, double directions)
+{
+    size_t w = (size_t)t->opts.window;
+    t->bytes_per_sample = directions * (double)(size * w);
+    t->messages_per_sample = directions * (double)w;
+    t->bytes_per_iteration = t->bytes_per_sample;
+    return ucx_buffers(t, size, w);
+}
+
+static int bw_begin(struct fb_tp *t, size_t size) { return window_begin(t, size, 1); }
+static int bibw_begin(struct fb_tp *t, size_t size) { return window_begin(t, size, 2); }
 
 static int post_recvs(struct fb_tp *t, struct ucxst *u, size_t size, int w, void **reqs)
 {
@@ -223,62 +233,90 @@ static int post_recvs(struct fb_tp *t, struct ucxst *u, size_t size, int w, void
     return 0;
 }
 
-static void check_window(struct fb_tp *t, struct ucxst *u, size_t size, int w, long iter)
+/* ---- --validate: fill before, check after the timed region (the engine's barrier between) */
+
+static void fill_send(struct fb_tp *t, size_t size, long iter)
 {
-    if (t->opts.validate)
-        for (int k = 0; k < w; k++)
-            fb_tp_check(t, u->rbuf + (size_t)k * size, size, 0, size, iter);
+    fb_tp_fill(t, ((struct ucxst *)t->priv)->sbuf, size, 0, size, iter);
 }
 
-static int ucx_iterate(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+static void fill_sender(struct fb_tp *t, size_t size, long iter)
 {
-    (void)timed;
+    if (t->index == 0)
+        fill_send(t, size, iter);
+}
+
+static void check_one(struct fb_tp *t, size_t size, long iter)
+{
+    fb_tp_check(t, ((struct ucxst *)t->priv)->rbuf, size, 0, size, iter);
+}
+
+static void check_window(struct fb_tp *t, size_t size, long iter)
+{
     struct ucxst *u = t->priv;
-    const char *n = t->k->name;
-    int w = t->opts.window;
-    if (t->opts.validate)
-        fb_tp_fill(t, u->sbuf, size, 0, size, iter);
+    for (int k = 0; k < t->opts.window; k++)
+        fb_tp_check(t, u->rbuf + (size_t)k * size, size, 0, size, iter);
+}
+
+static void check_receiver(struct fb_tp *t, size_t size, long iter)
+{
+    if (t->index == 1)
+        check_window(t, size, iter);
+}
+
+/* ---- the kernels ------------------------------------------------------------------------- */
+
+static int ucx_latency(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)iter, (void)timed;
+    struct ucxst *u = t->priv;
     double t0 = fb_now_us();
-    if (!strcmp(n, "ucx.latency")) {
-        void *r = recv_nb(u, u->rbuf, size, TAG_DATA);
-        if (t->index == 0) {
-            if (wait_req(t, u, send_nb(u, u->sbuf, size, TAG_DATA), "send") ||
-                wait_req(t, u, r, "recv"))
-                return -1;
-            *sample = (fb_now_us() - t0) / 2.0;
-        } else if (wait_req(t, u, r, "recv") ||
-                   wait_req(t, u, send_nb(u, u->sbuf, size, TAG_DATA), "send")) {
+    void *r = recv_nb(u, u->rbuf, size, TAG_DATA);
+    if (t->index == 0) {
+        if (wait_req(t, u, send_nb(u, u->sbuf, size, TAG_DATA), "send") ||
+            wait_req(t, u, r, "recv"))
             return -1;
-        }
-        if (t->opts.validate)
-            fb_tp_check(t, u->rbuf, size, 0, size, iter);
+        *sample = (fb_now_us() - t0) / 2.0;
         return 0;
     }
-    char ack = 'a', ackin = 0;
-    if (!strcmp(n, "ucx.bw")) {
-        if (t->index == 0) {
-            void *ra = recv_nb(u, &ackin, 1, TAG_ACK);
-            for (int k = 0; k < w; k++)
-                u->reqs[k] = send_nb(u, u->sbuf, size, TAG_DATA);
-            for (int k = 0; k < w; k++)
-                if (wait_req(t, u, u->reqs[k], "send"))
-                    return -1;
-            if (wait_req(t, u, ra, "ack recv"))
-                return -1;
-            *sample = fb_now_us() - t0;
-            return 0;
-        }
-        if (post_recvs(t, u, size, w, u->reqs))
-            return -1;
+    if (wait_req(t, u, r, "recv") || wait_req(t, u, send_nb(u, u->sbuf, size, TAG_DATA), "send"))
+        return -1;
+    return 0;
+}
+
+static int ucx_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)iter, (void)timed;
+    struct ucxst *u = t->priv;
+    int w = t->opts.window;
+    char ack = 'a';
+    double t0 = fb_now_us();
+    if (t->index == 0) {
+        void *ra = recv_nb(u, &u->ackin, 1, TAG_ACK);
         for (int k = 0; k < w; k++)
-            if (wait_req(t, u, u->reqs[k], "recv"))
+            u->reqs[k] = send_nb(u, u->sbuf, size, TAG_DATA);
+        for (int k = 0; k < w; k++)
+            if (wait_req(t, u, u->reqs[k], "send"))
                 return -1;
-        if (wait_req(t, u, send_nb(u, &ack, 1, TAG_ACK), "ack send"))
+        if (wait_req(t, u, ra, "ack recv"))
             return -1;
-        check_window(t, u, size, w, iter);
+        *sample = fb_now_us() - t0;
         return 0;
     }
-    /* ucx.bibw */
+    if (post_recvs(t, u, size, w, u->reqs))
+        return -1;
+    for (int k = 0; k < w; k++)
+        if (wait_req(t, u, u->reqs[k], "recv"))
+            return -1;
+    return wait_req(t, u, send_nb(u, &ack, 1, TAG_ACK), "ack send");
+}
+
+static int ucx_bibw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)iter, (void)timed;
+    struct ucxst *u = t->priv;
+    int w = t->opts.window;
+    double t0 = fb_now_us();
     if (post_recvs(t, u, size, w, u->reqs))
         return -1;
     for (int k = 0; k < w; k++)
@@ -287,7 +325,6 @@ static int ucx_iterate(struct fb_tp *t, size_t size, long iter, bool timed, doub
         if (wait_req(t, u, u->reqs[k], k < w ? "recv" : "send"))
             return -1;
     *sample = fb_now_us() - t0;
-    check_window(t, u, size, w, iter);
     return 0;
 }
 
@@ -312,22 +349,17 @@ static void ucx_teardown(struct fb_tp *t)
     t->priv = NULL;
 }
 
-#define UCX_HOOKS                                                                               \
-    .family = FB_FAM_UCX, .opts = FB_OPT_UCX, .size_min = 1, .size_max = (size_t)4 << 20,     \
-    .setup = ucx_setup, .meta = ucx_meta, .begin_size = ucx_begin_size,                        \
-    .iterate = ucx_iterate, .teardown = ucx_teardown
+#define UCX_COMMON                                                                              \
+    .family = FB_FAM_UCX, .opts = FB_OPT_UCX, .setup = ucx_setup, .meta = ucx_meta,           \
+    .teardown = ucx_teardown
 
 static const struct fb_tp_kernel KERNELS[] = {
-    {.name = "ucx.latency", .cls = FB_CLASS_LATENCY, UCX_HOOKS},
-    {.name = "ucx.bw", .cls = FB_CLASS_BANDWIDTH, UCX_HOOKS},
-    {.name = "ucx.bibw", .cls = FB_CLASS_BANDWIDTH, UCX_HOOKS},
+    {.name = "ucx.latency", .cls = FB_CLASS_LATENCY, UCX_COMMON, .begin_size = lat_begin,
+     .iterate = ucx_latency, .fill = fill_send, .check = check_one},
+    {.name = "ucx.bw", .cls = FB_CLASS_BANDWIDTH, UCX_COMMON, .begin_size = bw_begin,
+     .iterate = ucx_bw, .fill = fill_sender, .check = check_receiver},
+    {.name = "ucx.bibw", .cls = FB_CLASS_BANDWIDTH, UCX_COMMON, .begin_size = bibw_begin,
+     .iterate = ucx_bibw, .fill = fill_send, .check = check_window},
 };
 
-int main(int argc, char **argv)
-{
-    for (size_t i = 0; i < sizeof(KERNELS) / sizeof(KERNELS[0]); i++)
-        if (!strcmp(KERNELS[i].name, FB_KERNEL))
-            return fb_tp_main(&KERNELS[i], argc, argv);
-    fprintf(stderr, "ucx.c built for unknown kernel %s\n", FB_KERNEL);
-    return 2;
-}
+FB_TP_MAIN(KERNELS)

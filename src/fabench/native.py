@@ -1,10 +1,15 @@
 """Where the compiled kernels are."""
 
+from __future__ import annotations
+
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import FabenchError
-from .kernels import Kernel
+
+if TYPE_CHECKING:  # the kernel registry reads its list through kernel_table, which needs this
+    from .kernels import Kernel
 
 
 def native_root() -> Path:
