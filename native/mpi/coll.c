@@ -36,10 +36,15 @@ struct coll {
     MPI_Comm comm;
     int rank, n;
     char *sbuf, *rbuf;
+    /* the elements moved (--datatype): count = size / esize, sizes below one skipped */
+    MPI_Datatype dt;
+    enum fb_elem elem;
+    size_t esize; /* 0: no data */
+    const char *dtname;
 };
 
-/* What a collective moves: bytes (MPI_CHAR, count = size), reduction operands (MPI_FLOAT,
- * count = size / 4, sizes below one element skipped) or nothing (one result at size 0). */
+/* What a collective moves: data it only moves (MPI_CHAR unless --datatype), reduction
+ * operands (MPI_FLOAT unless --datatype) or nothing (one result at size 0). */
 enum coll_data { COLL_BYTES, COLL_OPERANDS, COLL_NONE };
 
 /* One collective: one row of OPS below. `buffers` gives the send and receive bytes for a
@@ -83,32 +88,32 @@ static void bufs_none(const struct coll *c, size_t size, size_t *s, size_t *r)
 
 static void call_allreduce(struct coll *c, int count)
 {
-    MPI_Allreduce(c->sbuf, c->rbuf, count, MPI_FLOAT, MPI_SUM, c->comm);
+    MPI_Allreduce(c->sbuf, c->rbuf, count, c->dt, MPI_SUM, c->comm);
 }
 
 static void call_reduce(struct coll *c, int count)
 {
-    MPI_Reduce(c->sbuf, c->rbuf, count, MPI_FLOAT, MPI_SUM, ROOT, c->comm);
+    MPI_Reduce(c->sbuf, c->rbuf, count, c->dt, MPI_SUM, ROOT, c->comm);
 }
 
 static void call_alltoall(struct coll *c, int count)
 {
-    MPI_Alltoall(c->sbuf, count, MPI_CHAR, c->rbuf, count, MPI_CHAR, c->comm);
+    MPI_Alltoall(c->sbuf, count, c->dt, c->rbuf, count, c->dt, c->comm);
 }
 
 static void call_allgather(struct coll *c, int count)
 {
-    MPI_Allgather(c->sbuf, count, MPI_CHAR, c->rbuf, count, MPI_CHAR, c->comm);
+    MPI_Allgather(c->sbuf, count, c->dt, c->rbuf, count, c->dt, c->comm);
 }
 
 static void call_gather(struct coll *c, int count)
 {
-    MPI_Gather(c->sbuf, count, MPI_CHAR, c->rbuf, count, MPI_CHAR, ROOT, c->comm);
+    MPI_Gather(c->sbuf, count, c->dt, c->rbuf, count, c->dt, ROOT, c->comm);
 }
 
 static void call_bcast(struct coll *c, int count)
 {
-    MPI_Bcast(c->sbuf, count, MPI_CHAR, ROOT, c->comm);
+    MPI_Bcast(c->sbuf, count, c->dt, ROOT, c->comm);
 }
 
 static void call_barrier(struct coll *c, int count)
@@ -119,9 +124,10 @@ static void call_barrier(struct coll *c, int count)
 
 /* ---- --validate: fill ---------------------------------------------------------------------- */
 
+/* Fill and check get `size` in bytes of whole elements (count * element size). */
 static void fill_operands(struct coll *c, size_t size, long iter)
 {
-    fb_pattern_fill_f32((float *)(void *)c->sbuf, size / sizeof(float), size, iter, c->rank);
+    fb_pattern_fill_operands(c->sbuf, c->elem, size / c->esize, size, iter, c->rank);
 }
 
 /* The whole send buffer (all peers' blocks for alltoall) with this rank's pattern. */
@@ -147,13 +153,12 @@ static bool last_rank(const struct coll *c)
 
 static void check_sum(struct coll *c, size_t size, long iter, bool designated)
 {
-    size_t count = size / sizeof(float);
-    float want = 0, got = 0;
-    fb_mpi_maybe_corrupt(c->ctx, c->rbuf, count * sizeof(float), designated);
-    long long bad = fb_pattern_check_f32_sum((const float *)(const void *)c->rbuf, count, size,
-                                             iter, c->n, &want, &got);
+    size_t count = size / c->esize;
+    double want = 0, got = 0;
+    fb_mpi_maybe_corrupt(c->ctx, c->rbuf, size, designated);
+    long long bad = fb_pattern_check_sum(c->rbuf, c->elem, count, size, iter, c->n, &want, &got);
     if (bad >= 0)
-        fb_mpi_validation_failed(c->ctx, size, iter, bad * (long long)sizeof(float), want, got);
+        fb_mpi_validation_failed(c->ctx, size, iter, bad * (long long)c->esize, want, got);
 }
 
 static void check_sum_all(struct coll *c, size_t size, long iter)
@@ -215,10 +220,33 @@ static const struct coll_op OPS[] = {
 };
 #define NOPS (sizeof(OPS) / sizeof(OPS[0]))
 
-/* Bytes per element of what a collective moves (0: nothing). */
-static size_t elem_size(const struct coll_op *op)
+/* The MPI datatype a collective moves, from --datatype: float for reductions and char for
+ * the others by default; a char reduction uses MPI_SIGNED_CHAR (MPI_SUM is defined on it,
+ * as OSU does). */
+static void choose_datatype(struct coll *c, enum fb_datatype want)
 {
-    return op->data == COLL_OPERANDS ? sizeof(float) : op->data == COLL_BYTES ? 1 : 0;
+    static const struct {
+        MPI_Datatype dt;
+        enum fb_elem elem;
+        const char *name;
+    } T[] = {
+        [FB_DT_CHAR] = {MPI_CHAR, FB_ELEM_CHAR, "MPI_CHAR"},
+        [FB_DT_INT] = {MPI_INT, FB_ELEM_INT, "MPI_INT"},
+        [FB_DT_FLOAT] = {MPI_FLOAT, FB_ELEM_FLOAT, "MPI_FLOAT"},
+        [FB_DT_DOUBLE] = {MPI_DOUBLE, FB_ELEM_DOUBLE, "MPI_DOUBLE"},
+    };
+    if (c->op->data == COLL_NONE) {
+        c->dt = MPI_DATATYPE_NULL, c->elem = FB_ELEM_CHAR, c->esize = 0, c->dtname = "none";
+        return;
+    }
+    if (want == FB_DT_DEFAULT)
+        want = c->op->data == COLL_OPERANDS ? FB_DT_FLOAT : FB_DT_CHAR;
+    c->dt = T[want].dt;
+    c->elem = T[want].elem;
+    c->esize = fb_elem_size(c->elem);
+    c->dtname = T[want].name;
+    if (want == FB_DT_CHAR && c->op->data == COLL_OPERANDS)
+        c->dt = MPI_SIGNED_CHAR, c->dtname = "MPI_SIGNED_CHAR";
 }
 
 /* Before each call. A timed call follows a barrier, whose exit skew a measured collective
@@ -234,24 +262,47 @@ static void start(struct coll *c, bool warmup)
         MPI_Barrier(c->comm);
 }
 
-static void run_size(struct coll *c, size_t size, long warmup, long iters, double *local)
+/* The per-iteration samples of one size: barrier, t0, call, t1 on every rank. `bytes`: the
+ * whole elements of the message. */
+static void run_size(struct coll *c, size_t bytes, long warmup, long iters, double *local)
 {
     const struct coll_op *op = c->op;
     bool validate = c->ctx->opts.validate;
-    size_t elem = elem_size(op);
-    int count = elem ? (int)(size / elem) : 0;
+    int count = c->esize ? (int)(bytes / c->esize) : 0;
     for (long i = 0; i < warmup + iters; i++) {
         if (validate && op->fill)
-            op->fill(c, size, i);
+            op->fill(c, bytes, i);
         start(c, i < warmup);
         double t0 = fb_now_us();
         op->call(c, count);
         double t1 = fb_now_us();
         if (validate && op->check)
-            op->check(c, size, i);
+            op->check(c, bytes, i);
         if (i >= warmup)
             local[i - warmup] = t1 - t0;
     }
+}
+
+/* OSU's average (osu_allreduce and its siblings, 5.x to 7.4): each rank times every call
+ * alone and meets the others at a barrier after it, outside the timing; the mean per call
+ * on each rank, averaged over the ranks (rank 0's result). A barrier kernel's calls follow
+ * each other directly, as osu_barrier's. */
+static double osu_average(struct coll *c, size_t bytes, long iters)
+{
+    int count = c->esize ? (int)(bytes / c->esize) : 0;
+    bool sep = c->op->data != COLL_NONE;
+    double sum = 0, mine, total = 0;
+    MPI_Barrier(c->comm);
+    for (long i = 0; i < iters; i++) {
+        double t0 = fb_now_us();
+        c->op->call(c, count);
+        sum += fb_now_us() - t0;
+        if (sep)
+            MPI_Barrier(c->comm);
+    }
+    mine = sum / (double)iters;
+    MPI_Reduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, ROOT, c->comm);
+    return total / c->n;
 }
 
 /* Each round after the first gets buffers on other physical pages: see fb_buf_renew. */
@@ -272,38 +323,38 @@ struct coll_times {
     double *local, *max, *min, *mean;
 };
 
-static const char *datatype_name(const struct coll_op *op)
-{
-    return op->data == COLL_OPERANDS ? "MPI_FLOAT" : op->data == COLL_BYTES ? "MPI_CHAR" : "none";
-}
-
 /* One size in one round: run it, reduce the times to rank 0, emit the result. */
 static void measure(struct coll *c, size_t size, long round, const struct coll_times *t)
 {
     const struct fb_opts *o = &c->ctx->opts;
-    size_t elem = elem_size(c->op);
-    if (size < elem)
+    if (size < c->esize)
         return; /* below one element */
     long iters = fb_opts_round_iterations(o, size, round);
     long warmup = fb_opts_round_warmup(o, size, round);
     if (iters == 0)
         return;
-    run_size(c, size, warmup, iters, t->local);
+    unsigned long long count = c->esize ? size / c->esize : 0;
+    size_t bytes = c->esize ? (size_t)count * c->esize : size;
+    run_size(c, bytes, warmup, iters, t->local);
     fb_mpi_reduce_times(c->comm, t->local, (size_t)iters, t->max, t->min, t->mean);
+    long osu_iters = o->osu_iterations < 0 ? iters : o->osu_iterations / o->rounds +
+                     (round < o->osu_iterations % o->rounds ? 1 : 0);
+    double osu = osu_iters > 0 ? osu_average(c, bytes, osu_iters) : 0;
 
-    unsigned long long count = elem ? size / elem : 0;
     struct fb_mpi_result r = {
         .size = size,
         .iterations = iters,
         .warmup = warmup,
-        .datatype = datatype_name(c->op),
+        .datatype = c->dtname,
         .count = count,
-        .bytes_per_sample = elem ? (double)(count * elem) : (double)size,
+        .bytes_per_sample = (double)bytes,
         .messages_per_sample = 1,
         .times = t->max,
         .times_min = t->min,
         .times_mean = t->mean,
         .round = round,
+        .osu_avg = osu,
+        .osu_iterations = osu_iters,
     };
     fb_mpi_emit_result(c->ctx, &r);
 }
@@ -325,6 +376,7 @@ int fb_coll_main(const struct fb_mpi_kernel *k, int argc, char **argv)
 
     struct coll c = {.op = op, .ctx = &ctx, .comm = ctx.comm, .rank = ctx.rank, .n = ctx.nranks};
     const struct fb_opts *o = &ctx.opts;
+    choose_datatype(&c, o->datatype);
 
     /* no data (barrier): one result at size 0 whatever --sizes says */
     static const size_t no_size = 0;

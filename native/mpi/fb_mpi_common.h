@@ -54,6 +54,8 @@ struct fb_mpi_result {
     double bytes_per_sample, messages_per_sample;
     const double *times, *times_min, *times_mean;
     long round; /* which sweep over the sizes (--rounds); reported when rounds > 1 */
+    double osu_avg;      /* collectives: OSU's average (us) */
+    long osu_iterations; /* the calls behind it; 0: not measured (no osu_avg field) */
 };
 void fb_mpi_emit_result(struct fb_mpi_ctx *ctx, const struct fb_mpi_result *r);
 

@@ -41,6 +41,9 @@ enum fb_tp_optbit {
     FB_OPT_OP = 1 << 8,       /* --op send|write */
     FB_OPT_UCX = 1 << 9,      /* --tls, --net-devices */
     FB_OPT_OFI = 1 << 10,     /* --provider, --endpoint */
+    FB_OPT_TIMED = 1 << 11,   /* --interval, --omit (kernels with a time mode) */
+    FB_OPT_POLL = 1 << 12,    /* --poll */
+    FB_OPT_REORDER = 1 << 13, /* --displacement-threshold */
 };
 
 struct fb_tp_cfg {
@@ -50,6 +53,10 @@ struct fb_tp_cfg {
     double connect_timeout_s;
     int cpu[2]; /* per index; -1: not pinned */
     double duration_s;
+    double interval_s, omit_s; /* time mode */
+    bool interval_set, omit_set;
+    bool poll; /* tcp.latency: receive by non-blocking reads in a spin */
+    int displacement_dt; /* udp.reorder: RFC 5236's displacement threshold */
     int streams;
     bool nodelay, quickack, zerocopy;
     long sndbuf, rcvbuf;
@@ -71,6 +78,16 @@ struct fb_tp_side {
 };
 
 struct fb_tp;
+
+/* Time mode (a kernel with run_for, unless --iterations is given): stream for omit_s, then
+ * for duration_s, sampling every interval_s. The kernel returns n samples in times[] (malloc'ed,
+ * the engine frees), each an interval's time scaled to t->bytes_per_sample (which the kernel
+ * sets), so that bytes_per_sample / times[i] is interval i's rate. */
+struct fb_tp_timed {
+    double omit_s, duration_s, interval_s;
+    double *times;
+    long n;
+};
 
 struct fb_tp_kernel {
     const char *name; /* "tcp.latency" */
@@ -99,6 +116,9 @@ struct fb_tp_kernel {
      * the other side's timed region. NULL: nothing to fill or check on either side. */
     void (*fill)(struct fb_tp *t, size_t size, long iter);
     void (*check)(struct fb_tp *t, size_t size, long iter);
+    /* The time mode's whole measurement of one size (after begin_size and a barrier); fills
+     * *tm and this side's CPU and wall time over the part after the omitted start. */
+    int (*run_for)(struct fb_tp *t, size_t size, struct fb_tp_timed *tm, struct fb_tp_side *me);
     /* That barrier, where a plain one could hang (udp.latency: the server still echoes a
      * ping sent again after a lost reply). NULL: the bootstrap's barrier. */
     int (*sync)(struct fb_tp *t, size_t size);
@@ -118,6 +138,7 @@ struct fb_tp {
     struct fb_boot boot;
     int index; /* 0 client, 1 server */
     bool booted;
+    bool time_mode; /* run_for measures (see struct fb_tp_timed) */
     struct fb_json json;
     double t_start_us;
     char host[2][256];
@@ -156,6 +177,10 @@ void fb_tp_exchange(struct fb_tp *t, const void *in, size_t len, void *out, size
  * of the peer's message); on a mismatch an error record, a message, exit 3. */
 void fb_tp_fill(struct fb_tp *t, void *buf, size_t len, uint64_t off0, size_t size, long iter);
 void fb_tp_check(struct fb_tp *t, void *buf, size_t len, uint64_t off0, size_t size, long iter);
+
+/* This side's CPU (since *r0) and wall time (since t0_us) into *me. */
+struct rusage;
+void fb_tp_usage_since(struct fb_tp_side *me, const struct rusage *r0, double t0_us);
 
 /* Fail with a message (exit 1). */
 void fb_tp_die(struct fb_tp *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "fb_buf.h"
+#include "fb_reorder.h"
 #include "fb_sock.h"
 #include "fb_timer.h"
 #include "fb_tp.h"
@@ -55,6 +56,13 @@ struct sockst {
     /* tcp.streams: per-stream times of the timed windows, [i * nfd + k] */
     double *stimes;
     size_t nst, capst;
+    double timed_total, timed_us; /* time mode: bytes received over the sampled intervals */
+    /* udp.reorder: the receiver's arrival log; the figures from it (on the client: received) */
+    uint32_t *log;
+    size_t nlog, caplog;
+    struct fb_reorder ro;
+    double *rblob; /* client: the receiver's figures (see reorder_blob) */
+    size_t rblob_len;
     /* UDP */
     uint32_t seq;
     double lost_rt, stale;          /* udp.latency, client */
@@ -213,18 +221,20 @@ static void quickack(const struct fb_tp *t, int fd)
     }
 }
 
-/* fb_recv_all, but with TCP_QUICKACK re-armed before every recv(): a delayed ACK is decided
- * when a segment arrives, so arming it only after the whole message is too late for a
- * request that comes in two segments. */
+/* fb_recv_all with tcp.latency's receive options: TCP_QUICKACK re-armed before every recv()
+ * (a delayed ACK is decided when a segment arrives, so arming it only after the whole message
+ * is too late for a request that comes in two segments), and --poll: non-blocking reads in a
+ * spin, as MPI libraries poll, instead of sleeping in recv() until data arrives. */
 static int recv_all_qa(const struct fb_tp *t, int fd, void *buf, size_t len)
 {
-    if (!t->cfg.quickack)
+    if (!t->cfg.quickack && !t->cfg.poll)
         return fb_recv_all(fd, buf, len);
+    int flags = t->cfg.poll ? MSG_DONTWAIT : 0;
     char *p = buf;
     while (len) {
         quickack(t, fd);
-        ssize_t n = recv(fd, p, len, 0);
-        if (n < 0 && errno == EINTR)
+        ssize_t n = recv(fd, p, len, flags);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
             continue;
         if (n <= 0) {
             fprintf(stderr, "recv: %s\n", n ? strerror(errno) : "the peer closed the connection");
@@ -610,6 +620,250 @@ static int tcp_streams(struct fb_tp *t, size_t size, long iter, bool timed, doub
     return 0;
 }
 
+/* ---- tcp.streams, time mode (iperf3's way: stream for a duration, sample intervals) ------- */
+
+/* The sender: every stream writes `size` bytes whenever it can, with no acknowledgement, for
+ * omit + duration by its clock; then it tells the receiver how much each stream sent. */
+static int stream_send_for(struct fb_tp *t, struct sockst *sk, size_t size,
+                           const struct fb_tp_timed *tm, struct fb_tp_side *me)
+{
+    struct pollfd p[MAX_STREAMS];
+    double sent[MAX_STREAMS] = {0};
+    size_t off[MAX_STREAMS] = {0};
+    double t0 = fb_now_us(), omit_end = t0 + tm->omit_s * 1e6;
+    double end = omit_end + tm->duration_s * 1e6, mark = 0;
+    struct rusage r0;
+    bool sampling = false;
+    getrusage(RUSAGE_SELF, &r0);
+    for (;;) {
+        double now = fb_now_us();
+        if (!sampling && now >= omit_end) {
+            getrusage(RUSAGE_SELF, &r0);
+            mark = now;
+            sampling = true;
+        }
+        if (now >= end)
+            break;
+        for (int k = 0; k < sk->nfd; k++)
+            p[k] = (struct pollfd){.fd = sk->fd[k], .events = POLLOUT};
+        int ms = (int)((end - now) / 1e3) + 1;
+        if (poll(p, (nfds_t)sk->nfd, ms) < 0 && errno != EINTR) {
+            perror("poll");
+            return -1;
+        }
+        for (int k = 0; k < sk->nfd; k++) {
+            if (!(p[k].revents & POLLOUT))
+                continue;
+            ssize_t n = send(sk->fd[k], sk->sbuf + off[k], size - off[k],
+                             MSG_DONTWAIT | MSG_NOSIGNAL | (t->cfg.zerocopy ? MSG_ZEROCOPY : 0));
+            if (n < 0 && errno == ENOBUFS && t->cfg.zerocopy) {
+                zc_reap(sk, sk->fd[k], true);
+            } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                perror("send");
+                return -1;
+            } else if (n > 0) {
+                if (t->cfg.zerocopy && ++sk->zc_sends - sk->zc_done > 1024)
+                    zc_reap(sk, sk->fd[k], false);
+                sent[k] += (double)n;
+                off[k] = (off[k] + (size_t)n) % size;
+            }
+        }
+    }
+    fb_tp_usage_since(me, &r0, mark);
+    double peer = 0;
+    fb_tp_exchange(t, sent, sizeof(sent[0]) * (size_t)sk->nfd, &peer, sizeof(peer), NULL);
+    return 0;
+}
+
+/* Samples of the receiver: per interval its length and the bytes of each stream. */
+struct intervals {
+    double *v; /* per interval: us, total bytes, then nfd stream bytes */
+    long n, cap;
+    int width;
+};
+
+static int intervals_add(struct intervals *iv, double us, const double *bytes, int nfd)
+{
+    if (iv->n == iv->cap) {
+        long cap = iv->cap ? iv->cap * 2 : 256;
+        double *v = realloc(iv->v, (size_t)cap * (size_t)iv->width * sizeof(*v));
+        if (!v)
+            return -1;
+        iv->v = v;
+        iv->cap = cap;
+    }
+    double *row = iv->v + (size_t)iv->n * (size_t)iv->width, total = 0;
+    for (int k = 0; k < nfd; k++) {
+        row[2 + k] = bytes[k];
+        total += bytes[k];
+    }
+    row[0] = us;
+    row[1] = total;
+    iv->n++;
+    return 0;
+}
+
+/* The receiver: reads every stream as data comes, closes an interval each interval_s after
+ * the omitted start (its length as measured, not as planned), and stops at the sender's
+ * word on the control connection (the interval then open is dropped); then it drains what
+ * is still in flight and sends the intervals over. */
+static int stream_receive_for(struct fb_tp *t, struct sockst *sk, size_t size,
+                              const struct fb_tp_timed *tm, struct fb_tp_side *me)
+{
+    struct pollfd p[MAX_STREAMS + 1];
+    double got[MAX_STREAMS] = {0}, cur[MAX_STREAMS] = {0};
+    struct intervals iv = {.width = 2 + sk->nfd};
+    double start = fb_now_us(), t0 = start, next = t0 + tm->omit_s * 1e6, last = t0;
+    bool sampling = false;
+    struct rusage r0;
+    getrusage(RUSAGE_SELF, &r0);
+    for (;;) {
+        for (int k = 0; k < sk->nfd; k++)
+            p[k] = (struct pollfd){.fd = sk->fd[k], .events = POLLIN};
+        p[sk->nfd] = (struct pollfd){.fd = t->boot.fd, .events = POLLIN};
+        double now = fb_now_us();
+        int ms = now < next ? (int)((next - now) / 1e3) + 1 : 0;
+        if (poll(p, (nfds_t)sk->nfd + (t->boot.fd >= 0), ms) < 0 && errno != EINTR) {
+            perror("poll");
+            return -1;
+        }
+        for (int k = 0; k < sk->nfd; k++) {
+            if (!(p[k].revents & (POLLIN | POLLERR | POLLHUP)))
+                continue;
+            ssize_t n = recv(sk->fd[k], sk->rbuf, size, MSG_DONTWAIT);
+            if (n == 0) {
+                fprintf(stderr, "recv: the peer closed connection %d\n", k);
+                return -1;
+            }
+            if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                perror("recv");
+                return -1;
+            }
+            if (n > 0) {
+                got[k] += (double)n;
+                cur[k] += (double)n;
+            }
+        }
+        now = fb_now_us();
+        if (now >= next) {
+            if (sampling) {
+                if (intervals_add(&iv, now - last, cur, sk->nfd))
+                    fb_tp_die(t, "out of memory for intervals");
+            } else {
+                getrusage(RUSAGE_SELF, &r0);
+                t0 = now;
+                sampling = true;
+            }
+            memset(cur, 0, sizeof(cur));
+            last = now;
+            next += tm->interval_s * 1e6;
+            if (next <= now) /* a stall longer than an interval: start afresh from now */
+                next = now + tm->interval_s * 1e6;
+        }
+        if (t->boot.fd >= 0 && (p[sk->nfd].revents & POLLIN))
+            break;
+        if (t->boot.fd < 0 && now > start + (tm->omit_s + tm->duration_s) * 1e6)
+            break; /* MPI bootstrap: no control connection to watch, the same clock instead */
+    }
+    fb_tp_usage_since(me, &r0, t0);
+    double sent[MAX_STREAMS] = {0}, none = 0;
+    size_t n = 0;
+    fb_tp_exchange(t, &none, sizeof(none), sent, sizeof(sent), &n);
+    if (n != sizeof(sent[0]) * (size_t)sk->nfd)
+        fb_tp_die(t, "the sender's byte counts did not come");
+    for (int k = 0; k < sk->nfd; k++)
+        while (got[k] < sent[k]) {
+            size_t want = sent[k] - got[k] < (double)size ? (size_t)(sent[k] - got[k]) : size;
+            ssize_t r = recv(sk->fd[k], sk->rbuf, want, 0);
+            if (r <= 0) {
+                fprintf(stderr, "recv: %s\n", r ? strerror(errno) : "the peer closed");
+                return -1;
+            }
+            got[k] += (double)r;
+        }
+    double head[2] = {(double)iv.n, (double)iv.width};
+    size_t len = sizeof(head) + (size_t)iv.n * (size_t)iv.width * sizeof(double);
+    char *blob = malloc(len);
+    if (!blob)
+        fb_tp_die(t, "out of memory");
+    memcpy(blob, head, sizeof(head));
+    if (iv.n)
+        memcpy(blob + sizeof(head), iv.v, len - sizeof(head));
+    fb_tp_exchange(t, blob, len, &none, sizeof(none), NULL);
+    free(blob);
+    free(iv.v);
+    return 0;
+}
+
+/* The client's samples from the receiver's intervals: bytes_per_sample is the mean bytes of
+ * an interval, and each interval's time is scaled to it (bytes_per_sample / time = that
+ * interval's rate); each stream likewise, for stream_times. */
+static int streams_series(struct fb_tp *t, struct sockst *sk, size_t size, const double *rows,
+                          long n, struct fb_tp_timed *tm)
+{
+    int width = 2 + sk->nfd;
+    double total = 0;
+    for (long i = 0; i < n; i++)
+        total += rows[(size_t)i * (size_t)width + 1];
+    double per = n ? total / (double)n : 0;
+    tm->times = calloc((size_t)n + 1, sizeof(double));
+    if (!tm->times)
+        return -1;
+    sk->nst = 0;
+    if (sk->capst < (size_t)n * (size_t)sk->nfd) {
+        double *v = realloc(sk->stimes, ((size_t)n * (size_t)sk->nfd + 1) * sizeof(*v));
+        if (!v)
+            return -1;
+        sk->stimes = v;
+        sk->capst = (size_t)n * (size_t)sk->nfd;
+    }
+    for (long i = 0; i < n; i++) {
+        const double *row = rows + (size_t)i * (size_t)width;
+        /* an interval (or a stream) that moved nothing counts as one byte: a rate near zero,
+         * not a division by zero */
+        tm->times[i] = row[0] * per / (row[1] > 1 ? row[1] : 1);
+        for (int k = 0; k < sk->nfd; k++)
+            sk->stimes[sk->nst++] = row[0] * (per / sk->nfd) / (row[2 + k] > 1 ? row[2 + k] : 1);
+    }
+    tm->n = n;
+    sk->timed_total = total;
+    sk->timed_us = 0;
+    for (long i = 0; i < n; i++)
+        sk->timed_us += rows[(size_t)i * (size_t)width];
+    t->bytes_per_sample = per;
+    t->messages_per_sample = per / (double)size;
+    t->bytes_per_iteration = per;
+    return 0;
+}
+
+static int streams_run_for(struct fb_tp *t, size_t size, struct fb_tp_timed *tm,
+                           struct fb_tp_side *me)
+{
+    struct sockst *sk = t->priv;
+    if (t->index == 1)
+        return stream_receive_for(t, sk, size, tm, me);
+    if (stream_send_for(t, sk, size, tm, me))
+        return -1;
+    size_t cap = sizeof(double) * 2 +
+                 (size_t)(tm->duration_s / tm->interval_s + 16) * (size_t)(2 + sk->nfd) *
+                 sizeof(double) * 2;
+    char *blob = malloc(cap);
+    double none = 0, head[2];
+    size_t n = 0;
+    if (!blob)
+        return -1;
+    fb_tp_exchange(t, &none, sizeof(none), blob, cap, &n);
+    memcpy(head, blob, sizeof(head));
+    long rows = (long)head[0];
+    if (n < sizeof(head) || (int)head[1] != 2 + sk->nfd ||
+        n != sizeof(head) + (size_t)rows * (size_t)(2 + sk->nfd) * sizeof(double))
+        fb_tp_die(t, "bad interval table from the receiver (%zu bytes)", n);
+    int rc = streams_series(t, sk, size, (const double *)(const void *)(blob + sizeof(head)),
+                            rows, tm);
+    free(blob);
+    return rc;
+}
+
 /* ---- UDP kernels ------------------------------------------------------------------------- */
 
 static void put_hdr(char *buf, uint32_t seq, bool timed)
@@ -763,7 +1017,23 @@ static int udp_stream(struct fb_tp *t, size_t size, long iter, bool timed, doubl
     return 0;
 }
 
-/* Receive the timed datagrams of one size and count what arrived, late, twice or never. */
+/* udp.reorder: the numbers of timed datagrams in the order they arrived. */
+static int log_seq(struct sockst *sk, uint32_t seq)
+{
+    if (sk->nlog == sk->caplog) {
+        size_t cap = sk->caplog ? sk->caplog * 2 : 4096;
+        uint32_t *v = realloc(sk->log, cap * sizeof(*v));
+        if (!v)
+            return -1;
+        sk->log = v;
+        sk->caplog = cap;
+    }
+    sk->log[sk->nlog++] = seq;
+    return 0;
+}
+
+/* Receive the timed datagrams of one size and count what arrived, late, twice or never
+ * (udp.reorder: and log their numbers). */
 static void udp_stream_receive(struct fb_tp *t, struct sockst *sk, size_t size,
                                struct fb_tp_side *me)
 {
@@ -798,6 +1068,8 @@ static void udp_stream_receive(struct fb_tp *t, struct sockst *sk, size_t size,
         if (received == 0 && dup == 0)
             first = now;
         last = now;
+        if (sk->log && log_seq(sk, h.seq))
+            fb_tp_die(t, "out of memory for the arrival log");
         if ((long)h.seq >= expect)
             continue;
         if (seen[h.seq / 8] & (1u << (h.seq % 8))) {
@@ -880,7 +1152,16 @@ static void streams_result(struct fb_tp *t, struct fb_json *j, size_t size, long
     const struct sockst *sk = t->priv;
     tcp_result(t, j, size, iters, c, s);
     fb_json_int(j, "streams", sk->nfd);
-    fb_json_double(j, "stream_bytes_per_sample", (double)size * (double)t->opts.window, 1);
+    if (t->time_mode) {
+        /* iperf3's receiver total: all bytes of the sampled intervals over their time */
+        fb_json_double(j, "stream_bytes_per_sample", t->bytes_per_sample / sk->nfd, 1);
+        fb_json_double(j, "received_bytes", sk->timed_total, 0);
+        fb_json_double(j, "sampled_s", sk->timed_us * 1e-6, 6);
+        fb_json_double(j, "received_mb_per_s",
+                       sk->timed_us > 0 ? sk->timed_total / sk->timed_us : NAN, 3);
+    } else {
+        fb_json_double(j, "stream_bytes_per_sample", (double)size * (double)t->opts.window, 1);
+    }
     /* row-major: stream k's samples are stream_times[k*iterations .. (k+1)*iterations) */
     double *rows = malloc(sk->nst * sizeof(*rows) + 1);
     if (!rows)
@@ -942,6 +1223,117 @@ static void udp_stream_result(struct fb_tp *t, struct fb_json *j, size_t size, l
     fb_json_double(j, "received_mb_per_s", s->c[5] > 0 ? s->c[4] / s->c[5] : NAN, 3);
 }
 
+/* ---- udp.reorder ---------------------------------------------------------------------------- */
+
+static int reorder_begin(struct fb_tp *t, size_t size)
+{
+    struct sockst *sk = t->priv;
+    if (!sk->log && log_seq(sk, 0)) /* a log, so the receiver keeps one */
+        return -1;
+    sk->nlog = 0;
+    fb_reorder_free(&sk->ro);
+    return udp_stream_begin(t, size);
+}
+
+/* The figures travel from the receiver as doubles: the counts, then (extent, count) and
+ * (displacement, count) pairs of the bins that are not empty. */
+enum { RO_HEAD = 10 };
+
+static double *reorder_blob(const struct fb_reorder *r, size_t *len)
+{
+    size_t n = RO_HEAD + 2 * (size_t)(r->max_extent + 1) + 2 * (size_t)(2 * r->dt + 1);
+    double *b = calloc(n, sizeof(*b)), *p;
+    if (!b)
+        return NULL;
+    double head[RO_HEAD] = {(double)r->sent, (double)r->arrivals, (double)r->received,
+                            (double)r->duplicates, (double)r->lost, (double)r->out_of_range,
+                            (double)r->reordered, (double)r->rd_beyond, 0, 0};
+    p = b + RO_HEAD;
+    for (long e = 1; e <= r->max_extent; e++)
+        if (r->extent_count[e]) {
+            *p++ = (double)e, *p++ = (double)r->extent_count[e];
+            head[8]++;
+        }
+    for (int k = -r->dt; k <= r->dt; k++)
+        if (r->rd_count[r->dt + k]) {
+            *p++ = k, *p++ = (double)r->rd_count[r->dt + k];
+            head[9]++;
+        }
+    memcpy(b, head, sizeof(head));
+    *len = (size_t)(p - b) * sizeof(*b);
+    return b;
+}
+
+static void reorder_end(struct fb_tp *t, size_t size, struct fb_tp_side *me)
+{
+    struct sockst *sk = t->priv;
+    udp_stream_end(t, size, me);
+    double none = 0;
+    size_t got = 0;
+    if (t->index == 1) {
+        long sent = sk->timed_windows * t->opts.window;
+        if (fb_reorder_analyse(sk->log, sk->nlog, sent, t->cfg.displacement_dt, &sk->ro))
+            fb_tp_die(t, "out of memory analysing %zu arrivals", sk->nlog);
+        size_t len = 0;
+        double *b = reorder_blob(&sk->ro, &len);
+        if (!b)
+            fb_tp_die(t, "out of memory");
+        fb_tp_exchange(t, b, len, &none, sizeof(none), NULL);
+        free(b);
+        return;
+    }
+    size_t cap = (RO_HEAD + 4 * (size_t)sk->nlog + 4 * (size_t)t->cfg.displacement_dt + 64) *
+                 sizeof(double);
+    cap += 2 * sizeof(double) * (size_t)(sk->timed_windows * t->opts.window);
+    double *b = malloc(cap);
+    if (!b)
+        fb_tp_die(t, "out of memory");
+    fb_tp_exchange(t, &none, sizeof(none), b, cap, &got);
+    free(sk->rblob);
+    sk->rblob = b;
+    sk->rblob_len = got / sizeof(double);
+    if (got < RO_HEAD * sizeof(double) ||
+        sk->rblob_len != RO_HEAD + 2 * (size_t)(b[8] + b[9]))
+        fb_tp_die(t, "bad reordering figures from the receiver (%zu bytes)", got);
+}
+
+static void reorder_result(struct fb_tp *t, struct fb_json *j, size_t size, long iters,
+                           const struct fb_tp_side *c, const struct fb_tp_side *s)
+{
+    struct sockst *sk = t->priv;
+    udp_stream_result(t, j, size, iters, c, s);
+    const double *b = sk->rblob;
+    size_t ne = (size_t)b[8], nd = (size_t)b[9];
+    double received = b[2];
+    fb_json_double(j, "reordered_ratio", received > 0 ? b[6] / received : 0, 6);
+    fb_json_double(j, "reordered_rfc4737", b[6], 0);
+    fb_json_double(j, "duplicates_rfc4737", b[3], 0);
+    fb_json_double(j, "lost_rfc4737", b[4], 0);
+    double *v = malloc((ne + nd + 1) * sizeof(*v)), *w = malloc((ne + nd + 1) * sizeof(*w));
+    if (!v || !w)
+        fb_tp_die(t, "out of memory");
+    double max_e = 0;
+    for (size_t i = 0; i < ne; i++) {
+        v[i] = b[RO_HEAD + 2 * i];
+        w[i] = b[RO_HEAD + 2 * i + 1];
+        max_e = v[i] > max_e ? v[i] : max_e;
+    }
+    fb_json_double(j, "reordering_extent_max", max_e, 0);
+    fb_json_double_array(j, "reordering_extents", v, ne, 0);
+    fb_json_double_array(j, "reordering_extent_counts", w, ne, 0);
+    const double *d = b + RO_HEAD + 2 * ne;
+    for (size_t i = 0; i < nd; i++) {
+        v[i] = d[2 * i];
+        w[i] = received > 0 ? d[2 * i + 1] / received : 0;
+    }
+    fb_json_int(j, "reorder_density_threshold", t->cfg.displacement_dt);
+    fb_json_double_array(j, "reorder_density_displacements", v, nd, 0);
+    fb_json_double_array(j, "reorder_density", w, nd, 6);
+    fb_json_double(j, "reorder_density_beyond", b[7], 0);
+    free(v);
+    free(w);
+}
+
 static void sock_teardown(struct fb_tp *t)
 {
     struct sockst *sk = t->priv;
@@ -952,6 +1344,9 @@ static void sock_teardown(struct fb_tp *t)
     fb_buf_free(sk->sbuf);
     fb_buf_free(sk->rbuf);
     free(sk->stimes);
+    free(sk->log);
+    free(sk->rblob);
+    fb_reorder_free(&sk->ro);
     free(sk);
     t->priv = NULL;
 }
@@ -964,7 +1359,7 @@ static void sock_teardown(struct fb_tp *t)
 
 static const struct fb_tp_kernel KERNELS[] = {
     {.name = "tcp.latency", .cls = FB_CLASS_LATENCY,
-     .opts = TCP_OPTS | FB_OPT_QUICKACK | FB_OPT_PATTERN, TCP_COMMON,
+     .opts = TCP_OPTS | FB_OPT_QUICKACK | FB_OPT_PATTERN | FB_OPT_POLL, TCP_COMMON,
      .begin_size = pingpong_begin, .iterate = tcp_latency, .fill = fill_message,
      .check = check_pingpong, .result = tcp_result},
     {.name = "tcp.bw", .cls = FB_CLASS_BANDWIDTH, .opts = TCP_OPTS, TCP_COMMON,
@@ -973,11 +1368,16 @@ static const struct fb_tp_kernel KERNELS[] = {
     {.name = "tcp.bibw", .cls = FB_CLASS_BANDWIDTH, .opts = TCP_OPTS, TCP_COMMON,
      .begin_size = bibw_begin, .iterate = tcp_bibw, .fill = fill_message,
      .check = check_windows, .result = tcp_result},
-    {.name = "tcp.streams", .cls = FB_CLASS_BANDWIDTH, .opts = TCP_OPTS | FB_OPT_STREAMS,
-     TCP_COMMON, .begin_size = streams_begin, .iterate = tcp_streams, .fill = fill_sender,
+    {.name = "tcp.streams", .cls = FB_CLASS_BANDWIDTH,
+     .opts = TCP_OPTS | FB_OPT_STREAMS | FB_OPT_TIMED, TCP_COMMON, .begin_size = streams_begin,
+     .iterate = tcp_streams, .run_for = streams_run_for, .fill = fill_sender,
      .check = check_receiver, .result = streams_result,
-     .help = "  Samples are windows on all streams together (total bandwidth); each stream's\n"
-             "  own window times are in stream_times (row-major, one row per stream).\n"},
+     .help = "  Time mode (default, as iperf3): every stream writes --sizes bytes at a time with\n"
+             "  no acknowledgement for --omit + --duration seconds; a sample is one --interval\n"
+             "  of the receiver (its bytes over its measured length, all streams together).\n"
+             "  Count mode (--iterations N): a sample is a window of --window writes on every\n"
+             "  stream, each stream acknowledged. Each stream's own samples are in\n"
+             "  stream_times (row-major, one row per stream).\n"},
     {.name = "udp.latency", .cls = FB_CLASS_LATENCY, .opts = UDP_OPTS, UDP_COMMON,
      .begin_size = pingpong_begin, .iterate = udp_latency, .fill = fill_message,
      .check = udp_latency_check, .sync = udp_latency_sync, .end_size = udp_latency_end,
@@ -989,6 +1389,13 @@ static const struct fb_tp_kernel KERNELS[] = {
      .result = udp_stream_result,
      .help = "  Samples are the sender's window times (UDP has no acks); the receiver's counts\n"
              "  (received, lost, reordered, duplicates) and delivered rate are in the record.\n"},
+    {.name = "udp.reorder", .cls = FB_CLASS_BANDWIDTH, .opts = UDP_OPTS | FB_OPT_REORDER,
+     UDP_COMMON, .begin_size = reorder_begin, .iterate = udp_stream, .end_size = reorder_end,
+     .result = reorder_result,
+     .help = "  A probe of numbered datagrams sent as udp.stream does; the receiver logs the\n"
+             "  numbers as they arrive and reports RFC 4737's reordered ratio and extent\n"
+             "  distribution, RFC 5236's reorder density (displacements up to\n"
+             "  --displacement-threshold), loss and duplicates.\n"},
 };
 
 FB_TP_MAIN(KERNELS)
