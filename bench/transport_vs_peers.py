@@ -153,8 +153,10 @@ def ucx_perftest(test: str, size: int, tls: str) -> Callable[[Effort], float | N
         env = {"UCX_TLS": tls}
         srv = Server(["ucx_perftest", "-p", "13400"], env)
         try:
+            # warm-up as fabench's (its default, 10000 iterations, is 10 GB at 1 MiB)
+            warm = 1000 if test == "tag_lat" else 2 * 64
             out = client(["ucx_perftest", HOST, "-p", "13400", "-t", test, "-s", str(size),
-                          "-n", str(n), "-f"], env)
+                          "-n", str(n), "-w", str(warm), "-f"], env)
         finally:
             srv.stop()
         # -f prints the final line only: iterations, latency P50/avg/overall, bandwidth avg/...
@@ -183,7 +185,9 @@ def fi_pingpong(provider: str) -> Callable[[Effort], float | None]:
 
 def make_cases(e: Effort, streams: int, tls: list[str], providers: list[str]) -> list[Case]:
     lat = ["--sizes", "8", "--iterations", str(e.lat_iters), "--warmup", "1000"]
-    tlat = ["--sizes", "16", *lat[2:], "--nodelay"]
+    # as long as sockperf's run, so a burst of load elsewhere weighs on both alike
+    tlat = ["--sizes", "16", "--duration", f"{max(1.0, e.seconds):g}", "--warmup", "1000",
+            "--nodelay"]
     cases = []
     if shutil.which("sockperf"):
         cases.append(Case("tcp.latency 16B block", "tcp.latency", tlat, "tcp",

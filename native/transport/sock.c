@@ -622,6 +622,8 @@ static int tcp_streams(struct fb_tp *t, size_t size, long iter, bool timed, doub
 
 /* ---- tcp.streams, time mode (iperf3's way: stream for a duration, sample intervals) ------- */
 
+#define BURST 16 /* most writes (reads) on one ready stream per poll() */
+
 /* The sender: every stream writes `size` bytes whenever it can, with no acknowledgement, for
  * omit + duration by its clock; then it tells the receiver how much each stream sent. */
 static int stream_send_for(struct fb_tp *t, struct sockst *sk, size_t size,
@@ -651,17 +653,26 @@ static int stream_send_for(struct fb_tp *t, struct sockst *sk, size_t size,
             perror("poll");
             return -1;
         }
+        /* a writable stream writes until its socket is full (at most BURST writes, so the
+         * clock is read often enough), not once per poll: iperf3 also writes several
+         * blocks per select() */
         for (int k = 0; k < sk->nfd; k++) {
             if (!(p[k].revents & POLLOUT))
                 continue;
-            ssize_t n = send(sk->fd[k], sk->sbuf + off[k], size - off[k],
-                             MSG_DONTWAIT | MSG_NOSIGNAL | (t->cfg.zerocopy ? MSG_ZEROCOPY : 0));
-            if (n < 0 && errno == ENOBUFS && t->cfg.zerocopy) {
-                zc_reap(sk, sk->fd[k], true);
-            } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-                perror("send");
-                return -1;
-            } else if (n > 0) {
+            for (int b = 0; b < BURST; b++) {
+                ssize_t n = send(sk->fd[k], sk->sbuf + off[k], size - off[k],
+                                 MSG_DONTWAIT | MSG_NOSIGNAL |
+                                     (t->cfg.zerocopy ? MSG_ZEROCOPY : 0));
+                if (n < 0 && errno == ENOBUFS && t->cfg.zerocopy) {
+                    zc_reap(sk, sk->fd[k], true);
+                    break;
+                }
+                if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                    perror("send");
+                    return -1;
+                }
+                if (n <= 0)
+                    break;
                 if (t->cfg.zerocopy && ++sk->zc_sends - sk->zc_done > 1024)
                     zc_reap(sk, sk->fd[k], false);
                 sent[k] += (double)n;
@@ -730,16 +741,18 @@ static int stream_receive_for(struct fb_tp *t, struct sockst *sk, size_t size,
         for (int k = 0; k < sk->nfd; k++) {
             if (!(p[k].revents & (POLLIN | POLLERR | POLLHUP)))
                 continue;
-            ssize_t n = recv(sk->fd[k], sk->rbuf, size, MSG_DONTWAIT);
-            if (n == 0) {
-                fprintf(stderr, "recv: the peer closed connection %d\n", k);
-                return -1;
-            }
-            if (n < 0 && errno != EAGAIN && errno != EINTR) {
-                perror("recv");
-                return -1;
-            }
-            if (n > 0) {
+            for (int b = 0; b < BURST; b++) { /* until the socket is empty, as the sender */
+                ssize_t n = recv(sk->fd[k], sk->rbuf, size, MSG_DONTWAIT);
+                if (n == 0) {
+                    fprintf(stderr, "recv: the peer closed connection %d\n", k);
+                    return -1;
+                }
+                if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                    perror("recv");
+                    return -1;
+                }
+                if (n <= 0)
+                    break;
                 got[k] += (double)n;
                 cur[k] += (double)n;
             }
