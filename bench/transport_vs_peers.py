@@ -9,7 +9,9 @@ Cases (loopback, 127.0.0.1), each fabench run against the peer mode that does th
   tcp.streams N x 128 KiB (time mode) vs iperf3 -P N -l 128K -O OMIT -t DURATION (receiver's
                                          total); N = 1 and --streams (default 4)
   ucx.latency 8 B                    vs  ucx_perftest -t tag_lat -s 8 (50th percentile)
-  ucx.bw 1 MiB, window 64            vs  ucx_perftest -t tag_bw -s 1M (average; MiB/s -> MB/s)
+  ucx.bw 1 MiB, window 64            vs  ucx_perftest -t tag_bw -s 1M -O 64: both keep 64 messages
+                                         in flight; compared: bytes over the run (perftest's
+                                         "overall", MiB/s -> MB/s); fabench's median window beside
   ofi.latency 8 B                    vs  fi_pingpong -e rdm -S 8 (usec/xfer, half a round trip)
 The UCX and libfabric cases run once per transport (--ucx-tls, --ofi-provider).
 
@@ -70,14 +72,16 @@ class Case:
     unit: str
     peer_cmd: str
     target: float | None = None
+    compare_aggregate: bool = False  # compare fabench's bytes over time, not its median
     fab: list[float] = field(default_factory=list)
     ref: list[float] = field(default_factory=list)
     pairs: list[float] = field(default_factory=list)
-    extra: list[float] = field(default_factory=list)  # tcp.streams: aggregate MB/s
+    extra: list[float] = field(default_factory=list)  # the other of median / aggregate
 
 
 def fabench_value(case: Case) -> tuple[float, float | None] | None:
-    """The headline (median) and, for a time-mode stream, the aggregate rate."""
+    """The headline (median) and, for a bandwidth, the aggregate rate: a time-mode stream's
+    received_mb_per_s, else the bytes moved over the timed part."""
     req = LaunchRequest(kernel=get_kernel(case.kernel), kernel_args=list(case.args),
                         transport=case.transport, timeout_s=300)
     res = run_pair_kernel(req, None, hosts=None)
@@ -88,8 +92,12 @@ def fabench_value(case: Case) -> tuple[float, float | None] | None:
     if case.lower_is_better:
         return statistics.median(rec.times), None
     agg = rec.extra.get("received_mb_per_s")
-    return (float(statistics.median(BANDWIDTH.values(rec.times, rec.bytes_per_sample))),
-            float(agg) if agg is not None else None)
+    if agg is None and rec.extra.get("timed_s"):
+        agg = float(rec.extra["bytes_moved"]) / (float(rec.extra["timed_s"]) * 1e6)
+    med = float(statistics.median(BANDWIDTH.values(rec.times, rec.bytes_per_sample)))
+    if case.compare_aggregate and agg is not None:
+        return float(agg), med
+    return med, float(agg) if agg is not None else None
 
 
 class Server:
@@ -147,7 +155,8 @@ def iperf3_streams(n: int) -> Callable[[Effort], float | None]:
     return run
 
 
-def ucx_perftest(test: str, size: int, tls: str) -> Callable[[Effort], float | None]:
+def ucx_perftest(test: str, size: int, tls: str,
+                 outstanding: int = 1) -> Callable[[Effort], float | None]:
     def run(e: Effort) -> float | None:
         n = e.lat_iters if test == "tag_lat" else e.bw_iters * 64
         env = {"UCX_TLS": tls}
@@ -156,17 +165,18 @@ def ucx_perftest(test: str, size: int, tls: str) -> Callable[[Effort], float | N
             # warm-up as fabench's (its default, 10000 iterations, is 10 GB at 1 MiB)
             warm = 1000 if test == "tag_lat" else 2 * 64
             out = client(["ucx_perftest", HOST, "-p", "13400", "-t", test, "-s", str(size),
-                          "-n", str(n), "-w", str(warm), "-f"], env)
+                          "-n", str(n), "-w", str(warm), "-O", str(outstanding), "-f"], env)
         finally:
             srv.stop()
-        # -f prints the final line only: iterations, latency P50/avg/overall, bandwidth avg/...
-        m = re.search(r"^\s*(?:Final:)?\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)",
-                      out, re.M)
+        # -f prints the final line only: iterations, overhead P50/avg/overall, bandwidth
+        # avg/overall, message rate avg/overall
+        m = re.search(r"^\s*(?:Final:)?\s+\d+\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)"
+                      r"\s+([\d.]+)", out, re.M)
         if not m:
             return None
         if test == "tag_lat":
             return float(m.group(1))  # 50th percentile, half round trip
-        return float(m.group(4)) * 1.048576  # average MiB/s -> MB/s
+        return float(m.group(5)) * 1.048576  # overall MiB/s (bytes over the run) -> MB/s
     return run
 
 
@@ -209,10 +219,13 @@ def make_cases(e: Effort, streams: int, tls: list[str], providers: list[str]) ->
             cases.append(Case(f"ucx.latency 8B {t}", "ucx.latency", lat, f"ucx:{t}",
                               ucx_perftest("tag_lat", 8, t), True, "us",
                               f"UCX_TLS={t} ucx_perftest -t tag_lat -s 8 (P50)", 1.05))
+            # like with like: 64 messages in flight on both sides, bytes over the run
             cases.append(Case(f"ucx.bw 1MiB {t}", "ucx.bw",
                               ["--sizes", "1M", "--iterations", str(e.bw_iters), "--warmup",
-                               "2"], f"ucx:{t}", ucx_perftest("tag_bw", 1 << 20, t), False,
-                              "MB/s", f"UCX_TLS={t} ucx_perftest -t tag_bw -s 1M", 0.95))
+                               "2", "--window", "64"], f"ucx:{t}",
+                              ucx_perftest("tag_bw", 1 << 20, t, 64), False, "MB/s",
+                              f"UCX_TLS={t} ucx_perftest -t tag_bw -s 1M -O 64 (overall)",
+                              0.95, compare_aggregate=True))
     if shutil.which("fi_pingpong"):
         for p in providers:
             cases.append(Case(f"ofi.latency 8B {p}", "ofi.latency", lat, f"ofi:{p}",
@@ -270,8 +283,10 @@ def report(cases: list[Case], e: Effort, load0: float, load1: float) -> bool:
               f"{ratio:>6.3f} {paired:>13} {verdict:>12}  {c.peer_cmd} [{c.unit}]")
         if c.extra and c.ref:
             a = statistics.median(c.extra)
-            print(f"  {'  aggregate':<24} {a:>9.2f} {span(c.extra):>17} {p:>9.2f} "
-                  f"{'':>17} {a / p:>6.3f}   (bytes over the sampled time, iperf3's statistic)")
+            what = ("median window (fabench's headline)" if c.compare_aggregate else
+                    "aggregate: bytes over the sampled time, the peer's statistic")
+            print(f"  {'  other statistic':<24} {a:>9.2f} {span(c.extra):>17} {p:>9.2f} "
+                  f"{'':>17} {a / p:>6.3f}   ({what})")
     return measured
 
 
