@@ -4,6 +4,7 @@ through the CLI as a user would; and a broken plugin named, never skipped."""
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 from conftest import ROOT, fabench_cli
@@ -65,3 +66,24 @@ def test_a_broken_plugin_is_named_not_skipped(tmp_path: Path) -> None:
     assert "Traceback" not in p.stderr
     p = fabench_cli("doctor", env=plugin_env("fbdemo_broken"), check=False)
     assert "fbdemo_broken" in p.stdout
+
+
+def test_site_collective(openmpi: str, tmp_path: Path) -> None:
+    """A collective outside fabench's source: one engine row in a C file of its own, compiled
+    against the collective engine, registered by a plugin, run through the CLI."""
+    exe = tmp_path / "site-scan"
+    src = ROOT / "native"
+    build = subprocess.run(
+        ["mpicc.openmpi", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror",
+         "-D_POSIX_C_SOURCE=200809L", '-DFB_MPI_FLAVOUR="openmpi"', f"-I{src / 'mpi'}",
+         f"-I{src / 'common'}", str(PLUGINS / "site_scan.c"), str(src / "mpi" / "coll.c"),
+         str(src / "mpi" / "fb_mpi_common.c"), *map(str, sorted((src / "common").glob("*.c"))),
+         "-lm", "-o", str(exe)], capture_output=True, text=True, check=False)
+    assert build.returncode == 0, build.stderr
+    env = {**plugin_env("fbdemo_collective"), "FBDEMO_SCAN_EXE": str(exe)}
+    p = fabench_cli("bench", "site.scan", "--ranks", "2", "--sizes", "4,1K", "--iterations",
+                    "20", "--json", "--out", str(tmp_path), env=env)
+    rows = [json.loads(x) for x in p.stdout.splitlines()]
+    assert [r["size"] for r in rows] == [4, 1024]
+    assert all(r["status"] == "ok" and r["n"] == 20 and r["median"] > 0 for r in rows)
+    assert all(r["median_rank_mean"] is not None and r["datatype"] == "MPI_FLOAT" for r in rows)

@@ -132,6 +132,14 @@ int fb_parse_sizes(const char *text, size_t **sizes, int *nsizes, char *why, siz
     return 0;
 }
 
+static void default_sizes(const struct fb_defaults *d, char *out, size_t cap)
+{
+    if (d->sizes)
+        snprintf(out, cap, "%s", d->sizes);
+    else
+        snprintf(out, cap, "%zu:%zu", d->size_min, d->size_max);
+}
+
 static int parse_long(const char *text, long min, long *out)
 {
     if (!text || !*text)
@@ -147,10 +155,12 @@ static int parse_long(const char *text, long min, long *out)
 
 static void print_help(FILE *out, const char *prog, const struct fb_defaults *d)
 {
+    char range[64];
+    default_sizes(d, range, sizeof(range));
     fprintf(out,
             "usage: %s [options]\n"
             "Prints JSON Lines records on stdout (see docs/kernel-protocol.md).\n\n"
-            "  --sizes MIN:MAX        power-of-two sweep, K/M/G suffixes (default %zu:%zu)\n"
+            "  --sizes MIN:MAX        power-of-two sweep, K/M/G suffixes (default %s)\n"
             "  --sizes a,b,c          explicit list of sizes in bytes\n"
             "  --iterations N         timed iterations per size (default %ld below the large\n"
             "                         threshold, %ld at or above)\n"
@@ -160,6 +170,15 @@ static void print_help(FILE *out, const char *prog, const struct fb_defaults *d)
             "  --warmup-sync MODE     collectives: start warm-up calls after a barrier (default)\n"
             "                         or 'clock': at one time on a clock every rank shares\n"
             "                         (simulator builds only)\n"
+            "  --datatype T           collectives: char, int, float or double, as OSU's -T\n"
+            "                         (count = size / element size). Default: float for\n"
+            "                         reductions (allreduce, reduce), which keeps results\n"
+            "                         stored before this option comparable; OSU reduces\n"
+            "                         signed char), char for the others\n"
+            "  --osu-iterations N     collectives: after the samples, N calls timed as OSU does\n"
+            "                         (each call alone, a barrier after it) for osu_avg;\n"
+            "                         0: none (default: the size's --iterations; simulator\n"
+            "                         builds: 0)\n"
             "  --large-threshold B    size where the large defaults start (default %zu)\n"
             "  --hugepages            message buffers of 2 MiB and more on transparent huge\n"
             "                         pages (default: plain pages, as OSU)\n"
@@ -167,7 +186,7 @@ static void print_help(FILE *out, const char *prog, const struct fb_defaults *d)
             "                         iterations (spreads host-load bursts over all sizes;\n"
             "                         MPI kernels draw new buffers each round; default 1)\n"
             "  --help                 this text\n",
-            prog, d->size_min, d->size_max, d->iters_small, d->iters_large, d->warmup_small,
+            prog, range, d->iters_small, d->iters_large, d->warmup_small,
             d->warmup_large, d->window, d->large_threshold);
 }
 
@@ -193,6 +212,7 @@ enum fb_opts_status fb_opts_parse(struct fb_opts *o, const struct fb_defaults *d
     o->window = d->window;
     o->large_threshold = d->large_threshold;
     o->rounds = 1;
+    o->osu_iterations = -1;
 
     for (int i = 1; i < argc; i++) {
         char name[64];
@@ -221,7 +241,8 @@ enum fb_opts_status fb_opts_parse(struct fb_opts *o, const struct fb_defaults *d
         }
         if (strcmp(name, "--sizes") && strcmp(name, "--iterations") && strcmp(name, "--warmup") &&
             strcmp(name, "--window") && strcmp(name, "--large-threshold") &&
-            strcmp(name, "--rounds") && strcmp(name, "--warmup-sync"))
+            strcmp(name, "--rounds") && strcmp(name, "--warmup-sync") &&
+            strcmp(name, "--datatype") && strcmp(name, "--osu-iterations"))
             return fail(err, prog, "unknown option '%s'%s", arg, "");
         if (eq)
             val = eq + 1;
@@ -246,6 +267,19 @@ enum fb_opts_status fb_opts_parse(struct fb_opts *o, const struct fb_defaults *d
             else
                 return fail(err, prog, "--warmup-sync wants barrier or clock, got '%s'%s", val,
                             "");
+        } else if (!strcmp(name, "--osu-iterations")) {
+            if (parse_long(val, 0, &o->osu_iterations))
+                return fail(err, prog, "--osu-iterations wants an integer >= 0, got '%s'%s", val,
+                            "");
+        } else if (!strcmp(name, "--datatype")) {
+            static const char *const names[] = {"char", "int", "float", "double"};
+            o->datatype = FB_DT_DEFAULT;
+            for (int k = 0; k < 4; k++)
+                if (!strcmp(val, names[k]))
+                    o->datatype = (enum fb_datatype)(FB_DT_CHAR + k);
+            if (o->datatype == FB_DT_DEFAULT)
+                return fail(err, prog, "--datatype wants char, int, float or double, got '%s'%s",
+                            val, "");
         } else if (!strcmp(name, "--window")) {
             long w;
             if (parse_long(val, 1, &w) || w > 1000000)
@@ -267,7 +301,7 @@ enum fb_opts_status fb_opts_parse(struct fb_opts *o, const struct fb_defaults *d
             return fail(err, prog, "--sizes: %s%s", why, "");
     } else {
         char range[64];
-        snprintf(range, sizeof(range), "%zu:%zu", d->size_min, d->size_max);
+        default_sizes(d, range, sizeof(range));
         if (fb_parse_sizes(range, &o->sizes, &o->nsizes, why, sizeof(why)))
             return fail(err, prog, "default sizes: %s%s", why, "");
     }

@@ -20,6 +20,8 @@ struct fb_defaults {
     long iters_small, warmup_small; /* below large_threshold */
     long iters_large, warmup_large; /* at or above large_threshold */
     size_t size_min, size_max;
+    const char *sizes; /* default --sizes (the kernel's line in native/kernels.list); NULL:
+                          size_min:size_max */
     int window;
     size_t large_threshold;
 };
@@ -31,6 +33,15 @@ enum fb_warmup_sync {
     FB_WARMUP_CLOCK,   /* every rank sleeps until one start time on a clock all ranks share */
 };
 
+/* --datatype of the collective kernels (OSU's -T). */
+enum fb_datatype {
+    FB_DT_DEFAULT, /* float for reductions, char for the others */
+    FB_DT_CHAR,
+    FB_DT_INT,
+    FB_DT_FLOAT,
+    FB_DT_DOUBLE,
+};
+
 struct fb_opts {
     size_t *sizes; /* message sizes in bytes, in the order given */
     int nsizes;
@@ -39,6 +50,8 @@ struct fb_opts {
     int window;
     bool validate;
     enum fb_warmup_sync warmup_sync;
+    enum fb_datatype datatype;
+    long osu_iterations; /* collectives: calls of the OSU-style loop per size; -1: default */
     size_t large_threshold;
     long rounds; /* passes over the size list; each pass runs its share of the iterations */
     bool hugepages; /* message buffers on transparent huge pages (fb_buf_alloc_pages) */

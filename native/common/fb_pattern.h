@@ -34,6 +34,23 @@ void fb_pattern_fill(void *buf, size_t len, uint64_t off0, uint64_t size, int64_
 long long fb_pattern_check(const void *buf, size_t len, uint64_t off0, uint64_t size,
                            int64_t iter, int rank, uint8_t *expected, uint8_t *got);
 
+/* Element types of reduction operands (--datatype). */
+enum fb_elem { FB_ELEM_CHAR, FB_ELEM_INT, FB_ELEM_FLOAT, FB_ELEM_DOUBLE };
+
+size_t fb_elem_size(enum fb_elem e);
+
+/* Reduction operands of any element type: element i of rank `rank` is a small integer (0..15)
+ * of that type. */
+void fb_pattern_fill_operands(void *buf, enum fb_elem e, size_t count, uint64_t size,
+                              int64_t iter, int rank);
+
+/* Check an MPI_SUM over ranks 0..nranks-1 of fb_pattern_fill_operands operands. A char sum
+ * wraps modulo 256 (as the MPI library's signed char addition does past 8 ranks). Returns -1
+ * or the first mismatching element index, with the expected and received values stored if
+ * non-NULL. */
+long long fb_pattern_check_sum(const void *buf, enum fb_elem e, size_t count, uint64_t size,
+                               int64_t iter, int nranks, double *expected, double *got);
+
 /* Reduction operands: element i of rank `rank` is a small integer (0..15) as a float. */
 void fb_pattern_fill_f32(float *buf, size_t count, uint64_t size, int64_t iter, int rank);
 

@@ -35,6 +35,27 @@ static void trim_right(char *s)
         s[--n] = '\0';
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* What the two clock reads around every sample add to it: the median of back-to-back pairs
+ * (the first read's return and the second's entry are the part inside a sample). */
+static double timer_overhead_us(void)
+{
+    enum { PAIRS = 1001 };
+    double d[PAIRS];
+    for (int i = 0; i < PAIRS; i++) {
+        double t0 = fb_now_us();
+        double t1 = fb_now_us();
+        d[i] = t1 - t0;
+    }
+    qsort(d, PAIRS, sizeof(d[0]), cmp_double);
+    return d[PAIRS / 2];
+}
+
 static void emit_meta(struct fb_mpi_ctx *ctx)
 {
     char name[MPI_MAX_PROCESSOR_NAME + 1];
@@ -82,20 +103,21 @@ static void emit_meta(struct fb_mpi_ctx *ctx)
     fb_json_int(j, "window", ctx->opts.window);
     fb_json_bool(j, "validate", ctx->opts.validate);
     fb_json_str(j, "timer", FB_TIMER_NAME);
+    fb_json_double(j, "timer_overhead_us", timer_overhead_us(), 4);
     fb_json_end(j, stdout);
     free(hosts);
     free(all);
 }
 
-int fb_mpi_start(struct fb_mpi_ctx *ctx, const char *kernel, enum fb_kernel_class cls,
-                 size_t size_min, int min_ranks, bool even_ranks, int *argc, char ***argv,
-                 int *exit_code)
+int fb_mpi_start(struct fb_mpi_ctx *ctx, const struct fb_mpi_kernel *k, enum fb_kernel_class cls,
+                 int min_ranks, int *argc, char ***argv, int *exit_code)
 {
     memset(ctx, 0, sizeof(*ctx));
-    ctx->kernel = kernel;
+    ctx->kernel = k->name;
+    bool even_ranks = strcmp(k->ranks, "even") == 0;
 
     struct fb_defaults d = fb_defaults_for(cls);
-    d.size_min = size_min;
+    d.sizes = k->sizes;
     const char *prog = strrchr((*argv)[0], '/') ? strrchr((*argv)[0], '/') + 1 : (*argv)[0];
     bool quiet = launcher_says_not_rank0();
     switch (fb_opts_parse(&ctx->opts, &d, prog, *argc, *argv, quiet ? NULL : stdout,
@@ -127,6 +149,12 @@ int fb_mpi_start(struct fb_mpi_ctx *ctx, const char *kernel, enum fb_kernel_clas
     }
     if (ctx->opts.warmup_sync == FB_WARMUP_CLOCK && cls != FB_CLASS_COLLECTIVE)
         fb_mpi_usage_exit(ctx, "--warmup-sync applies to collective kernels only");
+    if ((ctx->opts.datatype != FB_DT_DEFAULT || ctx->opts.osu_iterations >= 0) &&
+        cls != FB_CLASS_COLLECTIVE)
+        fb_mpi_usage_exit(ctx, "--datatype and --osu-iterations apply to collective kernels "
+                               "only");
+    if (ctx->opts.osu_iterations < 0 && fb_mpi_global_clock())
+        ctx->opts.osu_iterations = 0; /* a simulator's wall time is the cost: opt in */
     if (ctx->opts.warmup_sync == FB_WARMUP_CLOCK && !fb_mpi_global_clock())
         fb_mpi_usage_exit(ctx, "--warmup-sync clock needs a clock every rank shares (a "
                                "simulator build); real ranks' clocks are not synchronised");
@@ -187,6 +215,10 @@ void fb_mpi_emit_result(struct fb_mpi_ctx *ctx, const struct fb_mpi_result *r)
     if (ctx->opts.rounds > 1) {
         fb_json_int(j, "round", r->round);
         fb_json_int(j, "rounds", ctx->opts.rounds);
+    }
+    if (r->osu_iterations > 0) {
+        fb_json_double(j, "osu_avg", r->osu_avg, 4);
+        fb_json_int(j, "osu_iterations", r->osu_iterations);
     }
     fb_json_double_array(j, "times", r->times, n, 4);
     if (r->times_min)

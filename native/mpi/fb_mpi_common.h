@@ -13,6 +13,13 @@
 #include "fb_json.h"
 #include "fb_opts.h"
 
+/* One line of native/kernels.list, compiled into the kernel's main (native/mpi/main.c). */
+struct fb_mpi_kernel {
+    const char *name;  /* "mpi.allreduce" */
+    const char *sizes; /* default --sizes */
+    const char *ranks; /* "any" or "even" */
+};
+
 /* One running kernel. Created by fb_mpi_start, passed to everything, ended by fb_mpi_finish. */
 struct fb_mpi_ctx {
     const char *kernel; /* "mpi.latency" */
@@ -26,11 +33,10 @@ struct fb_mpi_ctx {
 };
 
 /* Parse options (before MPI_Init, so --help and bad options need no MPI), MPI_Init, check the
- * number of ranks (at least min_ranks; even if even_ranks) and print the meta record on rank 0.
- * Returns -1 if the kernel should exit now with *exit_code. */
-int fb_mpi_start(struct fb_mpi_ctx *ctx, const char *kernel, enum fb_kernel_class cls,
-                 size_t size_min, int min_ranks, bool even_ranks, int *argc, char ***argv,
-                 int *exit_code);
+ * number of ranks (at least min_ranks; even where the kernel's line says so) and print the meta
+ * record on rank 0. Returns -1 if the kernel should exit now with *exit_code. */
+int fb_mpi_start(struct fb_mpi_ctx *ctx, const struct fb_mpi_kernel *k, enum fb_kernel_class cls,
+                 int min_ranks, int *argc, char ***argv, int *exit_code);
 
 /* The end record on rank 0, MPI_Finalize, free. Returns the process exit code (0). */
 int fb_mpi_finish(struct fb_mpi_ctx *ctx);
@@ -48,6 +54,8 @@ struct fb_mpi_result {
     double bytes_per_sample, messages_per_sample;
     const double *times, *times_min, *times_mean;
     long round; /* which sweep over the sizes (--rounds); reported when rounds > 1 */
+    double osu_avg;      /* collectives: OSU's average (us) */
+    long osu_iterations; /* the calls behind it; 0: not measured (no osu_avg field) */
 };
 void fb_mpi_emit_result(struct fb_mpi_ctx *ctx, const struct fb_mpi_result *r);
 

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fb_buf.h"
 #include "fb_mpi_common.h"
@@ -18,17 +19,26 @@
 #define TAG_DATA 100
 #define TAG_ACK 101
 
+enum fb_pt2pt_kind {
+    FB_PT2PT_LATENCY, /* ping-pong between ranks 0 and 1, half round trip */
+    FB_PT2PT_BW,      /* rank 0 streams windows to rank 1, 1-byte ack per window */
+    FB_PT2PT_BIBW,    /* ranks 0 and 1 stream windows to each other */
+    FB_PT2PT_MBW_MR,  /* rank i streams to rank i + n/2, every pair at once */
+};
+
 struct kind_info {
     const char *kernel;
     enum fb_kernel_class cls;
+    bool pairs; /* pairs the ranks: native/kernels.list must say ranks=even */
 };
 
 static const struct kind_info KINDS[] = {
-    [FB_PT2PT_LATENCY] = {"mpi.latency", FB_CLASS_LATENCY},
-    [FB_PT2PT_BW] = {"mpi.bw", FB_CLASS_BANDWIDTH},
-    [FB_PT2PT_BIBW] = {"mpi.bibw", FB_CLASS_BANDWIDTH},
-    [FB_PT2PT_MBW_MR] = {"mpi.mbw_mr", FB_CLASS_BANDWIDTH},
+    [FB_PT2PT_LATENCY] = {"mpi.latency", FB_CLASS_LATENCY, false},
+    [FB_PT2PT_BW] = {"mpi.bw", FB_CLASS_BANDWIDTH, false},
+    [FB_PT2PT_BIBW] = {"mpi.bibw", FB_CLASS_BANDWIDTH, false},
+    [FB_PT2PT_MBW_MR] = {"mpi.mbw_mr", FB_CLASS_BANDWIDTH, true},
 };
+#define NKINDS (sizeof(KINDS) / sizeof(KINDS[0]))
 
 /* Everything one rank needs for a run: its role, its peer, its buffers. */
 struct pt2pt {
@@ -251,12 +261,24 @@ static void measure(struct pt2pt *p, size_t size, long round, double *local, dou
     fb_mpi_emit_result(p->ctx, &r);
 }
 
-int fb_pt2pt_main(enum fb_pt2pt_kind kind, int argc, char **argv)
+int fb_pt2pt_main(const struct fb_mpi_kernel *k, int argc, char **argv)
 {
+    size_t i = 0;
+    while (i < NKINDS && strcmp(KINDS[i].kernel, k->name))
+        i++;
+    if (i == NKINDS) {
+        fprintf(stderr, "%s: pt2pt.c has no point-to-point kernel of this name\n", k->name);
+        return 2;
+    }
+    if (KINDS[i].pairs != !strcmp(k->ranks, "even")) {
+        fprintf(stderr, "%s: native/kernels.list says ranks=%s, but the kernel %s\n", k->name,
+                k->ranks, KINDS[i].pairs ? "pairs its ranks (ranks=even)" : "needs no pairs");
+        return 2;
+    }
+    enum fb_pt2pt_kind kind = (enum fb_pt2pt_kind)i;
     struct fb_mpi_ctx ctx;
     int code = 0;
-    if (fb_mpi_start(&ctx, KINDS[kind].kernel, KINDS[kind].cls, 1, 2,
-                     kind == FB_PT2PT_MBW_MR, &argc, &argv, &code))
+    if (fb_mpi_start(&ctx, k, KINDS[kind].cls, 2, &argc, &argv, &code))
         return code;
 
     struct pt2pt p = {0};

@@ -2,14 +2,10 @@
 #ifndef FB_PT2PT_H
 #define FB_PT2PT_H
 
-enum fb_pt2pt_kind {
-    FB_PT2PT_LATENCY, /* ping-pong between ranks 0 and 1, half round trip */
-    FB_PT2PT_BW,      /* rank 0 streams windows to rank 1, 1-byte ack per window */
-    FB_PT2PT_BIBW,    /* ranks 0 and 1 stream windows to each other */
-    FB_PT2PT_MBW_MR,  /* rank i streams to rank i + n/2, every pair at once */
-};
+#include "fb_mpi_common.h"
 
-/* Run one kernel to completion; returns the process exit status. */
-int fb_pt2pt_main(enum fb_pt2pt_kind kind, int argc, char **argv);
+/* Run the point-to-point kernel named k->name to completion; returns the process exit
+ * status (2 when pt2pt.c has no kernel of that name). */
+int fb_pt2pt_main(const struct fb_mpi_kernel *k, int argc, char **argv);
 
 #endif

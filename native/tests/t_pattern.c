@@ -73,6 +73,60 @@ static void reductions(void)
            "wrong rank count");
 }
 
+/* Every --datatype element type, summed as the MPI library does: a signed char sum over 20
+ * ranks (up to 300) wraps, and the check expects the wrapped value. */
+static void typed_reductions(void)
+{
+    enum { COUNT = 777, RANKS = 20 };
+    for (int e = FB_ELEM_CHAR; e <= FB_ELEM_DOUBLE; e++) {
+        size_t es = fb_elem_size((enum fb_elem)e);
+        unsigned char mine[COUNT * 8], sum[COUNT * 8];
+        memset(sum, 0, sizeof(sum));
+        for (int r = 0; r < RANKS; r++) {
+            fb_pattern_fill_operands(mine, (enum fb_elem)e, COUNT, COUNT * es, 5, r);
+            for (size_t i = 0; i < COUNT; i++) {
+                if (e == FB_ELEM_CHAR) {
+                    sum[i] = (unsigned char)(sum[i] + mine[i]); /* two's complement add */
+                } else if (e == FB_ELEM_INT) {
+                    int a, b;
+                    memcpy(&a, sum + i * es, es), memcpy(&b, mine + i * es, es);
+                    a += b;
+                    memcpy(sum + i * es, &a, es);
+                } else if (e == FB_ELEM_FLOAT) {
+                    float a, b;
+                    memcpy(&a, sum + i * es, es), memcpy(&b, mine + i * es, es);
+                    a += b;
+                    memcpy(sum + i * es, &a, es);
+                } else {
+                    double a, b;
+                    memcpy(&a, sum + i * es, es), memcpy(&b, mine + i * es, es);
+                    a += b;
+                    memcpy(sum + i * es, &a, es);
+                }
+            }
+        }
+        double want = 0, got = 0;
+        EXPECT(fb_pattern_check_sum(sum, (enum fb_elem)e, COUNT, COUNT * es, 5, RANKS, &want,
+                                    &got) == -1, "type %d: sum", e);
+        sum[300 * es] ^= 0x01;
+        long long bad = fb_pattern_check_sum(sum, (enum fb_elem)e, COUNT, COUNT * es, 5, RANKS,
+                                             &want, &got);
+        EXPECT(bad == 300 && want != got, "type %d: reported %lld (%g vs %g)", e, bad, want, got);
+    }
+    /* the wrap is real at 20 ranks: some char sum exceeds 127 before wrapping */
+    signed char c[COUNT];
+    unsigned char u[COUNT] = {0};
+    for (int r = 0; r < RANKS; r++) {
+        fb_pattern_fill_operands(c, FB_ELEM_CHAR, COUNT, COUNT, 5, r);
+        for (size_t i = 0; i < COUNT; i++)
+            u[i] = (unsigned char)(u[i] + (unsigned char)c[i]);
+    }
+    int wrapped = 0;
+    for (size_t i = 0; i < COUNT; i++)
+        wrapped += u[i] > 127;
+    EXPECT(wrapped > 0, "no element wrapped");
+}
+
 int main(void)
 {
     size_t lens[] = {1, 2, 3, 8, 255, 256, 257, 4096, 65537, (size_t)4 << 20};
@@ -80,5 +134,6 @@ int main(void)
         bytes_roundtrip(lens[i]);
     offsets();
     reductions();
+    typed_reductions();
     return t_verdict();
 }

@@ -25,6 +25,10 @@ struct fb_boot {
     int size, index;
     const char *name; /* "tcp" or "mpi" */
     int (*barrier)(struct fb_boot *b);
+    /* A barrier that never sleeps, for between timed iterations: a side that blocked in it
+     * comes back late on a busy host (the scheduler runs something else meanwhile), and that
+     * lateness lands in the next timed region. */
+    int (*spin_barrier)(struct fb_boot *b);
     /* Send `len` bytes to the peer and receive the peer's blob into out[0..cap); *got is its
      * length. -1 on failure or if the peer's blob does not fit. */
     int (*exchange)(struct fb_boot *b, const void *in, size_t len, void *out, size_t cap,

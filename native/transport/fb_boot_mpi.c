@@ -43,6 +43,7 @@ int fb_boot_mpi_init(struct fb_boot *b, int *argc, char ***argv)
     b->name = "mpi";
     b->fd = -1;
     b->barrier = boot_barrier;
+    b->spin_barrier = boot_barrier; /* MPI libraries poll in MPI_Barrier */
     b->exchange = boot_exchange;
     b->finalize = boot_finalize;
     MPI_Init(argc, argv);

@@ -30,7 +30,13 @@ static const struct optdef OPTS[] = {
     {"--port", 0, "PORT", "rendezvous port (server: 0 picks one and prints it)"},
     {"--connect-timeout", 0, "S", "seconds to wait for the peer (default 60)"},
     {"--cpu", 0, "A[,B]", "pin the client to CPU A and the server to B (default A)"},
-    {"--duration", 0, "S", "timed part of each size lasts about S seconds (count from warm-up)"},
+    {"--duration", 0, "S",
+     "timed part of each size lasts about S seconds (count mode: a count from the warm-up's "
+     "pace; time mode: default 2)"},
+    {"--interval", FB_OPT_TIMED, "S", "time mode: one sample every S seconds (default 0.1)"},
+    {"--omit", FB_OPT_TIMED, "S", "time mode: S seconds streamed first, not sampled (default 0.2)"},
+    {"--poll", FB_OPT_POLL, NULL,
+     "receive by non-blocking reads in a spin, as MPI libraries poll (default: blocking reads)"},
     {"--streams", FB_OPT_STREAMS, "N", "parallel TCP connections (default 4)"},
     {"--nodelay", FB_OPT_NODELAY, NULL, "TCP_NODELAY on both sides (Nagle off)"},
     {"--quickack", FB_OPT_QUICKACK, NULL, "TCP_QUICKACK after every receive (no delayed ACK)"},
@@ -41,6 +47,8 @@ static const struct optdef OPTS[] = {
      "pingpong (default; half round trip) or wwr (write size/2, write the rest, read 8 B; "
      "full round trip)"},
     {"--udp-timeout", FB_OPT_UDP_TIMEOUT, "MS", "UDP: reply/drain timeout in ms (default 200)"},
+    {"--displacement-threshold", FB_OPT_REORDER, "N",
+     "RFC 5236's DT: reorder density bins for displacements -N..N (default 64)"},
     {"--device", FB_OPT_DEVICE, "NAME", "RDMA device (default: the first one)"},
     {"--tls", FB_OPT_UCX, "LIST", "UCX transports (as UCX_TLS; the one chosen is reported)"},
     {"--net-devices", FB_OPT_UCX, "LIST", "UCX devices (as UCX_NET_DEVICES)"},
@@ -147,6 +155,20 @@ static int set_opt(struct fb_tp *t, const char *name, const char *val)
     } else if (!strcmp(name, "--duration")) {
         if (parse_double(val, 0.001, &c->duration_s))
             return opt_fail(t, "--duration wants seconds > 0, got '%s'", val);
+    } else if (!strcmp(name, "--interval")) {
+        if (parse_double(val, 0.001, &c->interval_s))
+            return opt_fail(t, "--interval wants seconds >= 0.001, got '%s'", val);
+        c->interval_set = true;
+    } else if (!strcmp(name, "--omit")) {
+        if (parse_double(val, 0, &c->omit_s))
+            return opt_fail(t, "--omit wants seconds >= 0, got '%s'", val);
+        c->omit_set = true;
+    } else if (!strcmp(name, "--displacement-threshold")) {
+        if (parse_int(val, 0, 100000, &l))
+            return opt_fail(t, "--displacement-threshold wants 0..100000, got '%s'", val);
+        c->displacement_dt = (int)l;
+    } else if (!strcmp(name, "--poll")) {
+        c->poll = true;
     } else if (!strcmp(name, "--streams")) {
         if (parse_int(val, 1, 256, &l))
             return opt_fail(t, "--streams wants 1..256, got '%s'", val);
@@ -194,6 +216,9 @@ static int parse(struct fb_tp *t, int argc, char **argv)
     const struct fb_tp_kernel *k = t->k;
     struct fb_tp_cfg *c = &t->cfg;
     c->connect_timeout_s = 60;
+    c->interval_s = 0.1;
+    c->displacement_dt = 64;
+    c->omit_s = 0.2;
     c->cpu[0] = c->cpu[1] = -1;
     c->streams = 4;
     c->pattern = "pingpong";
@@ -251,8 +276,7 @@ static int parse(struct fb_tp *t, int argc, char **argv)
     }
 
     struct fb_defaults d = fb_defaults_for(k->cls);
-    d.size_min = k->size_min;
-    d.size_max = k->size_max;
+    d.sizes = t->default_sizes;
     FILE *err = quiet_errors(t) ? NULL : stderr;
     enum fb_opts_status st = fb_opts_parse(&t->opts, &d, k->name, nrest, rest, stdout, err);
     free(rest);
@@ -262,6 +286,9 @@ static int parse(struct fb_tp *t, int argc, char **argv)
     }
     if (st != FB_OPTS_OK)
         return st;
+    if (t->opts.datatype != FB_DT_DEFAULT || t->opts.osu_iterations >= 0)
+        return opt_fail(t, "--datatype and --osu-iterations apply to the MPI collective "
+                        "kernels only");
     for (int i = 0; i < t->opts.nsizes; i++) {
         size_t s = t->opts.sizes[i];
         if (s < k->size_floor || (k->size_ceil && s > k->size_ceil)) {
@@ -270,6 +297,22 @@ static int parse(struct fb_tp *t, int argc, char **argv)
             return opt_fail(t, "size %zu is outside what %s can send (%s bytes)", s, k->name,
                             lim);
         }
+    }
+    /* A kernel with a time mode streams for a duration unless a count is asked for. */
+    t->time_mode = k->run_for && t->opts.iterations < 0;
+    if (t->time_mode) {
+        if (c->duration_s <= 0)
+            c->duration_s = 2.0;
+        if (t->opts.validate)
+            return opt_fail(t, "--validate needs the count mode (--iterations N): the time mode "
+                            "streams with no pause to check in");
+        if (t->opts.warmup >= 0)
+            return opt_fail(t, "--warmup counts iterations of the count mode (--iterations N); "
+                            "the time mode leaves --omit seconds out");
+        if (c->duration_s / (double)t->opts.rounds < c->interval_s)
+            return opt_fail(t, "--duration (per round) is shorter than one --interval");
+    } else if (c->interval_set || c->omit_set) {
+        return opt_fail(t, "--interval and --omit apply to the time mode (no --iterations)");
     }
     if (!fb_boot_is_mpi() && !c->server && !c->peer)
         return opt_fail(t, "the client needs --peer ADDRESS (and --port)");
@@ -375,6 +418,17 @@ static void emit_meta(struct fb_tp *t)
     fb_json_bool(j, "validate", t->opts.validate);
     if (t->cfg.duration_s > 0)
         fb_json_double(j, "duration_s", t->cfg.duration_s, 3);
+    if (k->run_for) {
+        fb_json_str(j, "mode", t->time_mode ? "time" : "count");
+        if (t->time_mode) {
+            fb_json_double(j, "interval_s", t->cfg.interval_s, 3);
+            fb_json_double(j, "omit_s", t->cfg.omit_s, 3);
+        }
+    }
+    if (k->opts & FB_OPT_REORDER)
+        fb_json_int(j, "displacement_threshold", t->cfg.displacement_dt);
+    if (k->opts & FB_OPT_POLL)
+        fb_json_str(j, "receive_mode", t->cfg.poll ? "poll" : "blocking");
     fb_json_int(j, "cpu_client", t->cfg.cpu[0]);
     fb_json_int(j, "cpu_server", t->cfg.cpu[1]);
     if (k->opts & FB_OPT_STREAMS)
@@ -409,73 +463,138 @@ static void emit_side(struct fb_json *j, const char *who, const struct fb_tp_sid
     fb_json_double(j, key, bytes > 0 ? cpu / (bytes / 1e9) : NAN, 6);
 }
 
-static int run_size(struct fb_tp *t, size_t size, long round)
+/* One iteration, with --validate's fill, barrier and check around it (never inside it). */
+static int iteration(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
     const struct fb_tp_kernel *k = t->k;
-    long warm = fb_opts_round_warmup(&t->opts, size, round);
-    long iters = fb_opts_round_iterations(&t->opts, size, round);
-    double sample = 0, pace_us = 0;
-    /* --duration is per size: each round runs its share of it. */
-    double duration_s = t->cfg.duration_s / (double)t->opts.rounds;
-    if (iters == 0 && duration_s <= 0)
-        return 0;
-    if (duration_s > 0 && warm < 1)
-        warm = 1;
-    t->bytes_per_sample = t->messages_per_sample = t->bytes_per_iteration = 0;
-    if (k->begin_size && k->begin_size(t, size))
+    if (t->opts.validate && (k->fill || k->check)) {
+        if (k->fill)
+            k->fill(t, size, iter);
+        if (k->sync ? k->sync(t, size) : t->boot.spin_barrier(&t->boot))
+            fb_tp_die(t, "barrier between validated iterations failed");
+    }
+    if (k->iterate(t, size, iter, timed, sample))
         return -1;
-    if (t->boot.barrier(&t->boot))
-        fb_tp_die(t, "bootstrap barrier failed");
+    if (t->opts.validate && k->check)
+        k->check(t, size, iter);
+    return 0;
+}
+
+/* What one size measured, before the record: samples and this side's figures. */
+struct measured {
+    double *times;
+    long iters, warm;
+    double pace_us; /* --duration in count mode: the warm-up's pace */
+    struct fb_tp_side me;
+};
+
+static double tv_diff(struct timeval a, struct timeval b)
+{
+    return tv_s(b) - tv_s(a);
+}
+
+/* Count mode: warm-up iterations, then a counted (or --duration-paced) timed loop. */
+static int measure_count(struct fb_tp *t, size_t size, long round, double duration_s,
+                         struct measured *m)
+{
+    double sample = 0;
+    m->warm = fb_opts_round_warmup(&t->opts, size, round);
+    m->iters = fb_opts_round_iterations(&t->opts, size, round);
+    if (duration_s > 0 && m->warm < 1)
+        m->warm = 1;
     double w0 = fb_now_us();
-    for (long i = 0; i < warm; i++)
-        if (k->iterate(t, size, i, false, &sample))
+    for (long i = 0; i < m->warm; i++)
+        if (iteration(t, size, i, false, &sample))
             return -1;
     if (duration_s > 0) {
         /* The client turns the duration into a count from its warm-up pace and tells the
          * server, so both sides run the same loop with no end-of-run message in the data. */
         long n = 0;
         if (t->index == 0) {
-            double per = (fb_now_us() - w0) / (double)warm;
-            pace_us = per > 0.01 ? per : 0.01;
-            double want = duration_s * 1e6 / pace_us;
+            double per = (fb_now_us() - w0) / (double)m->warm;
+            m->pace_us = per > 0.01 ? per : 0.01;
+            double want = duration_s * 1e6 / m->pace_us;
             n = want < 1 ? 1 : (want > FB_TP_MAX_ITERS ? FB_TP_MAX_ITERS : (long)want);
         }
         long peer_n = 0;
         fb_tp_exchange(t, &n, sizeof(n), &peer_n, sizeof(peer_n), NULL);
-        iters = t->index == 0 ? n : peer_n;
+        m->iters = t->index == 0 ? n : peer_n;
     }
-    double *times = calloc((size_t)iters, sizeof(*times));
-    if (!times)
-        fb_tp_die(t, "out of memory for %ld samples", iters);
+    m->times = calloc((size_t)m->iters + 1, sizeof(*m->times));
+    if (!m->times)
+        fb_tp_die(t, "out of memory for %ld samples", m->iters);
 
     struct rusage r0, r1;
     getrusage(RUSAGE_SELF, &r0);
     double t0 = fb_now_us();
-    for (long i = 0; i < iters; i++)
-        if (k->iterate(t, size, warm + i, true, &times[i]))
+    for (long i = 0; i < m->iters; i++)
+        if (iteration(t, size, m->warm + i, true, &m->times[i]))
             return -1;
     double t1 = fb_now_us();
     getrusage(RUSAGE_SELF, &r1);
+    m->me.user_s = tv_diff(r0.ru_utime, r1.ru_utime);
+    m->me.sys_s = tv_diff(r0.ru_stime, r1.ru_stime);
+    m->me.wall_s = (t1 - t0) * 1e-6;
+    return 0;
+}
 
-    struct fb_tp_side me = {0}, peer = {0};
-    me.user_s = tv_s(r1.ru_utime) - tv_s(r0.ru_utime);
-    me.sys_s = tv_s(r1.ru_stime) - tv_s(r0.ru_stime);
-    me.wall_s = (t1 - t0) * 1e-6;
+/* Time mode: the kernel streams for --omit + this round's share of --duration and returns
+ * per-interval samples; it fills this side's figures over the part after --omit. */
+static int measure_time(struct fb_tp *t, size_t size, double duration_s, struct measured *m)
+{
+    struct fb_tp_timed tm = {.omit_s = t->cfg.omit_s, .duration_s = duration_s,
+                             .interval_s = t->cfg.interval_s};
+    if (t->k->run_for(t, size, &tm, &m->me))
+        return -1;
+    m->times = tm.times;
+    m->iters = tm.n;
+    m->warm = 0;
+    return 0;
+}
+
+void fb_tp_usage_since(struct fb_tp_side *me, const struct rusage *r0, double t0_us)
+{
+    struct rusage r1;
+    getrusage(RUSAGE_SELF, &r1);
+    me->user_s = tv_diff(r0->ru_utime, r1.ru_utime);
+    me->sys_s = tv_diff(r0->ru_stime, r1.ru_stime);
+    me->wall_s = (fb_now_us() - t0_us) * 1e-6;
+}
+
+static int run_size(struct fb_tp *t, size_t size, long round)
+{
+    const struct fb_tp_kernel *k = t->k;
+    /* --duration is per size: each round runs its share of it. */
+    double duration_s = t->cfg.duration_s / (double)t->opts.rounds;
+    if (fb_opts_round_iterations(&t->opts, size, round) == 0 && duration_s <= 0 &&
+        !t->time_mode)
+        return 0;
+    t->bytes_per_sample = t->messages_per_sample = t->bytes_per_iteration = 0;
+    if (k->begin_size && k->begin_size(t, size))
+        return -1;
+    if (t->boot.barrier(&t->boot))
+        fb_tp_die(t, "bootstrap barrier failed");
+    struct measured m = {0};
+    if (t->time_mode ? measure_time(t, size, duration_s, &m)
+                     : measure_count(t, size, round, duration_s, &m))
+        return -1;
+
+    struct fb_tp_side peer = {0};
     if (k->end_size)
-        k->end_size(t, size, &me);
+        k->end_size(t, size, &m.me);
     size_t got = 0;
-    fb_tp_exchange(t, &me, sizeof(me), &peer, sizeof(peer), &got);
+    fb_tp_exchange(t, &m.me, sizeof(m.me), &peer, sizeof(peer), &got);
     if (got != sizeof(peer))
         fb_tp_die(t, "the peer sent %zu bytes of statistics, expected %zu", got, sizeof(peer));
 
     if (t->index == 0) {
         struct fb_json *j = &t->json;
-        double moved = t->bytes_per_iteration * (double)iters;
+        double moved = t->bytes_per_iteration * (double)m.iters;
         fb_json_begin(j, "result");
         fb_json_str(j, "kernel", k->name);
         fb_json_uint(j, "size", size);
-        fb_json_int(j, "iterations", iters);
-        fb_json_int(j, "warmup", warm);
+        fb_json_int(j, "iterations", m.iters);
+        fb_json_int(j, "warmup", m.warm);
         fb_json_str(j, "datatype", "bytes");
         fb_json_uint(j, "count", size);
         fb_json_str(j, "unit", "us");
@@ -486,30 +605,31 @@ static int run_size(struct fb_tp *t, size_t size, long round)
         fb_json_double(j, "bytes_per_sample", t->bytes_per_sample, 1);
         fb_json_double(j, "messages_per_sample", t->messages_per_sample, 1);
         fb_json_double(j, "bytes_moved", moved, 0);
-        fb_json_double(j, "timed_s", me.wall_s, 6);
-        if (duration_s > 0)
-            fb_json_double(j, "warmup_pace_us", pace_us, 4);
+        fb_json_double(j, "timed_s", m.me.wall_s, 6);
+        if (!t->time_mode && duration_s > 0)
+            fb_json_double(j, "warmup_pace_us", m.pace_us, 4);
         if (t->opts.rounds > 1) {
             fb_json_int(j, "round", round);
             fb_json_int(j, "rounds", t->opts.rounds);
         }
-        emit_side(j, "client", &me, moved);
+        emit_side(j, "client", &m.me, moved);
         emit_side(j, "server", &peer, moved);
         if (k->result)
-            k->result(t, j, size, iters, &me, &peer);
-        fb_json_double_array(j, "times", times, (size_t)iters, 4);
+            k->result(t, j, size, m.iters, &m.me, &peer);
+        fb_json_double_array(j, "times", m.times, (size_t)m.iters, 4);
         if (fb_json_end(j, stdout))
             fb_tp_die(t, "cannot write a result record");
     }
-    free(times);
+    free(m.times);
     return 0;
 }
 
-int fb_tp_main(const struct fb_tp_kernel *k, int argc, char **argv)
+int fb_tp_main(const struct fb_tp_kernel *k, const char *sizes, int argc, char **argv)
 {
     struct fb_tp t;
     memset(&t, 0, sizeof(t));
     t.k = k;
+    t.default_sizes = sizes;
     t.t_start_us = fb_now_us();
     int st = parse(&t, argc, argv);
     if (st == FB_OPTS_HELP)

@@ -378,15 +378,15 @@ static void ofi_meta(struct fb_tp *t, struct fb_json *j)
     fb_json_str(j, "selected_detail", detail);
 }
 
-static int ofi_begin_size(struct fb_tp *t, size_t size)
+/* Buffers for `size` (registered when they grow); validating, each message of a window gets
+ * its own receive slot, checked after the timed region. */
+static int ofi_buffers(struct fb_tp *t, size_t size, size_t rmsgs)
 {
     struct ofist *o = t->priv;
-    size_t w = (size_t)t->opts.window;
-    bool lat = !strcmp(t->k->name, "ofi.latency");
     if (size > o->info->ep_attr->max_msg_size)
         fb_tp_die(t, "size %zu exceeds the provider's max_msg_size %zu", size,
                   (size_t)o->info->ep_attr->max_msg_size);
-    size_t need = (t->opts.validate && !lat ? w : 1) * (size ? size : 1);
+    size_t need = (t->opts.validate ? rmsgs : 1) * (size ? size : 1);
     if (need > o->cap) {
         fb_buf_free(o->sbuf);
         fb_buf_free(o->rbuf);
@@ -398,36 +398,78 @@ static int ofi_begin_size(struct fb_tp *t, size_t size)
         reg(t, o, o->sbuf, need, FI_SEND, &o->smr, &o->sdesc);
         reg(t, o, o->rbuf, need, FI_RECV, &o->rmr, &o->rdesc);
     }
-    t->bytes_per_sample = lat ? (double)size : (double)(size * w);
-    t->messages_per_sample = lat ? 1 : (double)w;
-    t->bytes_per_iteration = lat ? 2.0 * (double)size : t->bytes_per_sample;
     return 0;
 }
 
-static int ofi_iterate(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+static int lat_begin(struct fb_tp *t, size_t size)
 {
-    (void)timed;
+    t->bytes_per_sample = (double)size;
+    t->messages_per_sample = 1;
+    t->bytes_per_iteration = 2.0 * (double)size;
+    return ofi_buffers(t, size, 1);
+}
+
+static int bw_begin(struct fb_tp *t, size_t size)
+{
+    size_t w = (size_t)t->opts.window;
+    t->bytes_per_sample = (double)(size * w);
+    t->messages_per_sample = (double)w;
+    t->bytes_per_iteration = t->bytes_per_sample;
+    return ofi_buffers(t, size, w);
+}
+
+/* --validate, outside the timed region (the engine's barrier between fill and iteration). */
+static void fill_send(struct fb_tp *t, size_t size, long iter)
+{
+    fb_tp_fill(t, ((struct ofist *)t->priv)->sbuf, size, 0, size, iter);
+}
+
+static void fill_sender(struct fb_tp *t, size_t size, long iter)
+{
+    if (t->index == 0)
+        fill_send(t, size, iter);
+}
+
+static void check_one(struct fb_tp *t, size_t size, long iter)
+{
+    fb_tp_check(t, ((struct ofist *)t->priv)->rbuf, size, 0, size, iter);
+}
+
+static void check_receiver(struct fb_tp *t, size_t size, long iter)
+{
     struct ofist *o = t->priv;
-    int w = t->opts.window;
-    if (t->opts.validate)
-        fb_tp_fill(t, o->sbuf, size, 0, size, iter);
+    if (t->index == 1)
+        for (int k = 0; k < t->opts.window; k++)
+            fb_tp_check(t, o->rbuf + (size_t)k * size, size, 0, size, iter);
+}
+
+static int ofi_latency(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)iter, (void)timed;
+    struct ofist *o = t->priv;
     long tx0 = o->tx_done, rx0 = o->rx_done;
     double t0 = fb_now_us();
-    if (!strcmp(t->k->name, "ofi.latency")) {
-        if (post_recv(t, o, o->rbuf, size, o->rdesc, 0))
+    if (post_recv(t, o, o->rbuf, size, o->rdesc, 0))
+        return -1;
+    if (t->index == 0) {
+        if (post_send(t, o, o->sbuf, size, o->sdesc, 1) || wait_cq(t, o, tx0 + 1, rx0 + 1))
             return -1;
-        if (t->index == 0) {
-            if (post_send(t, o, o->sbuf, size, o->sdesc, 1) || wait_cq(t, o, tx0 + 1, rx0 + 1))
-                return -1;
-            *sample = (fb_now_us() - t0) / 2.0;
-        } else if (wait_cq(t, o, tx0, rx0 + 1) || post_send(t, o, o->sbuf, size, o->sdesc, 1) ||
-                   wait_cq(t, o, tx0 + 1, rx0 + 1)) {
-            return -1;
-        }
-        if (t->opts.validate)
-            fb_tp_check(t, o->rbuf, size, 0, size, iter);
+        *sample = (fb_now_us() - t0) / 2.0;
         return 0;
     }
+    if (wait_cq(t, o, tx0, rx0 + 1) || post_send(t, o, o->sbuf, size, o->sdesc, 1) ||
+        wait_cq(t, o, tx0 + 1, rx0 + 1))
+        return -1;
+    return 0;
+}
+
+static int ofi_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)iter, (void)timed;
+    struct ofist *o = t->priv;
+    int w = t->opts.window;
+    long tx0 = o->tx_done, rx0 = o->rx_done;
+    double t0 = fb_now_us();
     if (t->index == 0) {
         if (post_recv(t, o, o->abuf, 1, o->adesc, 0))
             return -1;
@@ -446,9 +488,6 @@ static int ofi_iterate(struct fb_tp *t, size_t size, long iter, bool timed, doub
     if (wait_cq(t, o, tx0, rx0 + w) || post_send(t, o, o->abuf, 1, o->adesc, 0) ||
         wait_cq(t, o, tx0 + 1, rx0 + w))
         return -1;
-    if (t->opts.validate)
-        for (int k = 0; k < w; k++)
-            fb_tp_check(t, o->rbuf + (size_t)k * size, size, 0, size, iter);
     return 0;
 }
 
@@ -483,21 +522,15 @@ static void ofi_teardown(struct fb_tp *t)
     t->priv = NULL;
 }
 
-#define OFI_HOOKS                                                                               \
-    .family = FB_FAM_OFI, .opts = FB_OPT_OFI, .size_min = 1, .size_max = (size_t)4 << 20,     \
-    .setup = ofi_setup, .meta = ofi_meta, .begin_size = ofi_begin_size,                        \
-    .iterate = ofi_iterate, .teardown = ofi_teardown
+#define OFI_COMMON                                                                              \
+    .family = FB_FAM_OFI, .opts = FB_OPT_OFI, .setup = ofi_setup, .meta = ofi_meta,           \
+    .teardown = ofi_teardown
 
 static const struct fb_tp_kernel KERNELS[] = {
-    {.name = "ofi.latency", .cls = FB_CLASS_LATENCY, OFI_HOOKS},
-    {.name = "ofi.bw", .cls = FB_CLASS_BANDWIDTH, OFI_HOOKS},
+    {.name = "ofi.latency", .cls = FB_CLASS_LATENCY, OFI_COMMON, .begin_size = lat_begin,
+     .iterate = ofi_latency, .fill = fill_send, .check = check_one},
+    {.name = "ofi.bw", .cls = FB_CLASS_BANDWIDTH, OFI_COMMON, .begin_size = bw_begin,
+     .iterate = ofi_bw, .fill = fill_sender, .check = check_receiver},
 };
 
-int main(int argc, char **argv)
-{
-    for (size_t i = 0; i < sizeof(KERNELS) / sizeof(KERNELS[0]); i++)
-        if (!strcmp(KERNELS[i].name, FB_KERNEL))
-            return fb_tp_main(&KERNELS[i], argc, argv);
-    fprintf(stderr, "ofi.c built for unknown kernel %s\n", FB_KERNEL);
-    return 2;
-}
+FB_TP_MAIN(KERNELS)

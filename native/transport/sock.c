@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "fb_buf.h"
+#include "fb_reorder.h"
 #include "fb_sock.h"
 #include "fb_timer.h"
 #include "fb_tp.h"
@@ -43,7 +44,11 @@ struct sockst {
     int nfd;
     int ufd; /* UDP */
     char *sbuf, *rbuf;
-    size_t cap;
+    size_t scap, rcap;
+    size_t window_bytes; /* one window of one stream: size * --window */
+    bool slots;          /* --validate: every received byte of a window kept until checked */
+    bool wwr;            /* tcp.latency --pattern wwr */
+    ssize_t got;         /* udp.latency server: length of the ping it answered */
     /* TCP_INFO at the start of the size, per connection */
     unsigned long retrans0[MAX_STREAMS];
     /* MSG_ZEROCOPY bookkeeping */
@@ -51,6 +56,13 @@ struct sockst {
     /* tcp.streams: per-stream times of the timed windows, [i * nfd + k] */
     double *stimes;
     size_t nst, capst;
+    double timed_total, timed_us; /* time mode: bytes received over the sampled intervals */
+    /* udp.reorder: the receiver's arrival log; the figures from it (on the client: received) */
+    uint32_t *log;
+    size_t nlog, caplog;
+    struct fb_reorder ro;
+    double *rblob; /* client: the receiver's figures (see reorder_blob) */
+    size_t rblob_len;
     /* UDP */
     uint32_t seq;
     double lost_rt, stale;          /* udp.latency, client */
@@ -60,7 +72,6 @@ struct sockst {
 };
 
 static bool is_udp(const struct fb_tp *t) { return t->k->family == FB_FAM_UDP; }
-static bool kname(const struct fb_tp *t, const char *n) { return !strcmp(t->k->name, n); }
 
 /* ---- set-up ------------------------------------------------------------------------------ */
 
@@ -103,7 +114,8 @@ static void announce(struct fb_tp *t, int port, char *peer_host, size_t cap, int
 static int tcp_setup(struct fb_tp *t, struct sockst *sk)
 {
     struct fb_sockopts o = sockopts(t);
-    sk->nfd = kname(t, "tcp.streams") ? t->cfg.streams : 1;
+    sk->nfd = t->k->opts & FB_OPT_STREAMS ? t->cfg.streams : 1;
+    sk->wwr = !strcmp(t->cfg.pattern, "wwr");
     char host[256] = "";
     int port = 0;
     if (t->index == 1) {
@@ -209,18 +221,20 @@ static void quickack(const struct fb_tp *t, int fd)
     }
 }
 
-/* fb_recv_all, but with TCP_QUICKACK re-armed before every recv(): a delayed ACK is decided
- * when a segment arrives, so arming it only after the whole message is too late for a
- * request that comes in two segments. */
+/* fb_recv_all with tcp.latency's receive options: TCP_QUICKACK re-armed before every recv()
+ * (a delayed ACK is decided when a segment arrives, so arming it only after the whole message
+ * is too late for a request that comes in two segments), and --poll: non-blocking reads in a
+ * spin, as MPI libraries poll, instead of sleeping in recv() until data arrives. */
 static int recv_all_qa(const struct fb_tp *t, int fd, void *buf, size_t len)
 {
-    if (!t->cfg.quickack)
+    if (!t->cfg.quickack && !t->cfg.poll)
         return fb_recv_all(fd, buf, len);
+    int flags = t->cfg.poll ? MSG_DONTWAIT : 0;
     char *p = buf;
     while (len) {
         quickack(t, fd);
-        ssize_t n = recv(fd, p, len, 0);
-        if (n < 0 && errno == EINTR)
+        ssize_t n = recv(fd, p, len, flags);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
             continue;
         if (n <= 0) {
             fprintf(stderr, "recv: %s\n", n ? strerror(errno) : "the peer closed the connection");
@@ -287,21 +301,11 @@ static int send_msg(struct fb_tp *t, struct sockst *sk, int fd, const char *buf,
     return 0;
 }
 
-/* Receive `size` bytes of message `iter` into rbuf, checking them if validating. */
-static int recv_msg(struct fb_tp *t, struct sockst *sk, int fd, size_t size, long iter)
-{
-    if (fb_recv_all(fd, sk->rbuf, size))
-        return -1;
-    if (t->opts.validate)
-        fb_tp_check(t, sk->rbuf, size, 0, size, iter);
-    return 0;
-}
-
 /* Send `total` bytes (window of messages from sbuf) on fds with pending[k] > 0 and receive
- * on fds with rpending[k] > 0, all at once, without blocking on any one of them. Received
- * bytes are checked against message offsets when validating. stamp[k] gets the time the
- * stream finished (its 1-byte ack when `acks`, else its last byte in either direction). */
-static int multiplex(struct fb_tp *t, struct sockst *sk, size_t size, long iter, size_t *spend,
+ * on fds with rpending[k] > 0, all at once, without blocking on any one of them. stamp[k] gets
+ * the time the stream finished (its 1-byte ack when `acks`, else its last byte in either
+ * direction). */
+static int multiplex(struct fb_tp *t, struct sockst *sk, size_t size, size_t *spend,
                      size_t *rpend, bool acks, double *stamp)
 {
     struct pollfd p[MAX_STREAMS];
@@ -349,11 +353,20 @@ static int multiplex(struct fb_tp *t, struct sockst *sk, size_t size, long iter,
             }
             if (p[k].revents & (POLLIN | POLLERR | POLLHUP)) {
                 if (rpend[k]) {
-                    size_t in_msg = roff[k] % size;
-                    size_t chunk = size - in_msg;
-                    if (chunk > rpend[k])
+                    /* validating: stream k's window kept whole at its own offset, checked
+                     * after the timed region; else one message-sized buffer reused */
+                    char *dst;
+                    size_t chunk;
+                    if (sk->slots) {
+                        dst = sk->rbuf + (size_t)k * sk->window_bytes + roff[k];
                         chunk = rpend[k];
-                    ssize_t n = recv(sk->fd[k], sk->rbuf + in_msg, chunk, MSG_DONTWAIT);
+                    } else {
+                        dst = sk->rbuf + roff[k] % size;
+                        chunk = size - roff[k] % size;
+                        if (chunk > rpend[k])
+                            chunk = rpend[k];
+                    }
+                    ssize_t n = recv(sk->fd[k], dst, chunk, MSG_DONTWAIT);
                     if (n == 0) {
                         fprintf(stderr, "recv: the peer closed connection %d\n", k);
                         return -1;
@@ -363,8 +376,6 @@ static int multiplex(struct fb_tp *t, struct sockst *sk, size_t size, long iter,
                         return -1;
                     }
                     if (n > 0) {
-                        if (t->opts.validate)
-                            fb_tp_check(t, sk->rbuf + in_msg, (size_t)n, in_msg, size, iter);
                         roff[k] += (size_t)n;
                         rpend[k] -= (size_t)n;
                         if (!rpend[k] && acks) /* the receiver's ack for this stream */
@@ -392,42 +403,32 @@ static int multiplex(struct fb_tp *t, struct sockst *sk, size_t size, long iter,
     return 0;
 }
 
-/* ---- TCP kernels ------------------------------------------------------------------------- */
+/* ---- per-size set-up (each kernel's begin_size) ------------------------------------------ */
 
-static int sock_begin_size(struct fb_tp *t, size_t size)
+/* Buffers for `size`: one message to send; to receive, `rmsgs` messages side by side when
+ * validating (each checked after the timed region), else one message reused. */
+static int sock_buffers(struct fb_tp *t, struct sockst *sk, size_t size, size_t rmsgs)
 {
-    struct sockst *sk = t->priv;
-    size_t w = (size_t)t->opts.window;
-    size_t need = size < 64 ? 64 : size;
-    if (need > sk->cap) {
+    size_t s = size < 64 ? 64 : size;
+    size_t r = t->opts.validate ? s * rmsgs : s;
+    if (s > sk->scap) {
         fb_buf_free(sk->sbuf);
-        fb_buf_free(sk->rbuf);
-        sk->sbuf = fb_buf_alloc_pages(need, t->opts.hugepages);
-        sk->rbuf = fb_buf_alloc_pages(need, t->opts.hugepages);
-        if (!sk->sbuf || !sk->rbuf)
+        if (!(sk->sbuf = fb_buf_alloc_pages(s, t->opts.hugepages)))
             return -1;
-        sk->cap = need;
+        sk->scap = s;
+    }
+    if (r > sk->rcap) {
+        fb_buf_free(sk->rbuf);
+        if (!(sk->rbuf = fb_buf_alloc_pages(r, t->opts.hugepages))) {
+            fprintf(stderr, "%s: cannot allocate %zu bytes to keep a window for --validate "
+                    "(a smaller --window or size needs less)\n", t->k->name, r);
+            return -1;
+        }
+        sk->rcap = r;
     }
     memset(sk->sbuf, 'x', size);
-    const char *n = t->k->name;
-    if (!strcmp(n, "tcp.latency") || !strcmp(n, "udp.latency")) {
-        bool wwr = !strcmp(n, "tcp.latency") && !strcmp(t->cfg.pattern, "wwr");
-        t->bytes_per_sample = (double)size;
-        t->messages_per_sample = 1;
-        t->bytes_per_iteration = wwr ? (double)size + 8 : 2.0 * (double)size;
-    } else if (!strcmp(n, "tcp.bibw")) {
-        t->bytes_per_sample = 2.0 * (double)(size * w);
-        t->messages_per_sample = 2.0 * (double)w;
-        t->bytes_per_iteration = t->bytes_per_sample;
-    } else if (!strcmp(n, "tcp.streams")) {
-        t->bytes_per_sample = (double)(size * w) * sk->nfd;
-        t->messages_per_sample = (double)w * sk->nfd;
-        t->bytes_per_iteration = t->bytes_per_sample;
-    } else {
-        t->bytes_per_sample = (double)(size * w);
-        t->messages_per_sample = (double)w;
-        t->bytes_per_iteration = t->bytes_per_sample;
-    }
+    sk->window_bytes = size * (size_t)t->opts.window;
+    sk->slots = t->opts.validate && rmsgs > 1;
     for (int k = 0; k < sk->nfd; k++) {
         struct tcp_info ti;
         sk->retrans0[k] = tcp_info(sk->fd[k], &ti) == 0 ? ti.tcpi_total_retrans : 0;
@@ -441,16 +442,93 @@ static int sock_begin_size(struct fb_tp *t, size_t size)
     return 0;
 }
 
-static int tcp_latency(struct fb_tp *t, struct sockst *sk, size_t size, long iter, double *sample)
+static int pingpong_begin(struct fb_tp *t, size_t size)
 {
+    struct sockst *sk = t->priv;
+    t->bytes_per_sample = (double)size;
+    t->messages_per_sample = 1;
+    t->bytes_per_iteration = sk->wwr ? (double)size + 8 : 2.0 * (double)size;
+    return sock_buffers(t, sk, size, 1);
+}
+
+/* One window of `streams` streams in one direction, or both with `both`. */
+static int window_begin(struct fb_tp *t, size_t size, int streams, bool both)
+{
+    struct sockst *sk = t->priv;
+    double w = (double)t->opts.window * streams * (both ? 2 : 1);
+    t->bytes_per_sample = (double)size * w;
+    t->messages_per_sample = w;
+    t->bytes_per_iteration = t->bytes_per_sample;
+    return sock_buffers(t, sk, size, (size_t)t->opts.window * (size_t)streams);
+}
+
+static int bw_begin(struct fb_tp *t, size_t size) { return window_begin(t, size, 1, false); }
+static int bibw_begin(struct fb_tp *t, size_t size) { return window_begin(t, size, 1, true); }
+
+static int streams_begin(struct fb_tp *t, size_t size)
+{
+    return window_begin(t, size, ((struct sockst *)t->priv)->nfd, false);
+}
+
+/* udp.stream: the receiver keeps nothing (it checks as datagrams arrive, untimed). */
+static int udp_stream_begin(struct fb_tp *t, size_t size)
+{
+    struct sockst *sk = t->priv;
+    t->bytes_per_sample = (double)size * t->opts.window;
+    t->messages_per_sample = t->opts.window;
+    t->bytes_per_iteration = t->bytes_per_sample;
+    return sock_buffers(t, sk, size, 1);
+}
+
+/* ---- --validate: fill before, check after the timed region ------------------------------- */
+
+/* What this side sends each iteration: the whole message (a latency server: its reply). */
+static void fill_message(struct fb_tp *t, size_t size, long iter)
+{
+    struct sockst *sk = t->priv;
+    size_t len = t->index == 1 && sk->wwr ? 8 : size;
+    fb_tp_fill(t, sk->sbuf, len, 0, len, iter);
+}
+
+static void fill_sender(struct fb_tp *t, size_t size, long iter)
+{
+    if (t->index == 0)
+        fill_message(t, size, iter);
+}
+
+static void check_pingpong(struct fb_tp *t, size_t size, long iter)
+{
+    struct sockst *sk = t->priv;
+    if (t->index == 1 || !sk->wwr) /* the client checks no wwr reply (8 B of status) */
+        fb_tp_check(t, sk->rbuf, size, 0, size, iter);
+}
+
+/* Every message of the window on every stream this side received. */
+static void check_windows(struct fb_tp *t, size_t size, long iter)
+{
+    struct sockst *sk = t->priv;
+    size_t n = sk->window_bytes / (size ? size : 1) * (size_t)sk->nfd;
+    for (size_t m = 0; m < n; m++)
+        fb_tp_check(t, sk->rbuf + m * size, size, 0, size, iter);
+}
+
+static void check_receiver(struct fb_tp *t, size_t size, long iter)
+{
+    if (t->index == 1)
+        check_windows(t, size, iter);
+}
+
+/* ---- TCP kernels ------------------------------------------------------------------------- */
+
+static int tcp_latency(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)iter, (void)timed;
+    struct sockst *sk = t->priv;
     int fd = sk->fd[0];
-    bool wwr = !strcmp(t->cfg.pattern, "wwr");
-    size_t reply = wwr ? 8 : size;
+    size_t reply = sk->wwr ? 8 : size;
     if (t->index == 0) {
-        if (t->opts.validate)
-            fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
         double t0 = fb_now_us();
-        if (wwr) {
+        if (sk->wwr) {
             /* a request written as header + body, the reply read at once: Nagle holds the
              * second write until the first is ACKed, and the server delays that ACK */
             size_t half = size / 2;
@@ -464,29 +542,21 @@ static int tcp_latency(struct fb_tp *t, struct sockst *sk, size_t size, long ite
                 return -1;
         }
         double t1 = fb_now_us();
-        *sample = wwr ? t1 - t0 : (t1 - t0) / 2.0;
-        if (t->opts.validate && !wwr)
-            fb_tp_check(t, sk->rbuf, reply, 0, reply, iter);
+        *sample = sk->wwr ? t1 - t0 : (t1 - t0) / 2.0;
         return 0;
     }
-    if (t->opts.validate)
-        fb_tp_fill(t, sk->sbuf, reply, 0, reply, iter);
     if (recv_all_qa(t, fd, sk->rbuf, size))
         return -1;
-    if (send_msg(t, sk, fd, sk->sbuf, reply))
-        return -1;
-    if (t->opts.validate)
-        fb_tp_check(t, sk->rbuf, size, 0, size, iter);
-    return 0;
+    return send_msg(t, sk, fd, sk->sbuf, reply);
 }
 
-static int tcp_bw(struct fb_tp *t, struct sockst *sk, size_t size, long iter, double *sample)
+static int tcp_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
+    (void)iter, (void)timed;
+    struct sockst *sk = t->priv;
     int fd = sk->fd[0];
     int w = t->opts.window;
     if (t->index == 0) {
-        if (t->opts.validate)
-            fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
         char ack;
         double t0 = fb_now_us();
         for (int k = 0; k < w; k++)
@@ -497,42 +567,40 @@ static int tcp_bw(struct fb_tp *t, struct sockst *sk, size_t size, long iter, do
         *sample = fb_now_us() - t0;
         return 0;
     }
+    size_t stride = sk->slots ? size : 0;
     for (int k = 0; k < w; k++)
-        if (recv_msg(t, sk, fd, size, iter))
+        if (fb_recv_all(fd, sk->rbuf + (size_t)k * stride, size))
             return -1;
     return fb_send_all(fd, "a", 1);
 }
 
 /* tcp.bibw: both sides send and receive a window at once. */
-static int tcp_bibw(struct fb_tp *t, struct sockst *sk, size_t size, long iter, double *sample)
+static int tcp_bibw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
+    (void)iter, (void)timed;
+    struct sockst *sk = t->priv;
     size_t spend[MAX_STREAMS], rpend[MAX_STREAMS];
-    size_t total = size * (size_t)t->opts.window;
     for (int k = 0; k < sk->nfd; k++)
-        spend[k] = rpend[k] = total;
-    if (t->opts.validate)
-        fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
+        spend[k] = rpend[k] = sk->window_bytes;
     double t0 = fb_now_us();
-    if (multiplex(t, sk, size, iter, spend, rpend, false, NULL))
+    if (multiplex(t, sk, size, spend, rpend, false, NULL))
         return -1;
     *sample = fb_now_us() - t0;
     return 0;
 }
 
-static int tcp_streams(struct fb_tp *t, struct sockst *sk, size_t size, long iter, bool timed,
-                       double *sample)
+static int tcp_streams(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
+    (void)iter;
+    struct sockst *sk = t->priv;
     size_t spend[MAX_STREAMS], rpend[MAX_STREAMS];
     double stamp[MAX_STREAMS];
-    size_t total = size * (size_t)t->opts.window;
     for (int k = 0; k < sk->nfd; k++) {
-        spend[k] = t->index == 0 ? total : 0;
-        rpend[k] = t->index == 1 ? total : 0;
+        spend[k] = t->index == 0 ? sk->window_bytes : 0;
+        rpend[k] = t->index == 1 ? sk->window_bytes : 0;
     }
-    if (t->opts.validate && t->index == 0)
-        fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
     double t0 = fb_now_us();
-    if (multiplex(t, sk, size, iter, spend, rpend, true, stamp))
+    if (multiplex(t, sk, size, spend, rpend, true, stamp))
         return -1;
     *sample = fb_now_us() - t0;
     if (timed && t->index == 0) {
@@ -550,6 +618,263 @@ static int tcp_streams(struct fb_tp *t, struct sockst *sk, size_t size, long ite
             sk->stimes[sk->nst++] = stamp[k] - t0;
     }
     return 0;
+}
+
+/* ---- tcp.streams, time mode (iperf3's way: stream for a duration, sample intervals) ------- */
+
+#define BURST 16 /* most writes (reads) on one ready stream per poll() */
+
+/* The sender: every stream writes `size` bytes whenever it can, with no acknowledgement, for
+ * omit + duration by its clock; then it tells the receiver how much each stream sent. */
+static int stream_send_for(struct fb_tp *t, struct sockst *sk, size_t size,
+                           const struct fb_tp_timed *tm, struct fb_tp_side *me)
+{
+    struct pollfd p[MAX_STREAMS];
+    double sent[MAX_STREAMS] = {0};
+    size_t off[MAX_STREAMS] = {0};
+    double t0 = fb_now_us(), omit_end = t0 + tm->omit_s * 1e6;
+    double end = omit_end + tm->duration_s * 1e6, mark = 0;
+    struct rusage r0;
+    bool sampling = false;
+    getrusage(RUSAGE_SELF, &r0);
+    for (;;) {
+        double now = fb_now_us();
+        if (!sampling && now >= omit_end) {
+            getrusage(RUSAGE_SELF, &r0);
+            mark = now;
+            sampling = true;
+        }
+        if (now >= end)
+            break;
+        for (int k = 0; k < sk->nfd; k++)
+            p[k] = (struct pollfd){.fd = sk->fd[k], .events = POLLOUT};
+        int ms = (int)((end - now) / 1e3) + 1;
+        if (poll(p, (nfds_t)sk->nfd, ms) < 0 && errno != EINTR) {
+            perror("poll");
+            return -1;
+        }
+        /* a writable stream writes until its socket is full (at most BURST writes, so the
+         * clock is read often enough), not once per poll: iperf3 also writes several
+         * blocks per select() */
+        for (int k = 0; k < sk->nfd; k++) {
+            if (!(p[k].revents & POLLOUT))
+                continue;
+            for (int b = 0; b < BURST; b++) {
+                ssize_t n = send(sk->fd[k], sk->sbuf + off[k], size - off[k],
+                                 MSG_DONTWAIT | MSG_NOSIGNAL |
+                                     (t->cfg.zerocopy ? MSG_ZEROCOPY : 0));
+                if (n < 0 && errno == ENOBUFS && t->cfg.zerocopy) {
+                    zc_reap(sk, sk->fd[k], true);
+                    break;
+                }
+                if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                    perror("send");
+                    return -1;
+                }
+                if (n <= 0)
+                    break;
+                if (t->cfg.zerocopy && ++sk->zc_sends - sk->zc_done > 1024)
+                    zc_reap(sk, sk->fd[k], false);
+                sent[k] += (double)n;
+                off[k] = (off[k] + (size_t)n) % size;
+            }
+        }
+    }
+    fb_tp_usage_since(me, &r0, mark);
+    double peer = 0;
+    fb_tp_exchange(t, sent, sizeof(sent[0]) * (size_t)sk->nfd, &peer, sizeof(peer), NULL);
+    return 0;
+}
+
+/* Samples of the receiver: per interval its length and the bytes of each stream. */
+struct intervals {
+    double *v; /* per interval: us, total bytes, then nfd stream bytes */
+    long n, cap;
+    int width;
+};
+
+static int intervals_add(struct intervals *iv, double us, const double *bytes, int nfd)
+{
+    if (iv->n == iv->cap) {
+        long cap = iv->cap ? iv->cap * 2 : 256;
+        double *v = realloc(iv->v, (size_t)cap * (size_t)iv->width * sizeof(*v));
+        if (!v)
+            return -1;
+        iv->v = v;
+        iv->cap = cap;
+    }
+    double *row = iv->v + (size_t)iv->n * (size_t)iv->width, total = 0;
+    for (int k = 0; k < nfd; k++) {
+        row[2 + k] = bytes[k];
+        total += bytes[k];
+    }
+    row[0] = us;
+    row[1] = total;
+    iv->n++;
+    return 0;
+}
+
+/* The receiver: reads every stream as data comes, closes an interval each interval_s after
+ * the omitted start (its length as measured, not as planned), and stops at the sender's
+ * word on the control connection (the interval then open is dropped); then it drains what
+ * is still in flight and sends the intervals over. */
+static int stream_receive_for(struct fb_tp *t, struct sockst *sk, size_t size,
+                              const struct fb_tp_timed *tm, struct fb_tp_side *me)
+{
+    struct pollfd p[MAX_STREAMS + 1];
+    double got[MAX_STREAMS] = {0}, cur[MAX_STREAMS] = {0};
+    struct intervals iv = {.width = 2 + sk->nfd};
+    double start = fb_now_us(), t0 = start, next = t0 + tm->omit_s * 1e6, last = t0;
+    bool sampling = false;
+    struct rusage r0;
+    getrusage(RUSAGE_SELF, &r0);
+    for (;;) {
+        for (int k = 0; k < sk->nfd; k++)
+            p[k] = (struct pollfd){.fd = sk->fd[k], .events = POLLIN};
+        p[sk->nfd] = (struct pollfd){.fd = t->boot.fd, .events = POLLIN};
+        double now = fb_now_us();
+        int ms = now < next ? (int)((next - now) / 1e3) + 1 : 0;
+        if (poll(p, (nfds_t)sk->nfd + (t->boot.fd >= 0), ms) < 0 && errno != EINTR) {
+            perror("poll");
+            return -1;
+        }
+        for (int k = 0; k < sk->nfd; k++) {
+            if (!(p[k].revents & (POLLIN | POLLERR | POLLHUP)))
+                continue;
+            for (int b = 0; b < BURST; b++) { /* until the socket is empty, as the sender */
+                ssize_t n = recv(sk->fd[k], sk->rbuf, size, MSG_DONTWAIT);
+                if (n == 0) {
+                    fprintf(stderr, "recv: the peer closed connection %d\n", k);
+                    return -1;
+                }
+                if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                    perror("recv");
+                    return -1;
+                }
+                if (n <= 0)
+                    break;
+                got[k] += (double)n;
+                cur[k] += (double)n;
+            }
+        }
+        now = fb_now_us();
+        if (now >= next) {
+            if (sampling) {
+                if (intervals_add(&iv, now - last, cur, sk->nfd))
+                    fb_tp_die(t, "out of memory for intervals");
+            } else {
+                getrusage(RUSAGE_SELF, &r0);
+                t0 = now;
+                sampling = true;
+            }
+            memset(cur, 0, sizeof(cur));
+            last = now;
+            next += tm->interval_s * 1e6;
+            if (next <= now) /* a stall longer than an interval: start afresh from now */
+                next = now + tm->interval_s * 1e6;
+        }
+        if (t->boot.fd >= 0 && (p[sk->nfd].revents & POLLIN))
+            break;
+        if (t->boot.fd < 0 && now > start + (tm->omit_s + tm->duration_s) * 1e6)
+            break; /* MPI bootstrap: no control connection to watch, the same clock instead */
+    }
+    fb_tp_usage_since(me, &r0, t0);
+    double sent[MAX_STREAMS] = {0}, none = 0;
+    size_t n = 0;
+    fb_tp_exchange(t, &none, sizeof(none), sent, sizeof(sent), &n);
+    if (n != sizeof(sent[0]) * (size_t)sk->nfd)
+        fb_tp_die(t, "the sender's byte counts did not come");
+    for (int k = 0; k < sk->nfd; k++)
+        while (got[k] < sent[k]) {
+            size_t want = sent[k] - got[k] < (double)size ? (size_t)(sent[k] - got[k]) : size;
+            ssize_t r = recv(sk->fd[k], sk->rbuf, want, 0);
+            if (r <= 0) {
+                fprintf(stderr, "recv: %s\n", r ? strerror(errno) : "the peer closed");
+                return -1;
+            }
+            got[k] += (double)r;
+        }
+    double head[2] = {(double)iv.n, (double)iv.width};
+    size_t len = sizeof(head) + (size_t)iv.n * (size_t)iv.width * sizeof(double);
+    char *blob = malloc(len);
+    if (!blob)
+        fb_tp_die(t, "out of memory");
+    memcpy(blob, head, sizeof(head));
+    if (iv.n)
+        memcpy(blob + sizeof(head), iv.v, len - sizeof(head));
+    fb_tp_exchange(t, blob, len, &none, sizeof(none), NULL);
+    free(blob);
+    free(iv.v);
+    return 0;
+}
+
+/* The client's samples from the receiver's intervals: bytes_per_sample is the mean bytes of
+ * an interval, and each interval's time is scaled to it (bytes_per_sample / time = that
+ * interval's rate); each stream likewise, for stream_times. */
+static int streams_series(struct fb_tp *t, struct sockst *sk, size_t size, const double *rows,
+                          long n, struct fb_tp_timed *tm)
+{
+    int width = 2 + sk->nfd;
+    double total = 0;
+    for (long i = 0; i < n; i++)
+        total += rows[(size_t)i * (size_t)width + 1];
+    double per = n ? total / (double)n : 0;
+    tm->times = calloc((size_t)n + 1, sizeof(double));
+    if (!tm->times)
+        return -1;
+    sk->nst = 0;
+    if (sk->capst < (size_t)n * (size_t)sk->nfd) {
+        double *v = realloc(sk->stimes, ((size_t)n * (size_t)sk->nfd + 1) * sizeof(*v));
+        if (!v)
+            return -1;
+        sk->stimes = v;
+        sk->capst = (size_t)n * (size_t)sk->nfd;
+    }
+    for (long i = 0; i < n; i++) {
+        const double *row = rows + (size_t)i * (size_t)width;
+        /* an interval (or a stream) that moved nothing counts as one byte: a rate near zero,
+         * not a division by zero */
+        tm->times[i] = row[0] * per / (row[1] > 1 ? row[1] : 1);
+        for (int k = 0; k < sk->nfd; k++)
+            sk->stimes[sk->nst++] = row[0] * (per / sk->nfd) / (row[2 + k] > 1 ? row[2 + k] : 1);
+    }
+    tm->n = n;
+    sk->timed_total = total;
+    sk->timed_us = 0;
+    for (long i = 0; i < n; i++)
+        sk->timed_us += rows[(size_t)i * (size_t)width];
+    t->bytes_per_sample = per;
+    t->messages_per_sample = per / (double)size;
+    t->bytes_per_iteration = per;
+    return 0;
+}
+
+static int streams_run_for(struct fb_tp *t, size_t size, struct fb_tp_timed *tm,
+                           struct fb_tp_side *me)
+{
+    struct sockst *sk = t->priv;
+    if (t->index == 1)
+        return stream_receive_for(t, sk, size, tm, me);
+    if (stream_send_for(t, sk, size, tm, me))
+        return -1;
+    size_t cap = sizeof(double) * 2 +
+                 (size_t)(tm->duration_s / tm->interval_s + 16) * (size_t)(2 + sk->nfd) *
+                 sizeof(double) * 2;
+    char *blob = malloc(cap);
+    double none = 0, head[2];
+    size_t n = 0;
+    if (!blob)
+        return -1;
+    fb_tp_exchange(t, &none, sizeof(none), blob, cap, &n);
+    memcpy(head, blob, sizeof(head));
+    long rows = (long)head[0];
+    if (n < sizeof(head) || (int)head[1] != 2 + sk->nfd ||
+        n != sizeof(head) + (size_t)rows * (size_t)(2 + sk->nfd) * sizeof(double))
+        fb_tp_die(t, "bad interval table from the receiver (%zu bytes)", n);
+    int rc = streams_series(t, sk, size, (const double *)(const void *)(blob + sizeof(head)),
+                            rows, tm);
+    free(blob);
+    return rc;
 }
 
 /* ---- UDP kernels ------------------------------------------------------------------------- */
@@ -581,12 +906,12 @@ static int wait_readable(int fd, int extra_fd, double ms)
     return 2; /* only the bootstrap connection: the peer has moved on */
 }
 
-static int udp_latency(struct fb_tp *t, struct sockst *sk, size_t size, long iter, double *sample)
+static int udp_latency(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
+    (void)timed;
+    struct sockst *sk = t->priv;
     uint32_t seq = (uint32_t)iter + 1;
     if (t->index == 0) {
-        if (t->opts.validate)
-            fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
         put_hdr(sk->sbuf, seq, true);
         for (int attempt = 0;; attempt++) {
             if (attempt > 100)
@@ -610,15 +935,11 @@ static int udp_latency(struct fb_tp *t, struct sockst *sk, size_t size, long ite
                 }
                 double t1 = fb_now_us();
                 *sample = (t1 - t0) / 2.0;
-                if (t->opts.validate)
-                    fb_tp_check(t, sk->rbuf + UDP_HDR, size - UDP_HDR, UDP_HDR, size, iter);
                 return 0;
             }
         }
     }
     /* Server: echo every ping; an old one (its reply was lost) is echoed again. */
-    if (t->opts.validate)
-        fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
     for (;;) {
         struct sockaddr_storage from;
         socklen_t fl = sizeof(from);
@@ -632,18 +953,51 @@ static int udp_latency(struct fb_tp *t, struct sockst *sk, size_t size, long ite
         if ((size_t)n < UDP_HDR)
             continue;
         uint32_t got = get_hdr(sk->rbuf).seq;
-        if (got == seq && t->opts.validate)
-            fb_tp_check(t, sk->rbuf + UDP_HDR, (size_t)n - UDP_HDR, UDP_HDR, size, iter);
         put_hdr(sk->sbuf, got, true);
         sendto(sk->ufd, sk->sbuf, (size_t)n, 0, (struct sockaddr *)&from, fl);
-        if (got == seq)
+        if (got == seq) {
+            sk->got = n;
             return 0;
+        }
     }
 }
 
-static int udp_stream(struct fb_tp *t, struct sockst *sk, size_t size, long iter, bool timed,
-                      double *sample)
+/* Both sides' payload after the sequence header: the client's reply, the server's ping. */
+static void udp_latency_check(struct fb_tp *t, size_t size, long iter)
 {
+    struct sockst *sk = t->priv;
+    size_t n = t->index == 0 ? size : (size_t)sk->got;
+    fb_tp_check(t, sk->rbuf + UDP_HDR, n - UDP_HDR, UDP_HDR, size, iter);
+}
+
+/* Echo late pings (sent again after a lost reply) until the client reaches the barrier:
+ * a plain barrier would leave it waiting for an echo that never comes. */
+static void echo_until_peer_moves_on(struct fb_tp *t, struct sockst *sk, size_t size,
+                                     double timeout_ms)
+{
+    for (;;) {
+        int r = wait_readable(sk->ufd, t->boot.fd, timeout_ms);
+        if (r != 1)
+            break;
+        struct sockaddr_storage from;
+        socklen_t fl = sizeof(from);
+        ssize_t n = recvfrom(sk->ufd, sk->rbuf, size, 0, (struct sockaddr *)&from, &fl);
+        if (n > 0)
+            sendto(sk->ufd, sk->rbuf, (size_t)n, 0, (struct sockaddr *)&from, fl);
+    }
+}
+
+static int udp_latency_sync(struct fb_tp *t, size_t size)
+{
+    struct sockst *sk = t->priv;
+    if (t->index == 1 && t->boot.fd >= 0)
+        echo_until_peer_moves_on(t, sk, size, t->cfg.connect_timeout_s * 1e3);
+    return t->boot.barrier(&t->boot);
+}
+
+static int udp_stream(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    struct sockst *sk = t->priv;
     if (t->index == 1) {
         if (!timed)
             sk->warm_iters++;
@@ -652,6 +1006,8 @@ static int udp_stream(struct fb_tp *t, struct sockst *sk, size_t size, long iter
         return 0; /* the server receives everything in end_size */
     }
     int w = t->opts.window;
+    /* the receiver is not timed and checks as datagrams arrive: the fill stays here, before
+     * the sender's timed window (a barrier per window would stall the draining receiver) */
     if (t->opts.validate)
         fb_tp_fill(t, sk->sbuf, size, 0, size, iter);
     double t0 = fb_now_us();
@@ -674,7 +1030,23 @@ static int udp_stream(struct fb_tp *t, struct sockst *sk, size_t size, long iter
     return 0;
 }
 
-/* Receive the timed datagrams of one size and count what arrived, late, twice or never. */
+/* udp.reorder: the numbers of timed datagrams in the order they arrived. */
+static int log_seq(struct sockst *sk, uint32_t seq)
+{
+    if (sk->nlog == sk->caplog) {
+        size_t cap = sk->caplog ? sk->caplog * 2 : 4096;
+        uint32_t *v = realloc(sk->log, cap * sizeof(*v));
+        if (!v)
+            return -1;
+        sk->log = v;
+        sk->caplog = cap;
+    }
+    sk->log[sk->nlog++] = seq;
+    return 0;
+}
+
+/* Receive the timed datagrams of one size and count what arrived, late, twice or never
+ * (udp.reorder: and log their numbers). */
 static void udp_stream_receive(struct fb_tp *t, struct sockst *sk, size_t size,
                                struct fb_tp_side *me)
 {
@@ -709,6 +1081,8 @@ static void udp_stream_receive(struct fb_tp *t, struct sockst *sk, size_t size,
         if (received == 0 && dup == 0)
             first = now;
         last = now;
+        if (sk->log && log_seq(sk, h.seq))
+            fb_tp_die(t, "out of memory for the arrival log");
         if ((long)h.seq >= expect)
             continue;
         if (seen[h.seq / 8] & (1u << (h.seq % 8))) {
@@ -743,56 +1117,12 @@ static void udp_stream_receive(struct fb_tp *t, struct sockst *sk, size_t size,
     me->c[5] = last - first;
 }
 
-/* ---- engine hooks ------------------------------------------------------------------------ */
+/* ---- after each size: counters and record fields ----------------------------------------- */
 
-static int sock_iterate(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+static void tcp_end_size(struct fb_tp *t, size_t size, struct fb_tp_side *me)
 {
+    (void)size;
     struct sockst *sk = t->priv;
-    const char *n = t->k->name;
-    if (!strcmp(n, "tcp.latency"))
-        return tcp_latency(t, sk, size, iter, sample);
-    if (!strcmp(n, "tcp.bw"))
-        return tcp_bw(t, sk, size, iter, sample);
-    if (!strcmp(n, "tcp.bibw"))
-        return tcp_bibw(t, sk, size, iter, sample);
-    if (!strcmp(n, "tcp.streams"))
-        return tcp_streams(t, sk, size, iter, timed, sample);
-    if (!strcmp(n, "udp.latency"))
-        return udp_latency(t, sk, size, iter, sample);
-    return udp_stream(t, sk, size, iter, timed, sample);
-}
-
-static void sock_end_size(struct fb_tp *t, size_t size, struct fb_tp_side *me)
-{
-    struct sockst *sk = t->priv;
-    if (kname(t, "udp.stream")) {
-        if (t->index == 1) {
-            udp_stream_receive(t, sk, size, me);
-        } else {
-            me->c[0] = sk->sent;
-            me->c[1] = sk->send_err;
-        }
-        return;
-    }
-    if (kname(t, "udp.latency")) {
-        if (t->index == 1) {
-            /* Echo late retries until the client has moved on to the bootstrap exchange
-             * (its last reply may have been lost and it may still be asking). */
-            for (;;) {
-                int r = wait_readable(sk->ufd, t->boot.fd, t->cfg.udp_timeout_ms * 2);
-                if (r != 1)
-                    break;
-                struct sockaddr_storage from;
-                socklen_t fl = sizeof(from);
-                ssize_t n = recvfrom(sk->ufd, sk->rbuf, size, 0, (struct sockaddr *)&from, &fl);
-                if (n > 0)
-                    sendto(sk->ufd, sk->rbuf, (size_t)n, 0, (struct sockaddr *)&from, fl);
-            }
-        }
-        me->c[0] = sk->lost_rt;
-        me->c[1] = sk->stale;
-        return;
-    }
     if (t->cfg.zerocopy)
         for (int k = 0; k < sk->nfd && sk->zc_done < sk->zc_sends; k++)
             for (int tries = 0; tries < 50 && sk->zc_done < sk->zc_sends; tries++)
@@ -813,32 +1143,10 @@ static void sock_end_size(struct fb_tp *t, size_t size, struct fb_tp_side *me)
     me->c[1] = (double)sk->zc_copied;
 }
 
-static void sock_result(struct fb_tp *t, struct fb_json *j, size_t size, long iters,
-                        const struct fb_tp_side *c, const struct fb_tp_side *s)
+static void tcp_result(struct fb_tp *t, struct fb_json *j, size_t size, long iters,
+                       const struct fb_tp_side *c, const struct fb_tp_side *s)
 {
-    const struct sockst *sk = t->priv;
-    (void)size;
-    if (kname(t, "udp.stream")) {
-        double expect = (double)iters * t->opts.window;
-        fb_json_str(j, "sample_side", "sender");
-        fb_json_double(j, "datagrams_sent", c->c[0], 0);
-        fb_json_double(j, "send_errors", c->c[1], 0);
-        fb_json_double(j, "datagrams_expected", expect, 0);
-        fb_json_double(j, "datagrams_received", s->c[0], 0);
-        fb_json_double(j, "lost", s->c[1], 0);
-        fb_json_double(j, "reordered", s->c[2], 0);
-        fb_json_double(j, "duplicates", s->c[3], 0);
-        fb_json_double(j, "loss_ratio", expect > 0 ? s->c[1] / expect : NAN, 6);
-        fb_json_double(j, "received_bytes", s->c[4], 0);
-        fb_json_double(j, "receiver_span_us", s->c[5], 1);
-        fb_json_double(j, "received_mb_per_s", s->c[5] > 0 ? s->c[4] / s->c[5] : NAN, 3);
-        return;
-    }
-    if (kname(t, "udp.latency")) {
-        fb_json_double(j, "lost_round_trips", c->c[0], 0);
-        fb_json_double(j, "stale_replies", c->c[1], 0);
-        return;
-    }
+    (void)size, (void)iters;
     fb_json_double(j, "client_retransmits", c->retrans, 0);
     fb_json_double(j, "server_retransmits", s->retrans, 0);
     fb_json_double(j, "client_rtt_us", c->c[2], 0);
@@ -849,21 +1157,194 @@ static void sock_result(struct fb_tp *t, struct fb_json *j, size_t size, long it
         fb_json_double(j, "server_zerocopy_sends", s->c[0], 0);
         fb_json_double(j, "server_zerocopy_copied", s->c[1], 0);
     }
-    if (kname(t, "tcp.streams")) {
-        fb_json_int(j, "streams", sk->nfd);
-        fb_json_double(j, "stream_bytes_per_sample",
-                       (double)size * (double)t->opts.window, 1);
-        /* row-major: stream k's samples are stream_times[k*iterations .. (k+1)*iterations) */
-        double *rows = malloc(sk->nst * sizeof(*rows) + 1);
-        if (!rows)
-            fb_tp_die(t, "out of memory");
-        size_t n = sk->nst / (size_t)sk->nfd;
-        for (size_t i = 0; i < n; i++)
-            for (int k = 0; k < sk->nfd; k++)
-                rows[(size_t)k * n + i] = sk->stimes[i * (size_t)sk->nfd + (size_t)k];
-        fb_json_double_array(j, "stream_times", rows, sk->nst, 4);
-        free(rows);
+}
+
+static void streams_result(struct fb_tp *t, struct fb_json *j, size_t size, long iters,
+                           const struct fb_tp_side *c, const struct fb_tp_side *s)
+{
+    const struct sockst *sk = t->priv;
+    tcp_result(t, j, size, iters, c, s);
+    fb_json_int(j, "streams", sk->nfd);
+    if (t->time_mode) {
+        /* iperf3's receiver total: all bytes of the sampled intervals over their time */
+        fb_json_double(j, "stream_bytes_per_sample", t->bytes_per_sample / sk->nfd, 1);
+        fb_json_double(j, "received_bytes", sk->timed_total, 0);
+        fb_json_double(j, "sampled_s", sk->timed_us * 1e-6, 6);
+        fb_json_double(j, "received_mb_per_s",
+                       sk->timed_us > 0 ? sk->timed_total / sk->timed_us : NAN, 3);
+    } else {
+        fb_json_double(j, "stream_bytes_per_sample", (double)size * (double)t->opts.window, 1);
     }
+    /* row-major: stream k's samples are stream_times[k*iterations .. (k+1)*iterations) */
+    double *rows = malloc(sk->nst * sizeof(*rows) + 1);
+    if (!rows)
+        fb_tp_die(t, "out of memory");
+    size_t n = sk->nst / (size_t)sk->nfd;
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < sk->nfd; k++)
+            rows[(size_t)k * n + i] = sk->stimes[i * (size_t)sk->nfd + (size_t)k];
+    fb_json_double_array(j, "stream_times", rows, sk->nst, 4);
+    free(rows);
+}
+
+static void udp_latency_end(struct fb_tp *t, size_t size, struct fb_tp_side *me)
+{
+    struct sockst *sk = t->priv;
+    /* Echo late retries until the client has moved on to the bootstrap exchange (its last
+     * reply may have been lost and it may still be asking). */
+    if (t->index == 1)
+        echo_until_peer_moves_on(t, sk, size, t->cfg.udp_timeout_ms * 2);
+    me->c[0] = sk->lost_rt;
+    me->c[1] = sk->stale;
+}
+
+static void udp_latency_result(struct fb_tp *t, struct fb_json *j, size_t size, long iters,
+                               const struct fb_tp_side *c, const struct fb_tp_side *s)
+{
+    (void)t, (void)size, (void)iters, (void)s;
+    fb_json_double(j, "lost_round_trips", c->c[0], 0);
+    fb_json_double(j, "stale_replies", c->c[1], 0);
+}
+
+static void udp_stream_end(struct fb_tp *t, size_t size, struct fb_tp_side *me)
+{
+    struct sockst *sk = t->priv;
+    if (t->index == 1) {
+        udp_stream_receive(t, sk, size, me);
+    } else {
+        me->c[0] = sk->sent;
+        me->c[1] = sk->send_err;
+    }
+}
+
+static void udp_stream_result(struct fb_tp *t, struct fb_json *j, size_t size, long iters,
+                              const struct fb_tp_side *c, const struct fb_tp_side *s)
+{
+    (void)size;
+    double expect = (double)iters * t->opts.window;
+    fb_json_str(j, "sample_side", "sender");
+    fb_json_double(j, "datagrams_sent", c->c[0], 0);
+    fb_json_double(j, "send_errors", c->c[1], 0);
+    fb_json_double(j, "datagrams_expected", expect, 0);
+    fb_json_double(j, "datagrams_received", s->c[0], 0);
+    fb_json_double(j, "lost", s->c[1], 0);
+    fb_json_double(j, "reordered", s->c[2], 0);
+    fb_json_double(j, "duplicates", s->c[3], 0);
+    fb_json_double(j, "loss_ratio", expect > 0 ? s->c[1] / expect : NAN, 6);
+    fb_json_double(j, "received_bytes", s->c[4], 0);
+    fb_json_double(j, "receiver_span_us", s->c[5], 1);
+    fb_json_double(j, "received_mb_per_s", s->c[5] > 0 ? s->c[4] / s->c[5] : NAN, 3);
+}
+
+/* ---- udp.reorder ---------------------------------------------------------------------------- */
+
+static int reorder_begin(struct fb_tp *t, size_t size)
+{
+    struct sockst *sk = t->priv;
+    if (!sk->log && log_seq(sk, 0)) /* a log, so the receiver keeps one */
+        return -1;
+    sk->nlog = 0;
+    fb_reorder_free(&sk->ro);
+    return udp_stream_begin(t, size);
+}
+
+/* The figures travel from the receiver as doubles: the counts, then (extent, count) and
+ * (displacement, count) pairs of the bins that are not empty. */
+enum { RO_HEAD = 10 };
+
+static double *reorder_blob(const struct fb_reorder *r, size_t *len)
+{
+    size_t n = RO_HEAD + 2 * (size_t)(r->max_extent + 1) + 2 * (size_t)(2 * r->dt + 1);
+    double *b = calloc(n, sizeof(*b)), *p;
+    if (!b)
+        return NULL;
+    double head[RO_HEAD] = {(double)r->sent, (double)r->arrivals, (double)r->received,
+                            (double)r->duplicates, (double)r->lost, (double)r->out_of_range,
+                            (double)r->reordered, (double)r->rd_beyond, 0, 0};
+    p = b + RO_HEAD;
+    for (long e = 1; e <= r->max_extent; e++)
+        if (r->extent_count[e]) {
+            *p++ = (double)e, *p++ = (double)r->extent_count[e];
+            head[8]++;
+        }
+    for (int k = -r->dt; k <= r->dt; k++)
+        if (r->rd_count[r->dt + k]) {
+            *p++ = k, *p++ = (double)r->rd_count[r->dt + k];
+            head[9]++;
+        }
+    memcpy(b, head, sizeof(head));
+    *len = (size_t)(p - b) * sizeof(*b);
+    return b;
+}
+
+static void reorder_end(struct fb_tp *t, size_t size, struct fb_tp_side *me)
+{
+    struct sockst *sk = t->priv;
+    udp_stream_end(t, size, me);
+    double none = 0;
+    size_t got = 0;
+    if (t->index == 1) {
+        long sent = sk->timed_windows * t->opts.window;
+        if (fb_reorder_analyse(sk->log, sk->nlog, sent, t->cfg.displacement_dt, &sk->ro))
+            fb_tp_die(t, "out of memory analysing %zu arrivals", sk->nlog);
+        size_t len = 0;
+        double *b = reorder_blob(&sk->ro, &len);
+        if (!b)
+            fb_tp_die(t, "out of memory");
+        fb_tp_exchange(t, b, len, &none, sizeof(none), NULL);
+        free(b);
+        return;
+    }
+    size_t cap = (RO_HEAD + 4 * (size_t)sk->nlog + 4 * (size_t)t->cfg.displacement_dt + 64) *
+                 sizeof(double);
+    cap += 2 * sizeof(double) * (size_t)(sk->timed_windows * t->opts.window);
+    double *b = malloc(cap);
+    if (!b)
+        fb_tp_die(t, "out of memory");
+    fb_tp_exchange(t, &none, sizeof(none), b, cap, &got);
+    free(sk->rblob);
+    sk->rblob = b;
+    sk->rblob_len = got / sizeof(double);
+    if (got < RO_HEAD * sizeof(double) ||
+        sk->rblob_len != RO_HEAD + 2 * (size_t)(b[8] + b[9]))
+        fb_tp_die(t, "bad reordering figures from the receiver (%zu bytes)", got);
+}
+
+static void reorder_result(struct fb_tp *t, struct fb_json *j, size_t size, long iters,
+                           const struct fb_tp_side *c, const struct fb_tp_side *s)
+{
+    struct sockst *sk = t->priv;
+    udp_stream_result(t, j, size, iters, c, s);
+    const double *b = sk->rblob;
+    size_t ne = (size_t)b[8], nd = (size_t)b[9];
+    double received = b[2];
+    fb_json_double(j, "reordered_ratio", received > 0 ? b[6] / received : 0, 6);
+    fb_json_double(j, "reordered_rfc4737", b[6], 0);
+    fb_json_double(j, "duplicates_rfc4737", b[3], 0);
+    fb_json_double(j, "lost_rfc4737", b[4], 0);
+    double *v = malloc((ne + nd + 1) * sizeof(*v)), *w = malloc((ne + nd + 1) * sizeof(*w));
+    if (!v || !w)
+        fb_tp_die(t, "out of memory");
+    double max_e = 0;
+    for (size_t i = 0; i < ne; i++) {
+        v[i] = b[RO_HEAD + 2 * i];
+        w[i] = b[RO_HEAD + 2 * i + 1];
+        max_e = v[i] > max_e ? v[i] : max_e;
+    }
+    fb_json_double(j, "reordering_extent_max", max_e, 0);
+    fb_json_double_array(j, "reordering_extents", v, ne, 0);
+    fb_json_double_array(j, "reordering_extent_counts", w, ne, 0);
+    const double *d = b + RO_HEAD + 2 * ne;
+    for (size_t i = 0; i < nd; i++) {
+        v[i] = d[2 * i];
+        w[i] = received > 0 ? d[2 * i + 1] / received : 0;
+    }
+    fb_json_int(j, "reorder_density_threshold", t->cfg.displacement_dt);
+    fb_json_double_array(j, "reorder_density_displacements", v, nd, 0);
+    fb_json_double_array(j, "reorder_density", w, nd, 6);
+    fb_json_double(j, "reorder_density_beyond", b[7], 0);
+    free(v);
+    free(w);
 }
 
 static void sock_teardown(struct fb_tp *t)
@@ -876,46 +1357,58 @@ static void sock_teardown(struct fb_tp *t)
     fb_buf_free(sk->sbuf);
     fb_buf_free(sk->rbuf);
     free(sk->stimes);
+    free(sk->log);
+    free(sk->rblob);
+    fb_reorder_free(&sk->ro);
     free(sk);
     t->priv = NULL;
 }
 
 #define TCP_OPTS (FB_OPT_NODELAY | FB_OPT_BUFS | FB_OPT_ZEROCOPY)
-#define SOCK_HOOKS                                                                              \
-    .setup = sock_setup, .meta = sock_meta, .begin_size = sock_begin_size,                      \
-    .iterate = sock_iterate, .end_size = sock_end_size, .result = sock_result,                  \
-    .teardown = sock_teardown
+#define UDP_OPTS (FB_OPT_BUFS | FB_OPT_UDP_TIMEOUT)
+#define SOCK_COMMON .setup = sock_setup, .meta = sock_meta, .teardown = sock_teardown
+#define TCP_COMMON SOCK_COMMON, .family = FB_FAM_TCP, .size_floor = 1, .end_size = tcp_end_size
+#define UDP_COMMON SOCK_COMMON, .family = FB_FAM_UDP, .size_floor = UDP_HDR, .size_ceil = 65507
 
 static const struct fb_tp_kernel KERNELS[] = {
-    {.name = "tcp.latency", .family = FB_FAM_TCP, .cls = FB_CLASS_LATENCY,
-     .opts = TCP_OPTS | FB_OPT_QUICKACK | FB_OPT_PATTERN, .size_min = 1,
-     .size_max = (size_t)4 << 20, .size_floor = 1, SOCK_HOOKS},
-    {.name = "tcp.bw", .family = FB_FAM_TCP, .cls = FB_CLASS_BANDWIDTH, .opts = TCP_OPTS,
-     .size_min = 1, .size_max = (size_t)4 << 20, .size_floor = 1, SOCK_HOOKS},
-    {.name = "tcp.bibw", .family = FB_FAM_TCP, .cls = FB_CLASS_BANDWIDTH, .opts = TCP_OPTS,
-     .size_min = 1, .size_max = (size_t)4 << 20, .size_floor = 1, SOCK_HOOKS},
-    {.name = "tcp.streams", .family = FB_FAM_TCP, .cls = FB_CLASS_BANDWIDTH,
-     .opts = TCP_OPTS | FB_OPT_STREAMS, .size_min = 1, .size_max = (size_t)4 << 20,
-     .size_floor = 1, SOCK_HOOKS,
-     .help = "  Samples are windows on all streams together (total bandwidth); each stream's\n"
-             "  own window times are in stream_times (row-major, one row per stream).\n"},
-    {.name = "udp.latency", .family = FB_FAM_UDP, .cls = FB_CLASS_LATENCY,
-     .opts = FB_OPT_BUFS | FB_OPT_UDP_TIMEOUT, .size_min = 8, .size_max = 32768,
-     .size_floor = UDP_HDR, .size_ceil = 65507, SOCK_HOOKS,
+    {.name = "tcp.latency", .cls = FB_CLASS_LATENCY,
+     .opts = TCP_OPTS | FB_OPT_QUICKACK | FB_OPT_PATTERN | FB_OPT_POLL, TCP_COMMON,
+     .begin_size = pingpong_begin, .iterate = tcp_latency, .fill = fill_message,
+     .check = check_pingpong, .result = tcp_result},
+    {.name = "tcp.bw", .cls = FB_CLASS_BANDWIDTH, .opts = TCP_OPTS, TCP_COMMON,
+     .begin_size = bw_begin, .iterate = tcp_bw, .fill = fill_sender, .check = check_receiver,
+     .result = tcp_result},
+    {.name = "tcp.bibw", .cls = FB_CLASS_BANDWIDTH, .opts = TCP_OPTS, TCP_COMMON,
+     .begin_size = bibw_begin, .iterate = tcp_bibw, .fill = fill_message,
+     .check = check_windows, .result = tcp_result},
+    {.name = "tcp.streams", .cls = FB_CLASS_BANDWIDTH,
+     .opts = TCP_OPTS | FB_OPT_STREAMS | FB_OPT_TIMED, TCP_COMMON, .begin_size = streams_begin,
+     .iterate = tcp_streams, .run_for = streams_run_for, .fill = fill_sender,
+     .check = check_receiver, .result = streams_result,
+     .help = "  Time mode (default, as iperf3): every stream writes --sizes bytes at a time with\n"
+             "  no acknowledgement for --omit + --duration seconds; a sample is one --interval\n"
+             "  of the receiver (its bytes over its measured length, all streams together).\n"
+             "  Count mode (--iterations N): a sample is a window of --window writes on every\n"
+             "  stream, each stream acknowledged. Each stream's own samples are in\n"
+             "  stream_times (row-major, one row per stream).\n"},
+    {.name = "udp.latency", .cls = FB_CLASS_LATENCY, .opts = UDP_OPTS, UDP_COMMON,
+     .begin_size = pingpong_begin, .iterate = udp_latency, .fill = fill_message,
+     .check = udp_latency_check, .sync = udp_latency_sync, .end_size = udp_latency_end,
+     .result = udp_latency_result,
      .help = "  Datagrams carry an 8-byte sequence header, so sizes start at 8. A ping with no\n"
              "  reply within --udp-timeout is sent again (counted in lost_round_trips).\n"},
-    {.name = "udp.stream", .family = FB_FAM_UDP, .cls = FB_CLASS_BANDWIDTH,
-     .opts = FB_OPT_BUFS | FB_OPT_UDP_TIMEOUT, .size_min = 8, .size_max = 32768,
-     .size_floor = UDP_HDR, .size_ceil = 65507, SOCK_HOOKS,
+    {.name = "udp.stream", .cls = FB_CLASS_BANDWIDTH, .opts = UDP_OPTS, UDP_COMMON,
+     .begin_size = udp_stream_begin, .iterate = udp_stream, .end_size = udp_stream_end,
+     .result = udp_stream_result,
      .help = "  Samples are the sender's window times (UDP has no acks); the receiver's counts\n"
              "  (received, lost, reordered, duplicates) and delivered rate are in the record.\n"},
+    {.name = "udp.reorder", .cls = FB_CLASS_BANDWIDTH, .opts = UDP_OPTS | FB_OPT_REORDER,
+     UDP_COMMON, .begin_size = reorder_begin, .iterate = udp_stream, .end_size = reorder_end,
+     .result = reorder_result,
+     .help = "  A probe of numbered datagrams sent as udp.stream does; the receiver logs the\n"
+             "  numbers as they arrive and reports RFC 4737's reordered ratio and extent\n"
+             "  distribution, RFC 5236's reorder density (displacements up to\n"
+             "  --displacement-threshold), loss and duplicates.\n"},
 };
 
-int main(int argc, char **argv)
-{
-    for (size_t i = 0; i < sizeof(KERNELS) / sizeof(KERNELS[0]); i++)
-        if (!strcmp(KERNELS[i].name, FB_KERNEL))
-            return fb_tp_main(&KERNELS[i], argc, argv);
-    fprintf(stderr, "sock.c built for unknown kernel %s\n", FB_KERNEL);
-    return 2;
-}
+FB_TP_MAIN(KERNELS)

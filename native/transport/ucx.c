@@ -24,41 +24,77 @@ struct ucxst {
     ucp_ep_h ep;
     char *sbuf, *rbuf;
     size_t cap;
-    void **reqs;
+    int pending;         /* operations in flight, counted down by their callbacks */
+    ucs_status_t failed; /* the first completion that did not succeed */
+    char ackin;
     char lanes[LANES_CAP]; /* "posix/memory,cma/memory" */
     char *ep_info;         /* ucp_ep_print_info text */
 };
 
-static int wait_req(struct fb_tp *t, struct ucxst *u, void *req, const char *what)
+/* Completion as ucx_perftest waits for it: each operation's callback counts it down (and
+ * frees its request), and waiting is one counter read per ucp_worker_progress(). Polling each
+ * request with ucp_request_check_status and freeing it after read 1.05x ucx_perftest's 8 B
+ * posix latency here, callbacks 0.98-1.01x (docs/transports.md). */
+static void done(struct ucxst *u, ucs_status_t st)
 {
-    if (req == NULL)
-        return 0;
+    u->pending--;
+    if (st != UCS_OK && u->failed == UCS_OK)
+        u->failed = st;
+}
+
+static void sent_cb(void *req, ucs_status_t st, void *arg)
+{
+    done(arg, st);
+    ucp_request_free(req);
+}
+
+static void received_cb(void *req, ucs_status_t st, const ucp_tag_recv_info_t *info, void *arg)
+{
+    (void)info;
+    done(arg, st);
+    ucp_request_free(req);
+}
+
+/* A started operation: in flight (counted), done at once (NULL), or failed. */
+static int started(struct fb_tp *t, struct ucxst *u, void *req, const char *what)
+{
     if (UCS_PTR_IS_ERR(req)) {
         fprintf(stderr, "%s: %s failed: %s\n", t->k->name, what,
                 ucs_status_string(UCS_PTR_STATUS(req)));
         return -1;
     }
-    ucs_status_t st;
-    while ((st = ucp_request_check_status(req)) == UCS_INPROGRESS)
-        ucp_worker_progress(u->worker);
-    ucp_request_free(req);
-    if (st != UCS_OK) {
-        fprintf(stderr, "%s: %s failed: %s\n", t->k->name, what, ucs_status_string(st));
-        return -1;
-    }
+    if (req)
+        u->pending++;
     return 0;
 }
 
-static void *send_nb(struct ucxst *u, void *buf, size_t len, ucp_tag_t tag)
+static int send_op(struct fb_tp *t, struct ucxst *u, void *buf, size_t len, ucp_tag_t tag)
 {
-    ucp_request_param_t p = {.op_attr_mask = 0};
-    return ucp_tag_send_nbx(u->ep, buf, len, tag, &p);
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                             UCP_OP_ATTR_FIELD_USER_DATA,
+                             .cb.send = sent_cb, .user_data = u};
+    return started(t, u, ucp_tag_send_nbx(u->ep, buf, len, tag, &p), "send");
 }
 
-static void *recv_nb(struct ucxst *u, void *buf, size_t len, ucp_tag_t tag)
+static int recv_op(struct fb_tp *t, struct ucxst *u, void *buf, size_t len, ucp_tag_t tag)
 {
-    ucp_request_param_t p = {.op_attr_mask = 0};
-    return ucp_tag_recv_nbx(u->worker, buf, len, tag, TAG_MASK, &p);
+    ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK |
+                                             UCP_OP_ATTR_FIELD_USER_DATA,
+                             .cb.recv = received_cb, .user_data = u};
+    return started(t, u, ucp_tag_recv_nbx(u->worker, buf, len, tag, TAG_MASK, &p), "recv");
+}
+
+/* Progress until every operation in flight has completed. */
+static int wait_all(struct fb_tp *t, struct ucxst *u)
+{
+    while (u->pending)
+        ucp_worker_progress(u->worker);
+    if (u->failed != UCS_OK) {
+        fprintf(stderr, "%s: an operation failed: %s\n", t->k->name,
+                ucs_status_string(u->failed));
+        return -1;
+    }
+    return 0;
 }
 
 static void ep_err(void *arg, ucp_ep_h ep, ucs_status_t status)
@@ -154,9 +190,7 @@ static int ucx_setup(struct fb_tp *t)
                   "check --tls / UCX_TLS)", ucs_status_string(st));
     /* One message each way completes wire-up, so the lanes printed below are final. */
     char a = 'w', b = 0;
-    void *r = recv_nb(u, &b, 1, TAG_ACK);
-    if (wait_req(t, u, send_nb(u, &a, 1, TAG_ACK), "wire-up send") ||
-        wait_req(t, u, r, "wire-up recv"))
+    if (recv_op(t, u, &b, 1, TAG_ACK) || send_op(t, u, &a, 1, TAG_ACK) || wait_all(t, u))
         return -1;
     char *text = NULL;
     size_t tlen = 0;
@@ -167,8 +201,7 @@ static int ucx_setup(struct fb_tp *t)
         u->ep_info = text;
         parse_lanes(text, u->lanes, sizeof(u->lanes));
     }
-    u->reqs = calloc((size_t)t->opts.window * 2 + 2, sizeof(*u->reqs));
-    return u->reqs ? 0 : -1;
+    return 0;
 }
 
 static void ucx_meta(struct fb_tp *t, struct fb_json *j)
@@ -183,13 +216,12 @@ static void ucx_meta(struct fb_tp *t, struct fb_json *j)
     fb_json_str(j, "selected_detail", u->ep_info ? u->ep_info : "");
 }
 
-static int ucx_begin_size(struct fb_tp *t, size_t size)
+/* Buffers for `size`; validating, each message of a window gets its own receive slot (as
+ * the MPI kernels), checked after the timed region. */
+static int ucx_buffers(struct fb_tp *t, size_t size, size_t rmsgs)
 {
     struct ucxst *u = t->priv;
-    size_t w = (size_t)t->opts.window;
-    bool lat = !strcmp(t->k->name, "ucx.latency");
-    /* Validation gives each message of a window its own receive slot (as the MPI kernels). */
-    size_t need = (t->opts.validate && !lat ? w : 1) * (size ? size : 1);
+    size_t need = (t->opts.validate ? rmsgs : 1) * (size ? size : 1);
     if (need > u->cap) {
         fb_buf_free(u->sbuf);
         fb_buf_free(u->rbuf);
@@ -199,95 +231,123 @@ static int ucx_begin_size(struct fb_tp *t, size_t size)
             return -1;
         u->cap = need;
     }
-    if (lat) {
-        t->bytes_per_sample = (double)size;
-        t->messages_per_sample = 1;
-        t->bytes_per_iteration = 2.0 * (double)size;
-    } else {
-        double f = !strcmp(t->k->name, "ucx.bibw") ? 2.0 : 1.0;
-        t->bytes_per_sample = f * (double)(size * w);
-        t->messages_per_sample = f * (double)w;
-        t->bytes_per_iteration = t->bytes_per_sample;
-    }
     return 0;
 }
 
-static int post_recvs(struct fb_tp *t, struct ucxst *u, size_t size, int w, void **reqs)
+static int lat_begin(struct fb_tp *t, size_t size)
 {
-    for (int k = 0; k < w; k++) {
-        char *slot = u->rbuf + (t->opts.validate ? (size_t)k * size : 0);
-        reqs[k] = recv_nb(u, slot, size, TAG_DATA);
-        if (UCS_PTR_IS_ERR(reqs[k]))
-            return wait_req(t, u, reqs[k], "recv");
-    }
+    t->bytes_per_sample = (double)size;
+    t->messages_per_sample = 1;
+    t->bytes_per_iteration = 2.0 * (double)size;
+    return ucx_buffers(t, size, 1);
+}
+
+static int window_begin(struct fb_tp *t, size_t size, double directions)
+{
+    size_t w = (size_t)t->opts.window;
+    t->bytes_per_sample = directions * (double)(size * w);
+    t->messages_per_sample = directions * (double)w;
+    t->bytes_per_iteration = t->bytes_per_sample;
+    return ucx_buffers(t, size, w);
+}
+
+static int bw_begin(struct fb_tp *t, size_t size) { return window_begin(t, size, 1); }
+static int bibw_begin(struct fb_tp *t, size_t size) { return window_begin(t, size, 2); }
+
+static int post_recvs(struct fb_tp *t, struct ucxst *u, size_t size, int w)
+{
+    for (int k = 0; k < w; k++)
+        if (recv_op(t, u, u->rbuf + (t->opts.validate ? (size_t)k * size : 0), size, TAG_DATA))
+            return -1;
     return 0;
 }
 
-static void check_window(struct fb_tp *t, struct ucxst *u, size_t size, int w, long iter)
+/* ---- --validate: fill before, check after the timed region (the engine's barrier between) */
+
+static void fill_send(struct fb_tp *t, size_t size, long iter)
 {
-    if (t->opts.validate)
-        for (int k = 0; k < w; k++)
-            fb_tp_check(t, u->rbuf + (size_t)k * size, size, 0, size, iter);
+    fb_tp_fill(t, ((struct ucxst *)t->priv)->sbuf, size, 0, size, iter);
 }
 
-static int ucx_iterate(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+static void fill_sender(struct fb_tp *t, size_t size, long iter)
 {
-    (void)timed;
+    if (t->index == 0)
+        fill_send(t, size, iter);
+}
+
+static void check_one(struct fb_tp *t, size_t size, long iter)
+{
+    fb_tp_check(t, ((struct ucxst *)t->priv)->rbuf, size, 0, size, iter);
+}
+
+static void check_window(struct fb_tp *t, size_t size, long iter)
+{
     struct ucxst *u = t->priv;
-    const char *n = t->k->name;
-    int w = t->opts.window;
-    if (t->opts.validate)
-        fb_tp_fill(t, u->sbuf, size, 0, size, iter);
+    for (int k = 0; k < t->opts.window; k++)
+        fb_tp_check(t, u->rbuf + (size_t)k * size, size, 0, size, iter);
+}
+
+static void check_receiver(struct fb_tp *t, size_t size, long iter)
+{
+    if (t->index == 1)
+        check_window(t, size, iter);
+}
+
+/* ---- the kernels ------------------------------------------------------------------------- */
+
+static int ucx_latency(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)iter, (void)timed;
+    struct ucxst *u = t->priv;
     double t0 = fb_now_us();
-    if (!strcmp(n, "ucx.latency")) {
-        void *r = recv_nb(u, u->rbuf, size, TAG_DATA);
-        if (t->index == 0) {
-            if (wait_req(t, u, send_nb(u, u->sbuf, size, TAG_DATA), "send") ||
-                wait_req(t, u, r, "recv"))
-                return -1;
-            *sample = (fb_now_us() - t0) / 2.0;
-        } else if (wait_req(t, u, r, "recv") ||
-                   wait_req(t, u, send_nb(u, u->sbuf, size, TAG_DATA), "send")) {
+    if (recv_op(t, u, u->rbuf, size, TAG_DATA))
+        return -1;
+    if (t->index == 0) {
+        if (send_op(t, u, u->sbuf, size, TAG_DATA) || wait_all(t, u))
             return -1;
-        }
-        if (t->opts.validate)
-            fb_tp_check(t, u->rbuf, size, 0, size, iter);
+        *sample = (fb_now_us() - t0) / 2.0;
         return 0;
     }
-    char ack = 'a', ackin = 0;
-    if (!strcmp(n, "ucx.bw")) {
-        if (t->index == 0) {
-            void *ra = recv_nb(u, &ackin, 1, TAG_ACK);
-            for (int k = 0; k < w; k++)
-                u->reqs[k] = send_nb(u, u->sbuf, size, TAG_DATA);
-            for (int k = 0; k < w; k++)
-                if (wait_req(t, u, u->reqs[k], "send"))
-                    return -1;
-            if (wait_req(t, u, ra, "ack recv"))
-                return -1;
-            *sample = fb_now_us() - t0;
-            return 0;
-        }
-        if (post_recvs(t, u, size, w, u->reqs))
+    return wait_all(t, u) || send_op(t, u, u->sbuf, size, TAG_DATA) || wait_all(t, u) ? -1 : 0;
+}
+
+static int ucx_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)iter, (void)timed;
+    struct ucxst *u = t->priv;
+    int w = t->opts.window;
+    char ack = 'a';
+    double t0 = fb_now_us();
+    if (t->index == 0) {
+        if (recv_op(t, u, &u->ackin, 1, TAG_ACK))
             return -1;
         for (int k = 0; k < w; k++)
-            if (wait_req(t, u, u->reqs[k], "recv"))
+            if (send_op(t, u, u->sbuf, size, TAG_DATA))
                 return -1;
-        if (wait_req(t, u, send_nb(u, &ack, 1, TAG_ACK), "ack send"))
+        if (wait_all(t, u))
             return -1;
-        check_window(t, u, size, w, iter);
+        *sample = fb_now_us() - t0;
         return 0;
     }
-    /* ucx.bibw */
-    if (post_recvs(t, u, size, w, u->reqs))
+    if (post_recvs(t, u, size, w) || wait_all(t, u))
+        return -1;
+    return send_op(t, u, &ack, 1, TAG_ACK) || wait_all(t, u) ? -1 : 0;
+}
+
+static int ucx_bibw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)iter, (void)timed;
+    struct ucxst *u = t->priv;
+    int w = t->opts.window;
+    double t0 = fb_now_us();
+    if (post_recvs(t, u, size, w))
         return -1;
     for (int k = 0; k < w; k++)
-        u->reqs[w + k] = send_nb(u, u->sbuf, size, TAG_DATA);
-    for (int k = 0; k < 2 * w; k++)
-        if (wait_req(t, u, u->reqs[k], k < w ? "recv" : "send"))
+        if (send_op(t, u, u->sbuf, size, TAG_DATA))
             return -1;
+    if (wait_all(t, u))
+        return -1;
     *sample = fb_now_us() - t0;
-    check_window(t, u, size, w, iter);
     return 0;
 }
 
@@ -306,28 +366,22 @@ static void ucx_teardown(struct fb_tp *t)
     ucp_cleanup(u->ctx);
     fb_buf_free(u->sbuf);
     fb_buf_free(u->rbuf);
-    free(u->reqs);
     free(u->ep_info);
     free(u);
     t->priv = NULL;
 }
 
-#define UCX_HOOKS                                                                               \
-    .family = FB_FAM_UCX, .opts = FB_OPT_UCX, .size_min = 1, .size_max = (size_t)4 << 20,     \
-    .setup = ucx_setup, .meta = ucx_meta, .begin_size = ucx_begin_size,                        \
-    .iterate = ucx_iterate, .teardown = ucx_teardown
+#define UCX_COMMON                                                                              \
+    .family = FB_FAM_UCX, .opts = FB_OPT_UCX, .setup = ucx_setup, .meta = ucx_meta,           \
+    .teardown = ucx_teardown
 
 static const struct fb_tp_kernel KERNELS[] = {
-    {.name = "ucx.latency", .cls = FB_CLASS_LATENCY, UCX_HOOKS},
-    {.name = "ucx.bw", .cls = FB_CLASS_BANDWIDTH, UCX_HOOKS},
-    {.name = "ucx.bibw", .cls = FB_CLASS_BANDWIDTH, UCX_HOOKS},
+    {.name = "ucx.latency", .cls = FB_CLASS_LATENCY, UCX_COMMON, .begin_size = lat_begin,
+     .iterate = ucx_latency, .fill = fill_send, .check = check_one},
+    {.name = "ucx.bw", .cls = FB_CLASS_BANDWIDTH, UCX_COMMON, .begin_size = bw_begin,
+     .iterate = ucx_bw, .fill = fill_sender, .check = check_receiver},
+    {.name = "ucx.bibw", .cls = FB_CLASS_BANDWIDTH, UCX_COMMON, .begin_size = bibw_begin,
+     .iterate = ucx_bibw, .fill = fill_send, .check = check_window},
 };
 
-int main(int argc, char **argv)
-{
-    for (size_t i = 0; i < sizeof(KERNELS) / sizeof(KERNELS[0]); i++)
-        if (!strcmp(KERNELS[i].name, FB_KERNEL))
-            return fb_tp_main(&KERNELS[i], argc, argv);
-    fprintf(stderr, "ucx.c built for unknown kernel %s\n", FB_KERNEL);
-    return 2;
-}
+FB_TP_MAIN(KERNELS)

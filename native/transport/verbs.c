@@ -223,41 +223,75 @@ static int wait_cq(struct fb_tp *t, struct verbsst *v, long tx, long rx)
     return 0;
 }
 
-static int verbs_begin_size(struct fb_tp *t, size_t size)
+static int lat_begin(struct fb_tp *t, size_t size)
 {
-    bool lat = !strcmp(t->k->name, "verbs.latency");
-    size_t w = (size_t)t->opts.window;
-    t->bytes_per_sample = lat ? (double)size : (double)(size * w);
-    t->messages_per_sample = lat ? 1 : (double)w;
-    t->bytes_per_iteration = lat ? 2.0 * (double)size : t->bytes_per_sample;
+    t->bytes_per_sample = (double)size;
+    t->messages_per_sample = 1;
+    t->bytes_per_iteration = 2.0 * (double)size;
     return 0;
 }
 
-static int verbs_iterate(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+static int bw_begin(struct fb_tp *t, size_t size)
 {
-    (void)timed;
+    size_t w = (size_t)t->opts.window;
+    t->bytes_per_sample = (double)(size * w);
+    t->messages_per_sample = (double)w;
+    t->bytes_per_iteration = t->bytes_per_sample;
+    return 0;
+}
+
+/* --validate, outside the timed region (the engine's barrier between fill and iteration). */
+static void fill_send(struct fb_tp *t, size_t size, long iter)
+{
+    fb_tp_fill(t, ((struct verbsst *)t->priv)->sbuf, size, 0, size, iter);
+}
+
+static void fill_sender(struct fb_tp *t, size_t size, long iter)
+{
+    if (t->index == 0)
+        fill_send(t, size, iter);
+}
+
+static void check_one(struct fb_tp *t, size_t size, long iter)
+{
+    fb_tp_check(t, ((struct verbsst *)t->priv)->rbuf, size, 0, size, iter);
+}
+
+static void check_receiver(struct fb_tp *t, size_t size, long iter)
+{
+    struct verbsst *v = t->priv;
+    if (t->index == 1)
+        for (int k = 0; k < t->opts.window; k++)
+            fb_tp_check(t, v->rbuf + (size_t)k * size, size, 0, size, iter);
+}
+
+static int verbs_latency(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)iter, (void)timed;
+    struct verbsst *v = t->priv;
+    long tx0 = v->tx_done, rx0 = v->rx_done;
+    double t0 = fb_now_us();
+    if (post_recv(v, 0, size))
+        return -1;
+    if (t->index == 0) {
+        if (post_send(v, size, 0) || wait_cq(t, v, tx0 + 1, rx0 + 1))
+            return -1;
+        *sample = (fb_now_us() - t0) / 2.0;
+        return 0;
+    }
+    if (wait_cq(t, v, tx0, rx0 + 1) || post_send(v, size, 0) || wait_cq(t, v, tx0 + 1, rx0 + 1))
+        return -1;
+    return 0;
+}
+
+static int verbs_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)iter, (void)timed;
     struct verbsst *v = t->priv;
     int w = t->opts.window;
     long tx0 = v->tx_done, rx0 = v->rx_done;
-    if (t->opts.validate)
-        fb_tp_fill(t, v->sbuf, size, 0, size, iter);
-    double t0 = fb_now_us();
-    if (!strcmp(t->k->name, "verbs.latency")) {
-        if (post_recv(v, 0, size))
-            return -1;
-        if (t->index == 0) {
-            if (post_send(v, size, 0) || wait_cq(t, v, tx0 + 1, rx0 + 1))
-                return -1;
-            *sample = (fb_now_us() - t0) / 2.0;
-        } else if (wait_cq(t, v, tx0, rx0 + 1) || post_send(v, size, 0) ||
-                   wait_cq(t, v, tx0 + 1, rx0 + 1)) {
-            return -1;
-        }
-        if (t->opts.validate)
-            fb_tp_check(t, v->rbuf, size, 0, size, iter);
-        return 0;
-    }
     size_t slot = t->opts.validate ? size : 0;
+    double t0 = fb_now_us();
     if (t->index == 0) {
         if (post_recv(v, 0, 1))
             return -1;
@@ -274,9 +308,6 @@ static int verbs_iterate(struct fb_tp *t, size_t size, long iter, bool timed, do
             return -1;
     if (wait_cq(t, v, tx0, rx0 + w) || post_send(v, 1, 0) || wait_cq(t, v, tx0 + 1, rx0 + w))
         return -1;
-    if (t->opts.validate)
-        for (int k = 0; k < w; k++)
-            fb_tp_check(t, v->rbuf + (size_t)k * size, size, 0, size, iter);
     return 0;
 }
 
@@ -299,22 +330,16 @@ static void verbs_teardown(struct fb_tp *t)
     t->priv = NULL;
 }
 
-#define VERBS_HOOKS                                                                             \
-    .family = FB_FAM_VERBS, .opts = FB_OPT_DEVICE | FB_OPT_OP, .size_min = 1,                  \
-    .size_max = (size_t)4 << 20, .size_floor = 1, .precheck = verbs_precheck,                  \
-    .setup = verbs_setup, .meta = verbs_meta, .begin_size = verbs_begin_size,                  \
-    .iterate = verbs_iterate, .teardown = verbs_teardown
+#define VERBS_COMMON                                                                            \
+    .family = FB_FAM_VERBS, .opts = FB_OPT_DEVICE | FB_OPT_OP, .size_floor = 1,               \
+    .precheck = verbs_precheck, .setup = verbs_setup, .meta = verbs_meta,                      \
+    .teardown = verbs_teardown
 
 static const struct fb_tp_kernel KERNELS[] = {
-    {.name = "verbs.latency", .cls = FB_CLASS_LATENCY, VERBS_HOOKS},
-    {.name = "verbs.bw", .cls = FB_CLASS_BANDWIDTH, VERBS_HOOKS},
+    {.name = "verbs.latency", .cls = FB_CLASS_LATENCY, VERBS_COMMON, .begin_size = lat_begin,
+     .iterate = verbs_latency, .fill = fill_send, .check = check_one},
+    {.name = "verbs.bw", .cls = FB_CLASS_BANDWIDTH, VERBS_COMMON, .begin_size = bw_begin,
+     .iterate = verbs_bw, .fill = fill_sender, .check = check_receiver},
 };
 
-int main(int argc, char **argv)
-{
-    for (size_t i = 0; i < sizeof(KERNELS) / sizeof(KERNELS[0]); i++)
-        if (!strcmp(KERNELS[i].name, FB_KERNEL))
-            return fb_tp_main(&KERNELS[i], argc, argv);
-    fprintf(stderr, "verbs.c built for unknown kernel %s\n", FB_KERNEL);
-    return 2;
-}
+FB_TP_MAIN(KERNELS)

@@ -1,5 +1,7 @@
 """Where the compiled kernels are."""
 
+from __future__ import annotations
+
 import os
 from pathlib import Path
 

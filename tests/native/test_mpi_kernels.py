@@ -235,6 +235,64 @@ if pytest is not None:
         assert rc == 0, err
         check_records(recs, "bcast", 2, 2, 1, False, [8])
 
+    ELEMENT = {"char": 1, "int": 4, "float": 4, "double": 8}
+
+    @pytest.mark.parametrize("kernel", ["allreduce", "reduce", "alltoall", "bcast"])
+    @pytest.mark.parametrize("datatype", list(ELEMENT))
+    def test_datatype_sets_the_element(native, flavour_list, kernel, datatype):
+        rc, recs, err = run(native, flavour_list[0], kernel, 2,
+                            ["--sizes", "1:64", "--iterations", "3", "--warmup", "1",
+                             "--validate", "--datatype", datatype])
+        assert rc == 0, err
+        res = [r for r in recs if r["type"] == "result"]
+        es = ELEMENT[datatype]
+        assert [r["size"] for r in res] == [s for s in sweep("1:64") if s >= es]
+        name = {"char": "MPI_CHAR", "int": "MPI_INT", "float": "MPI_FLOAT",
+                "double": "MPI_DOUBLE"}[datatype]
+        if datatype == "char" and kernel in REDUCTIONS:
+            name = "MPI_SIGNED_CHAR"  # MPI_SUM's signed char type, as OSU reduces
+        for r in res:
+            assert r["datatype"] == name and r["count"] == r["size"] // es
+            assert r["bytes_per_sample"] == r["count"] * es and r["validated"] is True
+
+    def test_default_datatypes_are_unchanged(native, flavour_list):
+        # float for reductions (stored results stay comparable), char for the others
+        for kernel, name in (("allreduce", "MPI_FLOAT"), ("gather", "MPI_CHAR")):
+            rc, recs, err = run(native, flavour_list[0], kernel, 2,
+                                ["--sizes", "8", "--iterations", "3"])
+            assert rc == 0, err
+            assert [r["datatype"] for r in recs if r["type"] == "result"] == [name]
+
+    def test_osu_average_and_timer_overhead(native, flavour_list):
+        rc, recs, err = run(native, flavour_list[0], "allreduce", 2,
+                            ["--sizes", "8,1K", "--iterations", "20", "--warmup", "2"])
+        assert rc == 0, err
+        meta = recs[0]
+        assert meta["timer_overhead_us"] >= 0
+        for r in (x for x in recs if x["type"] == "result"):
+            # its own loop of as many calls as the samples (--osu-iterations: default)
+            assert r["osu_iterations"] == 20 and r["osu_avg"] > 0
+        rc, recs, err = run(native, flavour_list[0], "allreduce", 2,
+                            ["--sizes", "8", "--iterations", "5", "--osu-iterations", "0"])
+        assert rc == 0, err
+        assert all("osu_avg" not in r for r in recs if r["type"] == "result")
+        rc, recs, err = run(native, flavour_list[0], "latency", 2,
+                            ["--sizes", "8", "--iterations", "5"])
+        assert rc == 0, err
+        assert recs[0]["timer_overhead_us"] >= 0
+        assert all("osu_avg" not in r for r in recs if r["type"] == "result")
+
+    @pytest.mark.parametrize("args", [["--datatype", "int"], ["--osu-iterations", "5"]])
+    def test_collective_options_are_refused_elsewhere(native, flavour_list, args):
+        rc, _, err = run(native, flavour_list[0], "latency", 2, ["--sizes", "8", *args])
+        assert rc == 2 and "apply to collective kernels only" in err, err
+
+    def test_bad_datatype_exits_2(native, flavour_list):
+        exe = native / flavour_list[0] / "fb-mpi-allreduce"
+        p = subprocess.run([str(exe), "--datatype", "long"], capture_output=True, text=True,
+                           timeout=30)
+        assert p.returncode == 2 and "--datatype wants char, int, float or double" in p.stderr
+
     def test_help(native, flavour_list):
         exe = native / flavour_list[0] / "fb-mpi-bw"
         p = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=30)

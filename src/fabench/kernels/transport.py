@@ -9,9 +9,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..records import ResultRecord
-from . import BANDWIDTH, LATENCY, MESSAGE_RATE, PT2PT_SIZES, Kernel, register_kernel
-
-UDP_SIZES = "8:32K"  # an 8-byte sequence header rides in every datagram; 64 KiB is UDP's cap
+from . import Kernel, register_kernel
+from .table import rows_of
 
 # What a family needs at build time (the reason `fabench doctor` gives when it is missing).
 BUILD_NEEDS = {
@@ -23,30 +22,13 @@ BUILD_NEEDS = {
     "verbs": "rdma-core headers at build time (Debian: libibverbs-dev librdmacm-dev)",
 }
 
-_SPECS: list[tuple[str, str, tuple, str, str]] = [
-    ("tcp", "latency", (LATENCY,), PT2PT_SIZES,
-     "TCP ping-pong, half round trip (--pattern wwr: write-write-read, full round trip)"),
-    ("tcp", "bw", (BANDWIDTH,), PT2PT_SIZES, "one TCP stream, window of writes + 1-byte ack"),
-    ("tcp", "streams", (BANDWIDTH,), PT2PT_SIZES,
-     "N parallel TCP connections (--streams N), total and per stream, like iperf -P"),
-    ("tcp", "bibw", (BANDWIDTH,), PT2PT_SIZES, "TCP, both directions at once"),
-    ("udp", "latency", (LATENCY,), UDP_SIZES, "UDP ping-pong, half round trip, lost pings"),
-    ("udp", "stream", (BANDWIDTH, MESSAGE_RATE), UDP_SIZES,
-     "UDP datagram stream: sender rate, receiver loss and reorder counts"),
-    ("ucx", "latency", (LATENCY,), PT2PT_SIZES, "UCP tag ping-pong (any UCX_TLS)"),
-    ("ucx", "bw", (BANDWIDTH,), PT2PT_SIZES, "UCP tag window + ack"),
-    ("ucx", "bibw", (BANDWIDTH,), PT2PT_SIZES, "UCP tag, both directions"),
-    ("ofi", "latency", (LATENCY,), PT2PT_SIZES, "libfabric ping-pong, RDM or MSG endpoint"),
-    ("ofi", "bw", (BANDWIDTH,), PT2PT_SIZES, "libfabric window + ack, RDM or MSG endpoint"),
-    ("verbs", "latency", (LATENCY,), PT2PT_SIZES, "RC send or RDMA write over rdma-cm"),
-    ("verbs", "bw", (BANDWIDTH,), PT2PT_SIZES, "RC send or RDMA write window over rdma-cm"),
-]
-
-for _fam, _name, _metrics, _sizes, _desc in _SPECS:
+# One kernel per line of native/kernels.list in these families (kernel_table); udp.* sizes
+# start at 8 B: an 8-byte sequence header rides in every datagram.
+for _row in rows_of(frozenset(BUILD_NEEDS)):
     register_kernel(Kernel(
-        name=f"{_fam}.{_name}", family=_fam, kind="pt2pt", executable=f"fb-{_fam}-{_name}",
-        metrics=_metrics, default_sizes=_sizes, description=_desc, start="pair",
-        build_needs=BUILD_NEEDS[_fam],
+        name=_row.name, family=_row.family, kind=_row.kind, executable=_row.executable,
+        metrics=_row.metrics, default_sizes=_row.sizes, description=_row.description,
+        start="pair", build_needs=BUILD_NEEDS[_row.family],
     ))
 
 

@@ -1,4 +1,4 @@
-/* t_reorder: Algorithm 1 of document 001 on hand-made msg_id sequences: in order, a hole
+/* t_reorder_window: Algorithm 1 of document 001 on hand-made msg_id sequences: in order, a hole
  * filled late, late packets, the slide past a lost packet, duplicates, the hold flush, and
  * the 16-bit wrap. */
 #include <stdint.h>
@@ -7,7 +7,7 @@
 
 #include "fbl.h"
 
-#define T_NAME "t_reorder"
+#define T_NAME "t_reorder_window"
 #include "t_expect.h"
 
 /* Packets are their own msg_ids (stored in an array, so they have addresses). */

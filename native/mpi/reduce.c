@@ -1,7 +1,0 @@
-/* fb-mpi-reduce: see coll.c and docs/kernel-protocol.md. */
-#include "coll.h"
-
-int main(int argc, char **argv)
-{
-    return fb_coll_main(FB_COLL_REDUCE, argc, argv);
-}
