@@ -202,8 +202,11 @@ class MpiFlavour(ABC):
         hosts: Sequence[str] | None = None,
         extra_mpirun_args: Sequence[str] = (),
         oversubscribe: bool | None = None,
+        forward_env: Sequence[str] = (),
     ) -> MpiLaunch:
-        """Build the command line. ``oversubscribe=None`` decides from ranks vs cores/slots."""
+        """Build the command line. ``oversubscribe=None`` decides from ranks vs cores/slots;
+        ``forward_env`` names variables of the caller's environment the ranks must get on
+        other hosts too (a run's own MCA/UCX settings)."""
 
     @abstractmethod
     def selected_transport(self, stderr: str, transport: Transport) -> SelectedTransport:

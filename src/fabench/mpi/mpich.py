@@ -108,6 +108,7 @@ class Mpich(MpiFlavour):
         hosts: Sequence[str] | None = None,
         extra_mpirun_args: Sequence[str] = (),
         oversubscribe: bool | None = None,
+        forward_env: Sequence[str] = (),
     ) -> MpiLaunch:
         self._check_ranks(ranks)
         env = self.transport_env(transport)
@@ -126,7 +127,7 @@ class Mpich(MpiFlavour):
         argv += ["-bind-to", "core" if not hosts and not over else "none"]
         # Hydra passes the whole environment to local ranks; -genvlist makes sure remote
         # ranks (ssh launcher) get the UCX settings as well.
-        argv += ["-genvlist", ",".join(env)]
+        argv += ["-genvlist", ",".join(dict.fromkeys([*env, *forward_env]))]
         argv += list(extra_mpirun_args)
         argv += [exe, *args]
         return MpiLaunch(argv=argv, env=env, notes=notes)

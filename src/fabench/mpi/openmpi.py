@@ -173,6 +173,7 @@ class OpenMpi(MpiFlavour):
         hosts: Sequence[str] | None = None,
         extra_mpirun_args: Sequence[str] = (),
         oversubscribe: bool | None = None,
+        forward_env: Sequence[str] = (),
     ) -> MpiLaunch:
         self._check_ranks(ranks)
         mca, env = transport_mca(transport)
@@ -197,7 +198,7 @@ class OpenMpi(MpiFlavour):
         argv += mca + verbose_mca
         env.update(verbose_env)
         # -x forwards the variables to remote ranks too; local ranks inherit them anyway.
-        for key in env:
+        for key in dict.fromkeys([*env, *forward_env]):
             argv += ["-x", key]
         if is_root():
             env.update(ROOT_ENV)

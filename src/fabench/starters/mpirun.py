@@ -38,7 +38,8 @@ class MpirunStarter(Starter):
         try:
             return flavour.launch(str(exe), run.kernel_argv(), run.ranks, run.transport,
                                   hosts=alloc.host_list if alloc.remote else None,
-                                  extra_mpirun_args=extra, oversubscribe=oversubscribe)
+                                  extra_mpirun_args=extra, oversubscribe=oversubscribe,
+                                  forward_env=list(run.env))
         except UnsupportedTransport as exc:  # this MPI cannot carry that transport
             raise FabenchError(f"{flavour.name}: {exc}") from exc
 
