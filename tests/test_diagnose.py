@@ -43,7 +43,7 @@ def test_ucx_reports_its_per_size_choice_and_follows_the_environment() -> None:
 
 
 def test_ucx_info_endpoint_text() -> None:
- text = """# lane[0]: 3:sysv/memory.0 md[2] -> md[2]/sysv/sysdev[255] am am_bw#0
+    text = """# lane[0]: 3:sysv/memory.0 md[2] -> md[2]/sysv/sysdev[255] am am_bw#0
 #                 lane[1]:  5:cma/memory.0 md[4]            -> md[4]/cma/sysdev[255] rma_bw#0
 #                tag_send: 0..<egr/short>..93..<egr/bcopy>..8256..<rndv>..(inf)
 #            tag_send_nbr: 0..<egr/short>..93..<egr/bcopy>..262144..<rndv>..(inf)
@@ -56,7 +56,7 @@ def test_ucx_info_endpoint_text() -> None:
 
 
 def test_proto_info_table() -> None:
- text = """[1.0] [vm:1 :0] | 0x5601 ep_cfg[0] | tagged message by ucp_tag_send*() from host memory |
+    text = """[1.0] [vm:1 :0] | 0x5601 ep_cfg[0] | tagged message by ucp_tag_send*() from host memory |
 [1.0] [vm:1 :0] | 0..92 | eager short | sysv/memory |
 [1.0] [vm:1 :0] | 93..7245 | eager copy-in copy-out | sysv/memory |
 [1.0] [vm:1 :0] | 7246..inf | (?) rendezvous zero-copy read from remote | cma/memory |
