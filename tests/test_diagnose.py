@@ -56,7 +56,7 @@ def test_ucx_info_endpoint_text() -> None:
 
 
 def test_proto_info_table() -> None:
-    text = """[1.0] [vm:1 :0] | 0x56 ep_cfg[0] | tagged message by ucp_tag_send*() from host memory |
+    text = """[1.0] [vm:1:0] | 0x56 ep_cfg[0] | tagged message by ucp_tag_send*() from host memory |
 [1.0] [vm:1 :0] | 0..92 | eager short | sysv/memory |
 [1.0] [vm:1 :0] | 93..7245 | eager copy-in copy-out | sysv/memory |
 [1.0] [vm:1 :0] | 7246..inf | (?) rendezvous zero-copy read from remote | cma/memory |
