@@ -20,6 +20,8 @@ from fabench.diagnose.libchoice import (
 )
 from fabench.diagnose.paths import Capabilities, discover, parse_ucx_devices, sweep_paths
 from fabench.mpi.onnode import FLAG
+from fabench.mpi.openmpi import OpenMpi
+from fabench.transport import parse_transport
 
 
 def need(tool: str) -> None:
@@ -117,3 +119,21 @@ def test_cli_sweep_records_chosen_best_and_flags_the_nic(tmp_path: Path, openmpi
     for rec in (r for r in recs if r["type"] == "recommendation"):
         assert rec["path"] != "ucx:tcp"  # never recommends on-node traffic over the NIC
         assert rec["helps"]  # only a path measured better somewhere is recommended
+
+
+def test_transport_auto_forces_nothing_and_keeps_the_selection_report() -> None:
+    t = parse_transport("auto")
+    assert str(t) == "auto" and not t.on_node
+    launch = OpenMpi(mpirun="mpirun.openmpi").launch("exe", [], 2, t)
+    args = " ".join(launch.argv)
+    assert "--mca pml " not in args and "--mca btl " not in args
+    assert "pml_base_verbose" in args and "btl_base_verbose" in args
+    assert launch.env["UCX_LOG_LEVEL"] == "info"  # pml ucx, if it wins, reports its lanes
+
+
+def test_run_environment_reaches_remote_ranks() -> None:
+    launch = OpenMpi(mpirun="mpirun.openmpi").launch(
+        "exe", [], 2, parse_transport("shm"), hosts=["a", "b"],
+        forward_env=["OMPI_MCA_btl_vader_single_copy_mechanism", "UCX_RNDV_THRESH"])
+    xs = [launch.argv[i + 1] for i, a in enumerate(launch.argv) if a == "-x"]
+    assert {"OMPI_MCA_btl_vader_single_copy_mechanism", "UCX_RNDV_THRESH"} <= set(xs)

@@ -133,16 +133,6 @@ def _threshold(store: Store, diag: Diagnosis, default: str, cand: PathRuns,
     return Recommendation(cand.path.mpi, settings, cand.path.name, helps, hurts, why)
 
 
-def same_as_default(default: PathRuns, cand: PathRuns) -> bool:
-    """The library's own choice forced explicitly (same selection, same per-size report):
-    its difference from the default is the run-to-run noise, not a setting to recommend."""
-    if cand.selected != default.selected:
-        return False
-    if default.choice is None or cand.choice is None:
-        return default.choice is cand.choice
-    return default.choice.bands == cand.choice.bands
-
-
 def recommend(store: Store, diag: Diagnosis,
               tolerance: float = DEFAULT_TOLERANCE) -> list[Recommendation]:
     """Recommendations per flavour, the best (most sizes helped net of sizes hurt) first."""
@@ -154,8 +144,6 @@ def recommend(store: Store, diag: Diagnosis,
                 continue
             if cand.on_nic:
                 continue  # never recommend on-node traffic over the NIC
-            if same_as_default(default, cand):
-                continue
             thr = _threshold(store, diag, default.path.name, cand, tolerance)
             if thr is not None:
                 recs.append(thr)

@@ -184,6 +184,17 @@ def run_env(scheduler: Scheduler, planned: PlannedRun) -> tuple[dict[str, str], 
     return env, prefix
 
 
+def same_as_default(default: PathRuns, cand: PathRuns) -> bool:
+    """The library's own choice forced explicitly: same selection, same per-size report. A
+    difference from the default is then the run-to-run spread, or a setting the library's
+    report does not show (the table says which paths these are)."""
+    if cand.selected != default.selected:
+        return False
+    if default.choice is None or cand.choice is None:
+        return default.choice is cand.choice
+    return default.choice.bands == cand.choice.bands
+
+
 # -- analysis -----------------------------------------------------------------------------------
 def _series(store: Store, ids: list[int], metric: Metric) -> Series | None:
     runs = [store.run(i) for i in ids]
@@ -280,7 +291,12 @@ def table_lines(diag: Diagnosis) -> list[str]:
     for pr in diag.paths:
         state = ("FAILED: " + pr.failures[0][:140]) if not pr.run_ids and pr.failures else \
             f"runs {','.join(str(i) for ids in pr.run_ids.values() for i in ids)}"
-        lines.append(f"#   {pr.label:<34} {pr.path.why}; {state}")
+        default = next((d for d in diag.paths if d.path.default
+                        and d.path.mpi == pr.path.mpi), None)
+        noise = (" (same selection and per-size report as auto: the library's own choice, "
+                 "forced)") if default and default is not pr and pr.run_ids and \
+            same_as_default(default, pr) else ""
+        lines.append(f"#   {pr.label:<34} {pr.path.why}; {state}{noise}")
         for f in pr.flags:
             lines.append(f"#     FLAG {f}")
         if pr.path.default and pr.choice:
