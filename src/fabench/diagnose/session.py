@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FabenchError
+from ..plan import plan_run
 from ..schedulers import Scheduler
 from ..store import Store
 from .paths import Placement, discover, sweep_paths
 from .placed import PlacedScheduler
 from .prove import Proof, proof_lines, prove
 from .recommend import Recommendation, recommend
-from .transports import Diagnosis, full_table_lines, run_diagnosis, table_lines
+from .transports import Diagnosis, full_table_lines, run_diagnosis, run_env, table_lines
 
 EXIT_FLAGGED = 3  # the product's "a diagnosis flagged something"
 
@@ -89,8 +90,11 @@ class TransportsOutcome:
 def run_transports(opts: TransportsOptions, scheduler: Scheduler, store_path: Path,
                    say: Callable[[str], None]) -> TransportsOutcome:
     placed = PlacedScheduler(scheduler, opts.hosts, opts.placement)
-    probe_prefix: tuple[str, ...] = ()
-    caps = discover(opts.mpis, probe_prefix)
+    if not opts.mpis:
+        raise FabenchError("--mpi names no MPI flavour")
+    # What exists is asked on the host the ranks run on (another node may have an HCA).
+    _, prefix = run_env(placed, plan_run("mpi.latency", transport="auto", mpi=opts.mpis[0]))
+    caps = discover(opts.mpis, prefix)
     if not caps.flavours:
         raise FabenchError("no MPI flavour usable here: " + "; ".join(caps.notes))
     paths = sweep_paths(caps, opts.placement, opts.thresholds)
