@@ -9,17 +9,21 @@ mixed endpoint of 003 (an HCA lane beside shared memory) cannot be produced on t
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from conftest import planned
+from conftest import own_testbeds, planned
+from fabench.diagnose.placed import PlacedScheduler
 from fabench.mpi.onnode import FLAG, ob1_on_node_network, ucx_on_node_network
 from fabench.placement import HostSlots
 from fabench.report.model import build_report
 from fabench.runner import execute_run
 from fabench.schedulers.local import LocalScheduler
+from fabench.schedulers.testbed import TestbedScheduler
 from fabench.store import Store
+from fabench.testbed import TestbedConfig, create
 
 ONE_HOST = [HostSlots("vm", 2)]
 TWO_HOSTS = [HostSlots("h1", 1), HostSlots("h2", 1)]
@@ -116,3 +120,25 @@ def test_ob1_per_peer_node_names() -> None:
     # nothing unless the placement itself puts every rank on one host
     assert ob1_on_node_network(same, MIXED) is None
     assert ob1_on_node_network(same, [HostSlots("h1", 2)])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs on a root testbed (CI is root)")
+def test_mixed_placement_on_a_testbed(tmp_path: Path, openmpi: str) -> None:
+    """Four ranks, two on each of two testbed hosts: UCX_TLS=tcp sends the on-node pairs over
+    the NIC (flagged); UCX's own choice keeps them on shared memory and only the pairs across
+    hosts on tcp (not flagged); ob1/tcp between two hosts, one rank each, is not flagged."""
+    with own_testbeds(f"fbo{os.getpid() % 100000}"):
+        sched = TestbedScheduler(testbed=create("mix", TestbedConfig(hosts=2)).name)
+        placed = PlacedScheduler(sched, None, "inter")
+        with Store(tmp_path / "s.sqlite") as store:
+            cid = store.begin_campaign("onnode testbed", {}, {})
+            flags = {}
+            for transport, ranks in (("ucx:tcp", 4), ("ucx", 4), ("tcp", 2)):
+                oc = execute_run(store, placed, planned(
+                    "mpi.latency", "--sizes", "8", "--iterations", "20", "--warmup", "2",
+                    transport=transport, ranks=ranks, timeout=300), cid)
+                assert oc.status == "ok", oc.reason
+                flags[transport] = [f for f in oc.flags if f.startswith(FLAG)]
+    assert flags["ucx:tcp"] and "no UCX endpoint has a shared-memory lane" in flags["ucx:tcp"][0]
+    assert flags["ucx"] == [] and flags["tcp"] == []
