@@ -87,6 +87,9 @@ def transports_parser(dsub: argparse._SubParsersAction) -> None:  # type: ignore
                    help="interleaved A/B rounds of the proof (default: 3)")
     t.add_argument("--ab-sizes", help="collective sizes of the proof (default: the kernels')")
     t.add_argument("--ab-iterations", type=int, help="collective iterations per size")
+    t.add_argument("--prove-settings", nargs="+", metavar="NAME=VALUE",
+                   help="no sweep: prove these MPI/UCX settings (for the first --mpi) "
+                        "against nothing forced, e.g. an alternative an earlier run listed")
     t.add_argument("--tolerance", type=float, default=0.03,
                    help="'no change' band of every verdict (default: 0.03 = 3 %%)")
     t.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
@@ -104,6 +107,14 @@ def transports_main(args: argparse.Namespace) -> int:
     if hosts and len(hosts) > (1 if placement == "intra" else 2):
         raise FabenchError(f"--hosts: {placement} takes "
                            f"{'one host' if placement == 'intra' else 'two hosts'}")
+    settings = None
+    if args.prove_settings:
+        settings = {}
+        for item in args.prove_settings:
+            name, sep, value = item.partition("=")
+            if not sep or not name:
+                raise FabenchError(f"--prove-settings {item!r}: NAME=VALUE")
+            settings[name] = value
     opts = TransportsOptions(
         placement=placement, hosts=hosts,
         mpis=[m.strip() for m in args.mpi.split(",") if m.strip()],
@@ -111,7 +122,7 @@ def transports_main(args: argparse.Namespace) -> int:
         sizes=args.sizes, iterations=args.iterations, rounds=args.rounds, quick=args.quick,
         thresholds=not args.no_thresholds, prove=not args.no_prove, ab_ranks=args.ab_ranks,
         ab_rounds=args.ab_rounds, ab_sizes=args.ab_sizes, ab_iterations=args.ab_iterations,
-        tolerance=args.tolerance, timeout_s=args.timeout)
+        tolerance=args.tolerance, timeout_s=args.timeout, prove_settings=settings)
     scheduler = scheduler_from(args.on, args.out)
     try:
         outcome = run_transports(opts, scheduler, store_path(args.out),

@@ -38,24 +38,31 @@ class TransportsOptions:
     ab_iterations: int | None = None
     tolerance: float = 0.03
     timeout_s: float = 600.0
+    # prove these settings (for the first of ``mpis``) instead of sweeping: an alternative
+    # the sweep listed, or a recommendation from an earlier run
+    prove_settings: dict[str, str] | None = None
 
 
 @dataclass
 class TransportsOutcome:
-    diagnosis: Diagnosis
+    diagnosis: Diagnosis | None
     recommendations: list[Recommendation]
     proof: Proof | None
 
     @property
     def exit_code(self) -> int:
         d = self.diagnosis
+        if d is None:
+            return 0
         default_nic = any(p.on_nic for p in d.paths if p.path.default)
         return EXIT_FLAGGED if default_nic or any(r.loses for r in d.rows) else 0
 
     def lines(self) -> list[str]:
-        out = table_lines(self.diagnosis) + full_table_lines(self.diagnosis)
-        out.append("")
-        if not self.recommendations:
+        out: list[str] = []
+        if self.diagnosis is not None:
+            out = table_lines(self.diagnosis) + full_table_lines(self.diagnosis)
+            out.append("")
+        if self.diagnosis is not None and not self.recommendations:
             out.append("# recommendation: none - no measured path beat the library's own "
                        "choice at any size")
         for i, r in enumerate(self.recommendations[:4]):
@@ -68,9 +75,10 @@ class TransportsOutcome:
 
     def records(self) -> list[dict[str, Any]]:
         recs: list[dict[str, Any]] = []
-        for row in self.diagnosis.rows:
-            recs += row.records(self.diagnosis.flagged)
-        for p in self.diagnosis.paths:
+        d = self.diagnosis
+        for row in d.rows if d else []:
+            recs += row.records(d.flagged if d else {})
+        for p in d.paths if d else []:
             recs.append({"type": "path_info", "path": p.path.name, "mpi": p.path.mpi,
                          "transport": p.path.transport, "env": p.path.env_dict,
                          "default": p.path.default, "selected": p.selected,
@@ -94,6 +102,10 @@ def run_transports(opts: TransportsOptions, scheduler: Scheduler, store_path: Pa
         raise FabenchError("--mpi names no MPI flavour")
     # What exists is asked on the host the ranks run on (another node may have an HCA).
     _, prefix = run_env(placed, plan_run("mpi.latency", transport="auto", mpi=opts.mpis[0]))
+    if opts.prove_settings is not None:
+        rec = Recommendation(opts.mpis[0], dict(opts.prove_settings), "given",
+                             why="given on the command line")
+        return TransportsOutcome(None, [rec], _prove(rec, opts, placed, store_path, say))
     caps = discover(opts.mpis, prefix)
     if not caps.flavours:
         raise FabenchError("no MPI flavour usable here: " + "; ".join(caps.notes))
@@ -110,11 +122,13 @@ def run_transports(opts: TransportsOptions, scheduler: Scheduler, store_path: Pa
                          timeout_s=opts.timeout_s, say=say)
     with Store(store_path) as store:
         recs = recommend(store, diag, opts.tolerance)
-    proof = None
-    if opts.prove and recs:
-        say(f"proving: {' '.join(f'{k}={v}' for k, v in recs[0].settings.items())}")
-        proof = prove(recs[0], placed, store_path, ranks=opts.ab_ranks,
-                      rounds=opts.ab_rounds, sizes=opts.ab_sizes,
-                      iterations=opts.ab_iterations, quick=opts.quick,
-                      tolerance=opts.tolerance, timeout_s=opts.timeout_s, say=say)
+    proof = _prove(recs[0], opts, placed, store_path, say) if opts.prove and recs else None
     return TransportsOutcome(diag, recs, proof)
+
+
+def _prove(rec: Recommendation, opts: TransportsOptions, placed: Scheduler, store_path: Path,
+           say: Callable[[str], None]) -> Proof:
+    say(f"proving: {' '.join(f'{k}={v}' for k, v in rec.settings.items())}")
+    return prove(rec, placed, store_path, ranks=opts.ab_ranks, rounds=opts.ab_rounds,
+                 sizes=opts.ab_sizes, iterations=opts.ab_iterations, quick=opts.quick,
+                 tolerance=opts.tolerance, timeout_s=opts.timeout_s, say=say)
