@@ -21,7 +21,7 @@ from fabench.placement import HostSlots
 from fabench.report.model import build_report
 from fabench.runner import execute_run
 from fabench.schedulers.local import LocalScheduler
-from fabench.schedulers.testbed import TestbedScheduler
+from fabench.schedulers import testbed as testbed_scheduler
 from fabench.store import Store
 from fabench.testbed import TestbedConfig, create
 
@@ -129,7 +129,7 @@ def test_mixed_placement_on_a_testbed(tmp_path: Path, openmpi: str) -> None:
     the NIC (flagged); UCX's own choice keeps them on shared memory and only the pairs across
     hosts on tcp (not flagged); ob1/tcp between two hosts, one rank each, is not flagged."""
     with own_testbeds(f"fbo{os.getpid() % 100000}"):
-        sched = TestbedScheduler(testbed=create("mix", TestbedConfig(hosts=2)).name)
+        sched = testbed_scheduler.TestbedScheduler(testbed=create("mix", TestbedConfig(hosts=2)).name)
         placed = PlacedScheduler(sched, None, "inter")
         with Store(tmp_path / "s.sqlite") as store:
             cid = store.begin_campaign("onnode testbed", {}, {})
