@@ -20,8 +20,8 @@ from fabench.mpi.onnode import FLAG, ob1_on_node_network, ucx_on_node_network
 from fabench.placement import HostSlots
 from fabench.report.model import build_report
 from fabench.runner import execute_run
-from fabench.schedulers.local import LocalScheduler
 from fabench.schedulers import testbed as testbed_scheduler
+from fabench.schedulers.local import LocalScheduler
 from fabench.store import Store
 from fabench.testbed import TestbedConfig, create
 
@@ -129,7 +129,8 @@ def test_mixed_placement_on_a_testbed(tmp_path: Path, openmpi: str) -> None:
     the NIC (flagged); UCX's own choice keeps them on shared memory and only the pairs across
     hosts on tcp (not flagged); ob1/tcp between two hosts, one rank each, is not flagged."""
     with own_testbeds(f"fbo{os.getpid() % 100000}"):
-        sched = testbed_scheduler.TestbedScheduler(testbed=create("mix", TestbedConfig(hosts=2)).name)
+        made = create("mix", TestbedConfig(hosts=2))
+        sched = testbed_scheduler.TestbedScheduler(testbed=made.name)
         placed = PlacedScheduler(sched, None, "inter")
         with Store(tmp_path / "s.sqlite") as store:
             cid = store.begin_campaign("onnode testbed", {}, {})
