@@ -174,7 +174,9 @@ class PlannedRun:
                                f"{self.budget_s}")
 
     def kernel_argv(self) -> list[str]:
-        return [*self.settings.argv(self.kernel), *self.transport.kernel_args()]
+        # An MPI kernel's transport is the flavour's business (MCA, UCX_TLS), not an option.
+        own = [] if self.kernel.needs_mpi else self.transport.kernel_args()
+        return [*self.settings.argv(self.kernel), *own]
 
     def batch(self, sizes: Sequence[int], iterations: int) -> "PlannedRun":
         """The same run for some sizes only, at a given iteration count (adaptive batches)."""

@@ -28,6 +28,7 @@ class RunOutcome:
     selected_transport: str | None = None
     results: list[ResultRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
 
 
 def _failure_reason(stderr: str, returncode: int, errors: list[dict[str, Any]]) -> str:
@@ -112,6 +113,7 @@ def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
     if pooled_rounds:
         outcome.results = list(store.results(run_id))  # one record per size, rounds pooled
     outcome.selected_transport, outcome.notes = res.selected_transport, res.notes
+    outcome.flags = list(res.flags)
     if status == "ok" and planned.precision:
         outcome.notes.append(refine(store, scheduler, planned, run_id, t_start,
                                     res.selected_transport)["text"])

@@ -20,9 +20,12 @@ if TYPE_CHECKING:  # annotations only: kernels never need this module at run tim
 
 # shm/tcp/ucx/ofi are MPI requests; a transport kernel's own family (tcp, udp, ucx, ofi, verbs)
 # means "that library's default" for it; "sim" names a simulated setup (fabench sim).
-TransportKind = Literal["shm", "tcp", "ucx", "ofi", "udp", "verbs", "sim"]
+# "auto" forces nothing: the library picks its own PML/BTL or UCX transports (what a user
+# gets with no setting at all), and fabench reads back what it picked.
+TransportKind = Literal["auto", "shm", "tcp", "ucx", "ofi", "udp", "verbs", "sim"]
 
 ACCEPTED_FORMS = (
+    "auto (nothing forced: the library's own choice)",
     "shm",
     "tcp",
     "ucx",
@@ -45,7 +48,7 @@ class Transport:
     spec: str | None = None
 
     def __post_init__(self) -> None:
-        if self.kind in ("shm", "tcp") and self.spec is not None:
+        if self.kind in ("auto", "shm", "tcp") and self.spec is not None:
             raise ValueError(f"transport {self.kind!r} takes no ':' argument")
 
     def __str__(self) -> str:
@@ -90,14 +93,14 @@ def _error(s: str, why: str) -> ValueError:
 
 
 def parse_transport(s: str) -> Transport:
-    """Parse ``shm``, ``tcp``, ``ucx``, ``ucx:TLS[,TLS]`` or ``ofi:PROVIDER``."""
+    """Parse ``auto``, ``shm``, ``tcp``, ``ucx``, ``ucx:TLS[,TLS]`` or ``ofi:PROVIDER``."""
     text = s.strip()
     kind, sep, spec = text.partition(":")
     kind = kind.lower()
-    if kind in ("shm", "tcp"):
+    if kind in ("auto", "shm", "tcp"):
         if sep:
             raise _error(s, f"{kind!r} takes no ':' argument")
-        return Transport("shm" if kind == "shm" else "tcp")
+        return Transport("auto" if kind == "auto" else "shm" if kind == "shm" else "tcp")
     if kind == "ucx":
         if not sep:
             return Transport("ucx")

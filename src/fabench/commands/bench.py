@@ -83,7 +83,7 @@ def main(args: argparse.Namespace) -> int:
     context = {"kernel": kernel.name, "transport": str(planned.transport),
                "selected_transport": outcome.selected_transport, "mpi": args.mpi,
                "ranks": args.ranks, "run_id": outcome.run_id, "status": outcome.status,
-               "on": scheduler.describe()}
+               "on": scheduler.describe(), "flags": outcome.flags}
     if args.json:
         for line in summaries_json(kernel.name, outcome.results, context):
             print(line)
@@ -92,7 +92,8 @@ def main(args: argparse.Namespace) -> int:
         title = (f"fabench {kernel.name}  transport={planned.transport} "
                  f"(selected: {outcome.selected_transport or 'unknown'})  np={args.ranks}"
                  f"{mpi}  on={scheduler.describe()}")
-        for line in header_lines(title, outcome.notes):
+        for line in header_lines(title, [*(f"FLAG {f}" for f in outcome.flags),
+                                         *outcome.notes]):
             print(line)
         for line in kernel_tables(kernel.name, outcome.results):
             print(line)

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
-from ..placement import cpu_count, host_slots
+from ..placement import HostSlots, cpu_count, host_slots
 from ..registry import Registry
 from ..transport import Transport
 
@@ -93,6 +93,40 @@ class UcxLanes:
     failures: tuple[str, ...]
 
 
+# UCX's own line prefix names the host of the process that printed it: "[vm:5022 :0]".
+_UCX_HOST_RE = re.compile(r"^(?:\[[0-9.]+\]\s+)?\[([^:\]\s]+):\d+\s*:\d+\]")
+
+
+@dataclass(frozen=True)
+class UcxEpConfig:
+    """One ``ep_cfg[N]`` line: the lanes per operation group ("tag", "rma", "am", ...), as
+    "tl/device" entries, and the host of the process that printed it ("" when unknown)."""
+
+    line: str
+    host: str
+    groups: dict[str, tuple[str, ...]]
+
+    @property
+    def entries(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(e for v in self.groups.values() for e in v))
+
+    @property
+    def is_self(self) -> bool:
+        return any(e.startswith("self/") for e in self.entries)
+
+
+def ucx_ep_configs(stderr: str) -> list[UcxEpConfig]:
+    """Every ``ep_cfg[N]`` line UCX printed at info level, in order."""
+    out = []
+    for line in stderr.splitlines():
+        m = _UCX_EPCFG_RE.search(line)
+        if m:
+            h = _UCX_HOST_RE.match(line.strip())
+            groups = {k: tuple(v.split()) for k, v in _UCX_LANES_RE.findall(m.group(2))}
+            out.append(UcxEpConfig(line, h.group(1) if h else "", groups))
+    return out
+
+
 def parse_ucx_lanes(stderr: str) -> UcxLanes:
     """Read the ``ep_cfg[N]`` lines UCX prints at info level.
 
@@ -100,23 +134,18 @@ def parse_ucx_lanes(stderr: str) -> UcxLanes:
     another process through ``self``), so configurations containing ``self/`` are the loopback
     endpoint and are ignored unless they are all there is (a 1-rank run).
     """
-    peer_cfgs: list[tuple[str, dict[str, list[str]]]] = []
-    self_cfgs: list[tuple[str, dict[str, list[str]]]] = []
-    failures: list[str] = []
-    for line in stderr.splitlines():
-        m = _UCX_EPCFG_RE.search(line)
-        if m:
-            lanes = {k: v.split() for k, v in _UCX_LANES_RE.findall(m.group(2))}
-            is_self = any(entry.startswith("self/") for v in lanes.values() for entry in v)
-            (self_cfgs if is_self else peer_cfgs).append((line, lanes))
-        elif _UCX_FAILURE_RE.search(line):
-            failures.append(line)
+    peer_cfgs: list[tuple[str, dict[str, tuple[str, ...]]]] = []
+    self_cfgs: list[tuple[str, dict[str, tuple[str, ...]]]] = []
+    for cfg in ucx_ep_configs(stderr):
+        (self_cfgs if cfg.is_self else peer_cfgs).append((cfg.line, cfg.groups))
+    failures = [ln for ln in stderr.splitlines()
+                if not _UCX_EPCFG_RE.search(ln) and _UCX_FAILURE_RE.search(ln)]
     cfgs = peer_cfgs or self_cfgs
     entries: list[str] = []
     for _, lanes in cfgs:
         # MPI point-to-point goes through UCP tag matching; fall back to AM lanes if a UCX
         # version prints no tag lanes.
-        entries.extend(lanes.get("tag") or lanes.get("am") or [])
+        entries.extend(lanes.get("tag") or lanes.get("am") or ())
     entries = _unique(entries)
     tls = _unique(e.split("/", 1)[0] for e in entries)
     return UcxLanes(
@@ -173,13 +202,23 @@ class MpiFlavour(ABC):
         hosts: Sequence[str] | None = None,
         extra_mpirun_args: Sequence[str] = (),
         oversubscribe: bool | None = None,
+        forward_env: Sequence[str] = (),
     ) -> MpiLaunch:
-        """Build the command line. ``oversubscribe=None`` decides from ranks vs cores/slots."""
+        """Build the command line. ``oversubscribe=None`` decides from ranks vs cores/slots;
+        ``forward_env`` names variables of the caller's environment the ranks must get on
+        other hosts too (a run's own MCA/UCX settings)."""
 
     @abstractmethod
     def selected_transport(self, stderr: str, transport: Transport) -> SelectedTransport:
         """What the library reported selecting, parsed from the stderr of a launch() run.
         ``transport`` (the request) is only used to word the detail, never as the answer."""
+
+    def on_node_network(self, stderr: str,
+                        placed: Sequence[HostSlots] | None) -> str | None:
+        """A flag text when the library's own report shows ranks on one host reaching each
+        other over a network transport (fabench.mpi.onnode), else None. ``placed`` is where
+        the ranks ran; None when the starter cannot know."""
+        return None
 
     # The process-management interface its ranks wire up through when a resource manager
     # starts them directly (no mpirun): "pmix", "pmi2"; None when the build has none.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ..placement import HostSlots
 from ..process import run_capture
 from ..transport import Transport
 from .base import (
@@ -18,6 +19,7 @@ from .base import (
     register_flavour,
     strip_rank_prefix,
 )
+from .onnode import ucx_on_node_network
 
 # Debian's MPICH has no ch4 shared-memory module in the path: with UCX_TLS=tcp the 8 B latency
 # between two ranks on one host goes from ~0.4 us to ~5 us, so on-node traffic is UCX's too and
@@ -90,6 +92,8 @@ class Mpich(MpiFlavour):
                 f"fabench drives MPICH through UCX (device ch4:ucx); this MPICH reports device "
                 f"{device!r}"
             )
+        if transport.kind == "auto":
+            return {}
         if transport.kind in TLS_FOR:
             return {"UCX_TLS": TLS_FOR[transport.kind]}
         return {"UCX_TLS": transport.ucx_tls} if transport.ucx_tls else {}
@@ -104,6 +108,7 @@ class Mpich(MpiFlavour):
         hosts: Sequence[str] | None = None,
         extra_mpirun_args: Sequence[str] = (),
         oversubscribe: bool | None = None,
+        forward_env: Sequence[str] = (),
     ) -> MpiLaunch:
         self._check_ranks(ranks)
         env = self.transport_env(transport)
@@ -122,7 +127,7 @@ class Mpich(MpiFlavour):
         argv += ["-bind-to", "core" if not hosts and not over else "none"]
         # Hydra passes the whole environment to local ranks; -genvlist makes sure remote
         # ranks (ssh launcher) get the UCX settings as well.
-        argv += ["-genvlist", ",".join(env)]
+        argv += ["-genvlist", ",".join(dict.fromkeys([*env, *forward_env]))]
         argv += list(extra_mpirun_args)
         argv += [exe, *args]
         return MpiLaunch(argv=argv, env=env, notes=notes)
@@ -140,6 +145,10 @@ class Mpich(MpiFlavour):
         if iface:
             args += ["-iface", iface]
         return args
+
+    def on_node_network(self, stderr: str,
+                        placed: Sequence[HostSlots] | None) -> str | None:
+        return ucx_on_node_network(stderr, placed)
 
     def selected_transport(self, stderr: str, transport: Transport) -> SelectedTransport:
         sel = parse_mpich_selection(stderr, self.device())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ..placement import HostSlots
 from ..process import is_root, run_capture
 from ..transport import Transport
 from .base import (
@@ -18,6 +19,7 @@ from .base import (
     register_flavour,
     strip_rank_prefix,
 )
+from .onnode import ob1_on_node_network, ucx_on_node_network
 
 # Verbosity added to every launch so the selection can be read back. Each of these prints only
 # while components are opened/selected and endpoints are created (MPI_Init, first contact with a
@@ -49,6 +51,8 @@ _VERSION_RE = re.compile(r"\(Open(?:RTE| MPI)\)\s+(\S+)")
 
 def transport_mca(transport: Transport) -> tuple[list[str], dict[str, str]]:
     """MCA arguments and environment that request ``transport`` from Open MPI 4.1."""
+    if transport.kind == "auto":
+        return [], {}
     if transport.kind == "shm":
         return ["--mca", "pml", "ob1", "--mca", "btl", "self,vader"], {}
     if transport.kind == "tcp":
@@ -80,6 +84,8 @@ def _selection_verbosity(transport: Transport) -> tuple[list[str], dict[str, str
     ``transport`` (see the note on the verbosity levels above)."""
     if transport.kind in ("shm", "tcp"):
         return PML_VERBOSE + BTL_VERBOSE, {}
+    if transport.kind == "auto":  # whichever PML wins, its own report must be there
+        return PML_VERBOSE + BTL_VERBOSE + MTL_OFI_VERBOSE, dict(UCX_VERBOSE_ENV)
     if transport.kind == "ofi":
         return PML_VERBOSE + MTL_OFI_VERBOSE, {}
     return list(PML_VERBOSE), dict(UCX_VERBOSE_ENV)
@@ -167,6 +173,7 @@ class OpenMpi(MpiFlavour):
         hosts: Sequence[str] | None = None,
         extra_mpirun_args: Sequence[str] = (),
         oversubscribe: bool | None = None,
+        forward_env: Sequence[str] = (),
     ) -> MpiLaunch:
         self._check_ranks(ranks)
         mca, env = transport_mca(transport)
@@ -191,7 +198,7 @@ class OpenMpi(MpiFlavour):
         argv += mca + verbose_mca
         env.update(verbose_env)
         # -x forwards the variables to remote ranks too; local ranks inherit them anyway.
-        for key in env:
+        for key in dict.fromkeys([*env, *forward_env]):
             argv += ["-x", key]
         if is_root():
             env.update(ROOT_ENV)
@@ -220,6 +227,10 @@ class OpenMpi(MpiFlavour):
         if net:
             args += ["--mca", "oob_tcp_if_include", net, "--mca", "btl_tcp_if_include", net]
         return args
+
+    def on_node_network(self, stderr: str,
+                        placed: Sequence[HostSlots] | None) -> str | None:
+        return ob1_on_node_network(stderr, placed) or ucx_on_node_network(stderr, placed)
 
     def selected_transport(self, stderr: str, transport: Transport) -> SelectedTransport:
         sel = parse_openmpi_selection(stderr)

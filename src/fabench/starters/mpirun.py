@@ -38,7 +38,8 @@ class MpirunStarter(Starter):
         try:
             return flavour.launch(str(exe), run.kernel_argv(), run.ranks, run.transport,
                                   hosts=alloc.host_list if alloc.remote else None,
-                                  extra_mpirun_args=extra, oversubscribe=oversubscribe)
+                                  extra_mpirun_args=extra, oversubscribe=oversubscribe,
+                                  forward_env=list(run.env))
         except UnsupportedTransport as exc:  # this MPI cannot carry that transport
             raise FabenchError(f"{flavour.name}: {exc}") from exc
 
@@ -52,12 +53,16 @@ class MpirunStarter(Starter):
         outcome = run_streaming(argv, env, run.timeout_s, on_record)
         summary, detail = selected(flavour, run, outcome.stderr)
         notes = list(launch.notes)
+        # Where the selection is read and the placement known: every run is checked for
+        # ranks on one host talking over a network transport (document 003's failure class).
+        on_nic = flavour.on_node_network(outcome.stderr, alloc.placed)
         if outcome.timed_out:
             notes.append(f"timed out after {run.timeout_s:.0f} s")
         return LaunchResult(
             output=outcome.output, returncode=outcome.returncode, command=argv,
             stderr=outcome.stderr, selected_transport=summary, selected_detail=detail,
             notes=notes, oversubscribed=any(n.startswith("oversubscribed") for n in launch.notes),
+            flags=[on_nic] if on_nic else [],
             # What fabench set for the ranks, the scheduler's own variables (e.g. the testbed's
             # UCX_NET_DEVICES) included, so provenance records every steering value it chose.
             extra={"env": {**launch.env, **alloc.extra_env}, "elapsed_s": outcome.elapsed_s},

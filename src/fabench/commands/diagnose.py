@@ -1,0 +1,138 @@
+"""`fabench diagnose transports|...`: argument handling; the work is in fabench/diagnose/.
+
+Each action is one function decorated with ``@action``: it adds its own subparser and sets
+its ``func``. Adding `diagnose reorder` is one more such function (here or in its own module
+that imports ``action`` from this one).
+"""
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+
+from ..diagnose.session import TransportsOptions, run_transports
+from ..errors import FabenchError
+from . import COMMANDS
+from ._common import add_on_argument, add_out_argument, scheduler_from, store_path
+
+Subparsers = "argparse._SubParsersAction[argparse.ArgumentParser]"
+ActionFn = Callable[[argparse._SubParsersAction], None]  # type: ignore[type-arg]
+ACTIONS: list[ActionFn] = []
+
+
+def action(fn: ActionFn) -> ActionFn:
+    """Register one `fabench diagnose ACTION` (its function adds the subparser)."""
+    ACTIONS.append(fn)
+    return fn
+
+
+@COMMANDS.register("diagnose")
+def register(sub: Subparsers) -> None:  # type: ignore[valid-type]
+    p = sub.add_parser("diagnose", help="diagnoses: transports (is the library choosing its "
+                                        "best path, per size?)",
+                       description="Run measurements that answer one question each.")
+    dsub = p.add_subparsers(dest="diagnose_command", metavar="ACTION")
+    dsub.required = True
+    for fn in ACTIONS:
+        fn(dsub)
+
+
+def _ranks(text: str) -> tuple[int, ...]:
+    try:
+        vals = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: rank counts such as 2,4") from None
+    if not vals or any(v < 2 for v in vals):
+        raise argparse.ArgumentTypeError(f"{text!r}: rank counts of at least 2")
+    return vals
+
+
+@action
+def transports_parser(dsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    t = dsub.add_parser(
+        "transports", help="sweep the MPI/UCX paths, compare with the library's choice per "
+                           "size, recommend settings and prove them by A/B",
+        description="For two ranks on one host (--placement intra) or on two hosts "
+                    "(--placement inter), measure latency and bandwidth per size over every "
+                    "path that exists (UCX_TLS sets, Open MPI ob1+vader per single-copy "
+                    "mechanism, pml ucx, MPICH's ch4:ucx), read what the library chose when "
+                    "nothing is forced, give per size the chosen path, the best one and the "
+                    "loss with its interval, recommend settings with the sizes they help and "
+                    "hurt, and prove the recommendation on allgather, alltoall and gather at "
+                    "2 and 4 ranks. Exit 3 when the library's choice loses at some size or "
+                    "sends on-node traffic over the NIC. See docs/diagnose.md.")
+    add_on_argument(t)
+    add_out_argument(t)
+    t.add_argument("--placement", choices=("intra", "inter"), default=None,
+                   help="intra: both ranks on one host; inter: one rank on each of two hosts "
+                        "(default: intra with --on local, else inter)")
+    t.add_argument("--hosts", metavar="A[,B]",
+                   help="the host (intra) or pair of hosts (inter) to use, by name")
+    t.add_argument("--mpi", default="openmpi,mpich",
+                   help="MPI flavours to sweep, comma-separated (default: openmpi,mpich)")
+    t.add_argument("--path", action="append", metavar="NAME", dest="paths",
+                   help="only this path (a name as the table prints it, e.g. ucx:posix,cma); "
+                        "repeat for more; the library's own choice is always measured")
+    t.add_argument("--sizes", help="point-to-point sizes, e.g. 1:4M or 8,4K,64K,1M")
+    t.add_argument("--iterations", type=int, help="timed iterations per size")
+    t.add_argument("--rounds", type=int, default=2,
+                   help="sweeps over all paths, in rotated order (default: 2)")
+    t.add_argument("--quick", action="store_true", help="fewer iterations")
+    t.add_argument("--no-thresholds", action="store_true",
+                   help="do not sweep UCX with rendezvous / zero copy switched off")
+    t.add_argument("--no-prove", action="store_true", help="skip the A/B proof")
+    t.add_argument("--ab-ranks", type=_ranks, default=(2, 4),
+                   help="rank counts of the proof (default: 2,4)")
+    t.add_argument("--ab-rounds", type=int, default=3,
+                   help="interleaved A/B rounds of the proof (default: 3)")
+    t.add_argument("--ab-sizes", help="collective sizes of the proof (default: the kernels')")
+    t.add_argument("--ab-iterations", type=int, help="collective iterations per size")
+    t.add_argument("--prove-settings", nargs="+", metavar="NAME=VALUE",
+                   help="no sweep: prove these MPI/UCX settings (for the first --mpi) "
+                        "against nothing forced, e.g. an alternative an earlier run listed")
+    t.add_argument("--tolerance", type=float, default=0.03,
+                   help="'no change' band of every verdict (default: 0.03 = 3 %%)")
+    t.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
+    t.add_argument("--json", action="store_true",
+                   help="JSON lines: one per size and path (size, path, chosen, best, loss), "
+                        "then recommendations and A/B deltas")
+    t.set_defaults(func=transports_main)
+
+
+def transports_main(args: argparse.Namespace) -> int:
+    if args.rounds < 1:
+        raise FabenchError("--rounds must be >= 1")
+    placement = args.placement or ("intra" if args.on == ["local"] else "inter")
+    hosts = [h.strip() for h in args.hosts.split(",")] if args.hosts else None
+    if hosts and len(hosts) > (1 if placement == "intra" else 2):
+        raise FabenchError(f"--hosts: {placement} takes "
+                           f"{'one host' if placement == 'intra' else 'two hosts'}")
+    settings = None
+    if args.prove_settings:
+        settings = {}
+        for item in args.prove_settings:
+            name, sep, value = item.partition("=")
+            if not sep or not name:
+                raise FabenchError(f"--prove-settings {item!r}: NAME=VALUE")
+            settings[name] = value
+    opts = TransportsOptions(
+        placement=placement, hosts=hosts,
+        mpis=[m.strip() for m in args.mpi.split(",") if m.strip()],
+        only=[p.strip() for p in args.paths] if args.paths else None,
+        sizes=args.sizes, iterations=args.iterations, rounds=args.rounds, quick=args.quick,
+        thresholds=not args.no_thresholds, prove=not args.no_prove, ab_ranks=args.ab_ranks,
+        ab_rounds=args.ab_rounds, ab_sizes=args.ab_sizes, ab_iterations=args.ab_iterations,
+        tolerance=args.tolerance, timeout_s=args.timeout, prove_settings=settings)
+    scheduler = scheduler_from(args.on, args.out)
+    try:
+        outcome = run_transports(opts, scheduler, store_path(args.out),
+                                 lambda m: print(f"fabench: {m}", file=sys.stderr))
+    finally:
+        scheduler.close()
+    if args.json:
+        for rec in outcome.records():
+            print(json.dumps(rec))
+    else:
+        for line in outcome.lines():
+            print(line)
+    return outcome.exit_code

@@ -1,0 +1,134 @@
+"""One `diagnose transports` session: place, discover, sweep, analyse, recommend, prove."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import FabenchError
+from ..plan import plan_run
+from ..schedulers import Scheduler
+from ..store import Store
+from .paths import Placement, discover, sweep_paths
+from .placed import PlacedScheduler
+from .prove import Proof, proof_lines, prove
+from .recommend import Recommendation, recommend
+from .transports import Diagnosis, full_table_lines, run_diagnosis, run_env, table_lines
+
+EXIT_FLAGGED = 3  # the product's "a diagnosis flagged something"
+
+
+@dataclass
+class TransportsOptions:
+    placement: Placement
+    hosts: list[str] | None = None
+    mpis: list[str] = field(default_factory=lambda: ["openmpi", "mpich"])
+    only: list[str] | None = None  # path names to keep (the default is always kept)
+    sizes: str | None = None
+    iterations: int | None = None
+    rounds: int = 2
+    quick: bool = False
+    thresholds: bool = True
+    prove: bool = True
+    ab_ranks: tuple[int, ...] = (2, 4)
+    ab_rounds: int = 3
+    ab_sizes: str | None = None
+    ab_iterations: int | None = None
+    tolerance: float = 0.03
+    timeout_s: float = 600.0
+    # prove these settings (for the first of ``mpis``) instead of sweeping: an alternative
+    # the sweep listed, or a recommendation from an earlier run
+    prove_settings: dict[str, str] | None = None
+
+
+@dataclass
+class TransportsOutcome:
+    diagnosis: Diagnosis | None
+    recommendations: list[Recommendation]
+    proof: Proof | None
+
+    @property
+    def exit_code(self) -> int:
+        d = self.diagnosis
+        if d is None:
+            return 0
+        default_nic = any(p.on_nic for p in d.paths if p.path.default)
+        return EXIT_FLAGGED if default_nic or any(r.loses for r in d.rows) else 0
+
+    def lines(self) -> list[str]:
+        out: list[str] = []
+        if self.diagnosis is not None:
+            out = table_lines(self.diagnosis) + full_table_lines(self.diagnosis)
+            out.append("")
+        if self.diagnosis is not None and not self.recommendations:
+            out.append("# recommendation: none - no measured path beat the library's own "
+                       "choice at any size")
+        for i, r in enumerate(self.recommendations[:4]):
+            out.append(f"# {'recommendation' if i == 0 else 'alternative'} ({r.mpi}): "
+                       f"{r.text()}")
+        if self.proof:
+            out.append("")
+            out += proof_lines(self.proof)
+        return out
+
+    def records(self) -> list[dict[str, Any]]:
+        recs: list[dict[str, Any]] = []
+        d = self.diagnosis
+        for row in d.rows if d else []:
+            recs += row.records(d.flagged if d else {})
+        for p in d.paths if d else []:
+            recs.append({"type": "path_info", "path": p.path.name, "mpi": p.path.mpi,
+                         "transport": p.path.transport, "env": p.path.env_dict,
+                         "default": p.path.default, "selected": p.selected,
+                         "flags": p.flags, "failures": p.failures,
+                         "runs": p.run_ids,
+                         "library_choice": p.choice.as_dict() if p.choice else None})
+        recs += [r.as_dict() for r in self.recommendations]
+        if self.proof:
+            for n, d in self.proof.deltas:
+                recs.append({"type": "ab", "ranks": n,
+                             "oversubscribed": n in self.proof.oversubscribed,
+                             "settings": self.proof.settings, **vars(d),
+                             "sentence": d.sentence()})
+        return recs
+
+
+def run_transports(opts: TransportsOptions, scheduler: Scheduler, store_path: Path,
+                   say: Callable[[str], None]) -> TransportsOutcome:
+    placed = PlacedScheduler(scheduler, opts.hosts, opts.placement)
+    if not opts.mpis:
+        raise FabenchError("--mpi names no MPI flavour")
+    # What exists is asked on the host the ranks run on (another node may have an HCA).
+    _, prefix = run_env(placed, plan_run("mpi.latency", transport="auto", mpi=opts.mpis[0]))
+    if opts.prove_settings is not None:
+        rec = Recommendation(opts.mpis[0], dict(opts.prove_settings), "given",
+                             why="given on the command line")
+        return TransportsOutcome(None, [rec], _prove(rec, opts, placed, store_path, say))
+    caps = discover(opts.mpis, prefix)
+    if not caps.flavours:
+        raise FabenchError("no MPI flavour usable here: " + "; ".join(caps.notes))
+    paths = sweep_paths(caps, opts.placement, opts.thresholds)
+    if opts.only:
+        unknown = set(opts.only) - {p.name for p in paths}
+        if unknown:
+            raise FabenchError(f"--paths: {', '.join(sorted(unknown))} not among the paths "
+                               f"here: {', '.join(p.name for p in paths)}")
+        paths = [p for p in paths if p.default or p.name in opts.only]
+    say(f"{len(paths)} paths x 2 kernels x {opts.rounds} rounds on {placed.describe()}")
+    diag = run_diagnosis(placed, paths, caps, opts.placement, store_path, rounds=opts.rounds,
+                         sizes=opts.sizes, iterations=opts.iterations, quick=opts.quick,
+                         timeout_s=opts.timeout_s, say=say)
+    with Store(store_path) as store:
+        recs = recommend(store, diag, opts.tolerance)
+    proof = _prove(recs[0], opts, placed, store_path, say) if opts.prove and recs else None
+    return TransportsOutcome(diag, recs, proof)
+
+
+def _prove(rec: Recommendation, opts: TransportsOptions, placed: Scheduler, store_path: Path,
+           say: Callable[[str], None]) -> Proof:
+    say(f"proving: {' '.join(f'{k}={v}' for k, v in rec.settings.items())}")
+    return prove(rec, placed, store_path, ranks=opts.ab_ranks, rounds=opts.ab_rounds,
+                 sizes=opts.ab_sizes, iterations=opts.ab_iterations, quick=opts.quick,
+                 tolerance=opts.tolerance, timeout_s=opts.timeout_s, say=say)
