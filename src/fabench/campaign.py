@@ -5,6 +5,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .congestion.session import config_from_block, run_congestion
+from .congestion.victims import phase_of
 from .errors import FabenchError
 from .plan import PlannedRun, make_plan
 from .progress import Progress
@@ -44,6 +46,15 @@ def run_campaign(spec: CampaignSpec, scheduler: Scheduler, store_path: Path, *,
         progress = Progress(len(todo), stream=sys.stderr, enabled=show_progress)
         try:
             outcomes = execute_plan(store, scheduler, plan, cid, progress, done)
+            if spec.congestion is not None and not any(
+                    phase_of(str(r.settings.get("label") or "")) for r in store.runs(cid)):
+                # After the spec's runs, on the same launcher; on --resume only if the
+                # congestion test has no run yet (its rounds are one measurement).
+                say = (lambda m: print(f"fabench: {m}", file=sys.stderr)) \
+                    if show_progress else None
+                outcomes += run_congestion(
+                    config_from_block(spec.congestion, spec.mpi, spec.timeout_s), scheduler,
+                    store, cid, say).runs
         except KeyboardInterrupt:
             store.end_campaign(cid, "interrupted")
             raise

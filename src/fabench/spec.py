@@ -1,7 +1,7 @@
 """Campaign specs: YAML, validated, with errors that name the key and the line."""
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -79,6 +79,33 @@ class RunGroup(BaseModel):
         return v
 
 
+Aggressor = Literal["incast", "alltoall", "bcast", "bulk"]  # congestion/aggressors.PATTERNS
+VictimName = Literal["latency", "allreduce", "bandwidth"]  # congestion/victims.VICTIMS
+
+
+class CongestionBlock(BaseModel):
+    """`congestion:` in a spec: `fabench congestion`'s options, run after the spec's runs on
+    the same launcher (a testbed) and stored in the same campaign (docs/congestion.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    aggressor: list[Aggressor] = Field(default_factory=lambda: ["incast"], min_length=1)
+    victim: list[VictimName] = Field(default_factory=lambda: ["latency", "allreduce",
+                                                              "bandwidth"], min_length=1)
+    victim_hosts: list[str] = Field(default_factory=list)
+    aggressor_hosts: list[str] = Field(default_factory=list)
+    target: str = ""
+    rounds: int = Field(default=3, ge=1, le=100)
+    settle: float = Field(default=1.0, ge=0, le=60)
+    iterations: int = Field(default=1000, gt=0)
+    bw_iterations: int = Field(default=10, gt=0)
+    bw_window: int = Field(default=4, gt=0)
+    transport: str = "tcp"
+
+    _listify = field_validator("aggressor", "victim", "victim_hosts", "aggressor_hosts",
+                               mode="before")(_listify)
+
+
 class CampaignSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -89,6 +116,7 @@ class CampaignSpec(BaseModel):
     launcher: str = "local"
     timeout_s: float = Field(default=1800.0, gt=0)
     runs: list[RunGroup] = Field(min_length=1)
+    congestion: CongestionBlock | None = None
 
 
 DEFAULT_SPEC: dict[str, Any] = {

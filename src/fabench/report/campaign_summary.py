@@ -1,10 +1,12 @@
 """A campaign at a glance: one line per run with its headline figures."""
 
 from ..analyse import summarize_results
+from ..congestion.impact import impact_rows_from_store
 from ..kernels import get_kernel
 from ..records import ResultRecord
 from ..store import RunRow, Store
 from ..units import format_size
+from .congestion import text_lines
 from .table import header_lines, kernel_tables
 
 SMALL_SIZE = 8  # the small-message latency figure, as document 004's table
@@ -44,6 +46,9 @@ def campaign_lines(store: Store, campaign_id: int) -> list[str]:
         lines.append(f"{run.kernel:<15} {run.transport:<10} {run.ranks:>3} {run.mpi:<8}"
                      f" {(run.selected_transport or '?'):<14} {run.status:<8} {small:<24}"
                      f" {large:<26} {notes}")
+    congestion = impact_rows_from_store(store, campaign_id)
+    if congestion:
+        lines += ["", *text_lines(congestion)]
     return lines
 
 

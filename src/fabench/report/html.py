@@ -15,6 +15,7 @@ from ..peer_stats import peer_fields
 from ..selection import Series, SizeEstimate, config_label
 from ..units import format_number
 from .charts import Line, line_chart, size_label
+from .congestion import html_section
 from .model import TABLE_COLUMNS, Report
 from .prediction import prediction_section
 
@@ -242,6 +243,7 @@ def render_html(report: Report) -> str:
         "<h2>Comparisons</h2>", _comparisons(report),
         "<h2>Charts</h2>", _charts(report),
         *_prediction(report),
+        html_section(report.congestion),
         "<h2>Statistics per size</h2>", _stats_tables(report),
         "<h2>Provenance</h2>", _provenance(report),
     ]

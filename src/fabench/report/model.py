@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..compare import Comparison, compare_series
+from ..congestion.impact import ImpactRow, impact_rows
 from ..hostprobe import HOST_STATE_RATIO, run_core_to_core_ns
 from ..mpi.onnode import FLAG as NIC_FLAG
 from ..selection import (
@@ -44,6 +45,7 @@ class Report:
     warnings: list[str]
     campaigns: list[dict[str, Any]]
     generated: float = field(default_factory=time.time)
+    congestion: list[ImpactRow] = field(default_factory=list)  # congestion runs selected
 
 
 TABLE_COLUMNS = {  # column -> (kernel suffix, metric, size)
@@ -172,7 +174,8 @@ def build_report(store: Store, runs: list[RunRow], excluded: list[RunRow] | None
                         f"{r.reason or 'no reason recorded'}")
     warnings += _stat_warnings(series)
     return Report(title, runs, list(excluded or []), series, comparisons,
-                  summary_table(series), warnings, campaigns)
+                  summary_table(series), warnings, campaigns,
+                  congestion=impact_rows(runs, results))
 
 
 def _campaign_provenance(store: Store, cid: int) -> dict[str, Any]:

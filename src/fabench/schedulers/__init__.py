@@ -85,6 +85,10 @@ class DirectScheduler(Scheduler):
         """The link the counters read, for the record."""
         return "all but lo"
 
+    def tcp_watched(self, alloc: Allocation, names: list[str]) -> list[str]:
+        """The hosts whose TCP counters a run records: the run's own by default."""
+        return names
+
     def run(self, run: PlannedRun, on_record: RecordCallback | None = None) -> LaunchResult:
         starter = self.starter_for(run.kernel)
         alloc = self.allocation(run)
@@ -101,10 +105,11 @@ class DirectScheduler(Scheduler):
         before = self.counters(names) if names else {}
         # The kernel's own TCP counters of each host (reordering, out-of-order queueing,
         # retransmits, ECN): the evidence behind a TCP number on an impaired path.
-        tcp = TcpCounterWatch({n: alloc.execs[n].prefix for n in names})
+        watched = self.tcp_watched(alloc, names) if names else []
+        tcp = TcpCounterWatch({n: alloc.execs[n].prefix for n in watched})
         tcp.start()
         res = starter.start(run, alloc, collect)
-        if names:
+        if watched:
             res.extra["tcp_counters"] = {h: d.to_json() for h, d in tcp.finish().items()}
         if len(alloc.execs) > 1:
             res.notes.append(placement_note(alloc.placed, not alloc.crosses))

@@ -9,6 +9,7 @@ the same when namespaces can be made here and falls back to local.
 """
 
 import atexit
+import copy
 import os
 import signal
 import sys
@@ -20,7 +21,15 @@ from ..launched import LaunchResult, RecordCallback
 from ..netcounters import IfCounters, read_host_counters
 from ..placement import Allocation, HostExec, HostSlots, cpu_count, place_ranks
 from ..plan import PlannedRun
-from ..testbed import TestbedConfig, TestbedState, create, destroy, list_states, load_state
+from ..testbed import (
+    HostState,
+    TestbedConfig,
+    TestbedState,
+    create,
+    destroy,
+    list_states,
+    load_state,
+)
 from ..testbed.links import LinkWatch
 from . import SCHEDULERS, DirectScheduler, Scheduler
 from .local import LocalScheduler
@@ -75,6 +84,8 @@ class TestbedScheduler(DirectScheduler):
     def __init__(self, testbed: str | None = None, hosts: int = 2,
                  starter: str | None = None, use_default: bool = True) -> None:
         super().__init__(starter)
+        # A view on some hosts only (on_hosts): ranks go there, TCP counters of every host.
+        self.only: tuple[str, ...] = ()
         state = load_state(testbed) if testbed else \
             default_testbed() if use_default else None
         if state is not None:
@@ -102,6 +113,28 @@ class TestbedScheduler(DirectScheduler):
         return (f"testbed {s.name} ({len(s.hosts)} hosts, {s.subnet}, mtu {c.mtu}{rate}{sw}, "
                 f"{s.mode}{kind}{imp})")
 
+    def on_hosts(self, names: list[str]) -> "TestbedScheduler":
+        """The same testbed, ranks placed on these hosts only (in this order); each run
+        records the TCP counters of every host of the testbed, since traffic it did not send
+        (aggressors sharing its links) is what explains its numbers. The view never removes
+        the testbed: its owner (this scheduler) does."""
+        known = [h.name for h in self.state.hosts]
+        bad = [n for n in names if n not in known]
+        if bad or not names or len(set(names)) != len(names):
+            raise FabenchError(f"hosts {','.join(names)}: each once, among the testbed's "
+                               f"{','.join(known)}")
+        view = copy.copy(self)
+        view.only, view.ephemeral = tuple(names), False
+        return view
+
+    def _hosts(self) -> list[HostState]:
+        if not self.only:
+            return list(self.state.hosts)
+        return [self.state.host(n) for n in self.only]
+
+    def tcp_watched(self, alloc: Allocation, names: list[str]) -> list[str]:
+        return [h.name for h in self.state.hosts] if self.only else names
+
     def close(self) -> None:
         if self.ephemeral and self.state in _EPHEMERAL:
             _EPHEMERAL.remove(self.state)
@@ -110,7 +143,7 @@ class TestbedScheduler(DirectScheduler):
     def allocation(self, run: PlannedRun) -> Allocation:
         st = self.state
         on_node = run.kernel.needs_mpi and run.transport.on_node
-        placed = place_ranks([HostSlots(h.name) for h in st.hosts], run.ranks, on_node)
+        placed = place_ranks([HostSlots(h.name) for h in self._hosts()], run.ranks, on_node)
         crosses = len(placed) > 1 or not run.kernel.needs_mpi
         ifname = st.hosts[0].ifname
         return Allocation(

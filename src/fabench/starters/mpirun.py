@@ -68,6 +68,14 @@ class MpirunStarter(Starter):
             extra={"env": {**launch.env, **alloc.extra_env}, "elapsed_s": outcome.elapsed_s},
         )
 
+    def command(self, run: PlannedRun, alloc: Allocation) -> StartCommand:
+        """The full command line start() runs (launch prefix included), for a caller that
+        runs it in the background and stops it itself (congestion aggressors)."""
+        self.check(run)
+        launch = self._launch(usable_flavour(run), run, alloc, alloc.oversubscribe)
+        return StartCommand([*alloc.launch_prefix, *launch.argv],
+                            {**launch.env, **alloc.extra_env, **run.env}, launch.notes)
+
     def batch_command(self, run: PlannedRun, alloc: Allocation) -> StartCommand:
         self.check(run)
         # Inside an allocation mpirun takes ranks and nodes from the resource manager; the

@@ -1,0 +1,186 @@
+"""A congestion test: rounds of victims alone and under each aggressor, every victim run
+stored, the impact factors computed from the store.
+
+Rounds interleave the phases (alone first in even rounds, last in odd ones) so that a slow
+drift of a shared host's load falls on both sides of every ratio instead of on whichever
+phase ran later; each aggressor is started for its phase only and stopped after it.
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..errors import FabenchError
+from ..placement import Allocation
+from ..plan import PlannedRun
+from ..provenance import host_provenance
+from ..runner import RunOutcome, execute_run
+from ..schedulers import Scheduler
+from ..schedulers.testbed import AutoScheduler, TestbedScheduler
+from ..spec import CongestionBlock
+from ..store import Store
+from .aggressors import PATTERNS, AggressorPlan, start
+from .impact import ImpactRow, impact_rows_from_store
+from .victims import ISOLATED, VICTIMS, VictimSettings, victim_runs
+
+SETTLE_S = 1.0  # aggressor traffic ramps up (TCP slow start, MPI wire-up) before victims run
+
+
+@dataclass(frozen=True)
+class CongestionConfig:
+    victims: tuple[str, ...] = tuple(VICTIMS)
+    aggressors: tuple[str, ...] = ("incast",)
+    victim_hosts: tuple[str, ...] = ()  # default: the testbed's first two hosts
+    aggressor_hosts: tuple[str, ...] = ()  # default: every other host
+    target: str = ""  # incast/bulk destination; default: the victims' second host
+    rounds: int = 3
+    settle_s: float = SETTLE_S
+    settings: VictimSettings = field(default_factory=VictimSettings)
+
+    def __post_init__(self) -> None:
+        if self.rounds < 1:
+            raise FabenchError(f"--rounds must be >= 1, got {self.rounds}")
+        if not 0 <= self.settle_s <= 60:
+            raise FabenchError(f"--settle must be 0..60 seconds, got {self.settle_s}")
+        if not self.aggressors:
+            raise FabenchError("give at least one --aggressor: " + ", ".join(PATTERNS))
+        for a in self.aggressors:
+            if a not in PATTERNS:
+                raise FabenchError(f"--aggressor {a!r}: one of {', '.join(PATTERNS)}")
+        if len(set(self.aggressors)) != len(self.aggressors):
+            raise FabenchError("an --aggressor is given twice")
+        for v in self.victims:
+            if v not in VICTIMS:
+                raise FabenchError(f"--victim {v!r}: one of {', '.join(VICTIMS)}")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def config_from_block(b: CongestionBlock, mpi: str, timeout_s: float) -> CongestionConfig:
+    """A spec's `congestion:` block as the command's configuration."""
+    return CongestionConfig(
+        victims=tuple(b.victim), aggressors=tuple(b.aggressor),
+        victim_hosts=tuple(b.victim_hosts), aggressor_hosts=tuple(b.aggressor_hosts),
+        target=b.target, rounds=b.rounds, settle_s=b.settle,
+        settings=VictimSettings(iterations=b.iterations, bw_iterations=b.bw_iterations,
+                                bw_window=b.bw_window, mpi=mpi, transport=b.transport,
+                                timeout_s=min(timeout_s, 600.0)))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Which hosts are victims, which aggressors, where incast and bulk send."""
+
+    victims: tuple[str, ...]
+    aggressors: tuple[str, ...]
+    target: str
+
+
+def layout(cfg: CongestionConfig, hosts: list[str]) -> Layout:
+    victims = cfg.victim_hosts or tuple(hosts[:2])
+    aggressors = cfg.aggressor_hosts or tuple(h for h in hosts if h not in victims)
+    for h in (*victims, *aggressors, *((cfg.target,) if cfg.target else ())):
+        if h not in hosts:
+            raise FabenchError(f"host {h!r} is not one of the testbed's ({','.join(hosts)})")
+    if len(victims) < 2:
+        raise FabenchError("--victim-hosts: at least two hosts")
+    if set(victims) & set(aggressors):
+        raise FabenchError(f"hosts {','.join(sorted(set(victims) & set(aggressors)))} are "
+                           "both victims and aggressors")
+    if not aggressors:
+        raise FabenchError(f"no host left for the aggressors: the testbed has {len(hosts)} "
+                           "hosts (make one with --hosts 4 or more)")
+    return Layout(victims, aggressors, cfg.target or victims[1])
+
+
+def testbed_of(scheduler: Scheduler) -> TestbedScheduler:
+    inner = scheduler.inner if isinstance(scheduler, AutoScheduler) else scheduler
+    if not isinstance(inner, TestbedScheduler):
+        raise FabenchError("fabench congestion places victims and aggressors on hosts of "
+                           "their own and starts aggressors there: it runs on a testbed "
+                           "(`fabench testbed up --hosts 6 ...`, then --on testbed NAME)")
+    return inner
+
+
+@dataclass
+class CongestionOutcome:
+    campaign_id: int
+    rows: list[ImpactRow]
+    runs: list[RunOutcome]
+    aggressors: list[dict[str, Any]]
+    layout: Layout
+
+
+Progress = Callable[[str], None]
+
+
+def run_congestion(cfg: CongestionConfig, scheduler: Scheduler, store: Store,
+                   campaign_id: int, progress: Progress | None = None) -> CongestionOutcome:
+    """Every round and phase into the store under campaign_id; the impact rows after."""
+    tb = testbed_of(scheduler)
+    lay = layout(cfg, [h.name for h in tb.state.hosts])
+    say = progress or (lambda _: None)
+
+    def alloc_for(run: PlannedRun, hosts: list[str]) -> Allocation:
+        return tb.on_hosts(hosts).allocation(run)
+
+    outcomes: list[RunOutcome] = []
+    stopped: list[dict[str, Any]] = []
+    for rnd in range(cfg.rounds):
+        phases = [ISOLATED, *cfg.aggressors]
+        if rnd % 2:
+            phases = [*cfg.aggressors, ISOLATED]
+        for phase in phases:
+            running = None
+            if phase != ISOLATED:
+                say(f"round {rnd + 1}/{cfg.rounds}: starting aggressor {phase} on "
+                    f"{','.join(lay.aggressors)}" + (f" toward {lay.target}"
+                                                     if phase in ("incast", "bulk") else ""))
+                running = start(AggressorPlan(phase, lay.aggressors, lay.target,
+                                              cfg.settings.mpi, cfg.settings.transport),
+                                alloc_for)
+                time.sleep(cfg.settle_s)
+            phase_runs: list[RunOutcome] = []
+            try:
+                for planned, on in victim_runs(list(cfg.victims), list(lay.victims), phase,
+                                               rnd, cfg.settings):
+                    say(f"round {rnd + 1}/{cfg.rounds} {phase}: {planned.kernel.name} on "
+                        f"{','.join(on)}")
+                    oc = execute_run(store, tb.on_hosts(on), planned, campaign_id)
+                    if oc.status != "ok":
+                        say(f"  {oc.status}: {oc.reason}")
+                    phase_runs.append(oc)
+            finally:
+                if running is not None:
+                    st = running.stop()
+                    stopped.append({"round": rnd, **st.to_json()})
+                    for oc in phase_runs:
+                        store.add_note(oc.run_id, f"aggressor {phase}: pids "
+                                       f"{','.join(map(str, st.pids))}, {st.seconds:.1f} s")
+                        if st.died_early:
+                            # The phase was not congested all along: said with every run.
+                            store.add_flag(oc.run_id, f"aggressor-died: {phase}: "
+                                           f"{'; '.join(st.died_early)}")
+            outcomes.extend(phase_runs)
+    return CongestionOutcome(campaign_id, impact_rows_from_store(store, campaign_id),
+                             outcomes, stopped, lay)
+
+
+def congestion_campaign(cfg: CongestionConfig, scheduler: Scheduler, store_path: Any,
+                        name: str = "congestion",
+                        progress: Progress | None = None) -> CongestionOutcome:
+    """The test as a campaign of its own in the store."""
+    with Store(store_path) as store:
+        cid = store.begin_campaign(name, {"congestion": cfg.to_json(),
+                                          "launcher": scheduler.describe()},
+                                   host_provenance())
+        try:
+            out = run_congestion(cfg, scheduler, store, cid, progress)
+        except BaseException:
+            store.end_campaign(cid, "interrupted")
+            raise
+        failed = sum(o.status != "ok" for o in out.runs)
+        store.end_campaign(cid, "finished" if not failed else f"finished with {failed} failed")
+    return out
