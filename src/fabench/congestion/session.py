@@ -172,6 +172,7 @@ def congestion_campaign(cfg: CongestionConfig, scheduler: Scheduler, store_path:
                         name: str = "congestion",
                         progress: Progress | None = None) -> CongestionOutcome:
     """The test as a campaign of its own in the store."""
+    layout(cfg, [h.name for h in testbed_of(scheduler).state.hosts])  # refused before storing
     with Store(store_path) as store:
         cid = store.begin_campaign(name, {"congestion": cfg.to_json(),
                                           "launcher": scheduler.describe()},
