@@ -422,6 +422,44 @@ def test_mtu_across_a_testbed_and_its_switch(tmp_path: Path,
         assert f"{st.name}-switch/" in fabric.current
 
 
+@ROOT_ONLY
+def test_counters_end_to_end_inside_a_testbed(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The counter collection on a testbed as `tune check --on testbed` runs it: `ethtool -S`
+    read inside each host (its own mount namespace shows its own /sys), so each host's eth0
+    is its own veth: the peer ifindex it reports is that host's switch port. Snapshots around
+    traffic from h1 to h2 give a window per host; the switch is not snapshotted (its ports
+    carry no RoCE); veth has no pause, ECN or drop counters to judge: no verdict."""
+    from conftest import own_testbeds
+    from fabench.testbed import TestbedConfig, create
+    from fabench.tune.targets import testbed_targets
+
+    monkeypatch.setenv("FABENCH_RUN_DIR", str(tmp_path))
+    with own_testbeds("fbll" + uuid.uuid4().hex[:5]):
+        st = create("ctr", TestbedConfig(hosts=2))
+        targets = testbed_targets(st.name)
+        snap1 = roce_read.snapshot(targets, WANT)
+        assert set(snap1.counters) == {("h1", "eth0"), ("h2", "eth0")}
+        sw = st.switches[0].netns
+        for h in st.hosts:
+            port = json.loads(subprocess.run(["ip", "-n", sw, "-j", "link", "show", "dev",
+                                              h.port], capture_output=True, text=True,
+                                             check=True).stdout)[0]
+            assert snap1.counters[(h.name, "eth0")]["peer_ifindex"] == port["ifindex"]
+        (h1,) = [t for t in targets if t.name == "h1"]
+        code = ("import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                f"for _ in range(200): s.sendto(b'x' * 100, ({st.hosts[1].address!r}, 9))")
+        h1.run([sys.executable, "-c", code])
+        snap2 = roce_read.snapshot(targets, WANT)
+        for h in ("h1", "h2"):
+            win = snap1.window(h, "eth0", snap2)
+            assert win is not None and win.seconds > 0
+            (t,) = [x for x in targets if x.name == h]
+            found = judge(roce_read.read_evidence(t, "eth0", []), WANT, win)
+            assert verdicts(found) == []
+            assert "no pause, ECN or drop counters" in by_item(found, "counters").current
+
+
 def test_window_is_validated() -> None:
     for bad in ("nan", "inf", "-1", "4000"):
         r = subprocess.run([sys.executable, "-m", "fabench", "tune", "check", "--profile",
