@@ -20,6 +20,8 @@ from fabench.congestion.victims import label, phase_of
 from fabench.errors import FabenchError
 from fabench.records import ResultRecord
 from fabench.report.congestion import html_section, text_lines
+from fabench.report.html import render_html
+from fabench.report.model import build_report
 from fabench.spec import parse_spec
 from fabench.stats import quantile_ratio_runs
 from fabench.store import Store
@@ -135,6 +137,11 @@ def test_rows_from_stored_runs_with_their_counters(tmp_path: Path) -> None:
         _store_run(store, other, "mpi.latency", 8, "incast", 0, [500.0] * 10, prov)
         runs = store.runs()
         rows = impact_rows(runs, {r.id: list(store.results(r.id)) for r in runs})
+        # the report computes the same rows for the runs it selects
+        report = build_report(store, store.runs(cid))
+        assert [(r.victim, r.aggressor) for r in report.congestion] == [
+            ("bandwidth", "incast"), ("latency", "incast")]
+        assert "<h2>Congestion</h2>" in render_html(report)
     assert [(r.campaign_id, r.victim, r.aggressor) for r in rows] == [
         (cid, "bandwidth", "incast"), (cid, "latency", "incast")]
     bw, lat = rows
