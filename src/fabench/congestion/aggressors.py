@@ -18,12 +18,12 @@ victims lose to the host's CPUs alone, a control worth having on a shared machin
 """
 
 import os
-import select
+import queue
 import subprocess
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import FabenchError
@@ -69,33 +69,54 @@ class AggressorPlan:
                                "of its senders")
 
 
-@dataclass
 class _Proc:
-    """One started process group and the records it printed (drained in the background)."""
+    """One started process group; its stdout and stderr are read from the start by threads
+    of their own (records of interest kept, the rest drained so the pipes never fill)."""
 
-    what: str
-    argv: list[str]
-    proc: subprocess.Popen[str]
-    records: list[dict[str, Any]] = field(default_factory=list)
-    stderr: list[str] = field(default_factory=list)
-    _threads: list[threading.Thread] = field(default_factory=list)
-
-    def drain(self) -> None:
-        def out() -> None:
-            assert self.proc.stdout is not None
-            for line in self.proc.stdout:
-                obj = parse_line(line)
-                if obj is not None and obj.get("type") != "result" and len(self.records) < 50:
-                    self.records.append(obj)
-
-        def err() -> None:
-            assert self.proc.stderr is not None
-            for line in self.proc.stderr:
-                if len(self.stderr) < 200:
-                    self.stderr.append(line)
-        self._threads = [threading.Thread(target=f, daemon=True) for f in (out, err)]
+    def __init__(self, what: str, argv: list[str], proc: subprocess.Popen[str]) -> None:
+        self.what, self.argv, self.proc = what, argv, proc
+        self.records: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.stderr: list[str] = []
+        self._threads = [threading.Thread(target=f, daemon=True)
+                         for f in (self._out, self._err)]
         for t in self._threads:
             t.start()
+
+    def _out(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            obj = parse_line(line)
+            if obj is not None and obj.get("type") != "result":
+                self.records.put(obj)
+        self.records.put(None)  # EOF
+
+    def _err(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.stderr = [*self.stderr[-199:], line]
+
+    def wait_for(self, want: str, deadline: float) -> dict[str, Any]:
+        """The first record of type `want` (the kernel is running); an error or skip record,
+        an exit or the deadline first is a failure naming it."""
+        while True:
+            try:
+                obj = self.records.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                obj = None
+            if obj is not None and obj.get("type") == want:
+                return obj
+            if obj is not None and obj.get("type") in ("error", "skip"):
+                terminate(self.proc)
+                raise FabenchError(f"aggressor {self.what}: {obj.get('reason') or obj}")
+            if obj is None:
+                terminate(self.proc)
+                tail = "".join(self.stderr[-5:]).strip()[-400:]
+                raise FabenchError(f"aggressor {self.what}: no {want!r} record (exit "
+                                   f"{self.proc.returncode}): {tail}")
+
+    def join(self) -> None:
+        for t in self._threads:
+            t.join(timeout=5)
 
 
 def _popen(what: str, argv: list[str], env: dict[str, str]) -> _Proc:
@@ -105,32 +126,6 @@ def _popen(what: str, argv: list[str], env: dict[str, str]) -> _Proc:
     except OSError as exc:
         raise FabenchError(f"aggressor {what}: cannot start {argv[0]}: {exc}") from exc
     return _Proc(what, argv, p)
-
-
-def _read_until(p: _Proc, want: str, deadline: float) -> dict[str, Any]:
-    """Records of p's stdout until one of type `want` (the kernel is running); an error,
-    skip or exit first is a failure naming it."""
-    assert p.proc.stdout is not None
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([p.proc.stdout], [], [], 0.2)
-        if not ready:
-            if p.proc.poll() is not None:
-                break
-            continue
-        line = p.proc.stdout.readline()
-        if not line:
-            break
-        obj = parse_line(line)
-        if obj is None:
-            continue
-        if obj.get("type") == want:
-            return obj
-        if obj.get("type") in ("error", "skip"):
-            raise FabenchError(f"aggressor {p.what}: {obj.get('reason') or obj}")
-    terminate(p.proc)
-    tail = (p.proc.stderr.read() if p.proc.stderr and p.proc.poll() is not None else "")[-400:]
-    raise FabenchError(f"aggressor {p.what}: no {want!r} record within {READY_TIMEOUT_S:.0f} "
-                       f"s (exit {p.proc.returncode}): {tail.strip()}")
 
 
 @dataclass
@@ -151,8 +146,7 @@ class Running:
         for p in self.procs:
             terminate(p.proc)
         for p in self.procs:
-            for t in p._threads:
-                t.join(timeout=5)
+            p.join()
         return Stopped(self.plan.pattern, time.monotonic() - self.started,
                        [p.proc.pid for p in self.procs], died,
                        [ln.rstrip() for p in self.procs for ln in p.stderr[-3:]])
@@ -198,8 +192,7 @@ def _start_stream(src: str, dst: str, streams: int,
                  [*server.prefix, exe, *run.kernel_argv(), "--role", "server",
                   "--bind", server.address, "--port", "0"], env)
     try:
-        port = int(_read_until(srv, "listen", time.monotonic() + READY_TIMEOUT_S)["port"])
-        srv.drain()
+        port = int(srv.wait_for("listen", time.monotonic() + READY_TIMEOUT_S)["port"])
         cli = _popen(f"stream {src}>{dst}",
                      [*client.prefix, exe, *run.kernel_argv(), "--role", "client",
                       "--peer", server.address, "--port", str(port)], env)
@@ -239,8 +232,7 @@ def start(plan: AggressorPlan, alloc_for: AllocationFor) -> Running:
             waiting = list(procs)
         deadline = time.monotonic() + READY_TIMEOUT_S
         for p in waiting:
-            _read_until(p, "meta", deadline)
-            p.drain()
+            p.wait_for("meta", deadline)
     except BaseException:
         for p in procs:
             terminate(p.proc)
