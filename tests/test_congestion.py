@@ -15,7 +15,7 @@ from conftest import fabench_cli, own_testbeds
 from fabench.congestion import CongestionConfig, impact_factors, impact_rows
 from fabench.congestion.aggressors import AggressorPlan
 from fabench.congestion.impact import run_counters
-from fabench.congestion.session import layout
+from fabench.congestion.session import ecn_warning, layout
 from fabench.congestion.victims import label, phase_of
 from fabench.errors import FabenchError
 from fabench.records import ResultRecord
@@ -203,6 +203,13 @@ def test_layout_defaults_and_refusals() -> None:
         AggressorPlan("incast", ("h3", "h2"), "h2")
     with pytest.raises(FabenchError, match="needs 2"):
         AggressorPlan("alltoall", ("h3",), "h2")
+
+
+def test_ecn_warning_names_a_congestion_control_deaf_to_marks() -> None:
+    bbr = {"h1": {"tcp_congestion_control": "bbr", "tcp_ecn": "1"}}
+    reno = {"h1": {"tcp_congestion_control": "reno", "tcp_ecn": "1"}}
+    assert "bbr" in (ecn_warning(bbr, True) or "")
+    assert ecn_warning(bbr, False) is None and ecn_warning(reno, True) is None
 
 
 def test_cli_refuses_before_anything_runs(tmp_path: Path) -> None:

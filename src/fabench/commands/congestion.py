@@ -85,7 +85,11 @@ def main(args: argparse.Namespace) -> int:
     else:
         print(f"fabench congestion on {scheduler.describe()}: victims "
               f"{','.join(out.layout.victims)}, aggressors {','.join(out.layout.aggressors)}, "
-              f"incast/bulk toward {out.layout.target}")
+              f"incast/bulk toward {out.layout.target}; TCP "
+              + ", ".join(sorted({f"{v['tcp_congestion_control']} ecn={v['tcp_ecn']}"
+                                  for v in out.tcp.values()})))
+        for w in out.warnings:
+            print(f"WARNING {w}")
         for line in text_lines(out.rows):
             print(line)
         print(f"# campaign {out.campaign_id} stored in {store_path(args.out)}")

@@ -14,6 +14,7 @@ from typing import Any
 from ..errors import FabenchError
 from ..placement import Allocation
 from ..plan import PlannedRun
+from ..process import output_of
 from ..provenance import host_provenance
 from ..runner import RunOutcome, execute_run
 from ..schedulers import Scheduler
@@ -104,6 +105,33 @@ def testbed_of(scheduler: Scheduler) -> TestbedScheduler:
     return inner
 
 
+# TCP congestion controls that do not slow down on CE marks: BBR (v1, Linux's `bbr`) reacts
+# to neither loss nor ECN, only to its own bandwidth and RTT estimates (Cardwell et al., "BBR:
+# Congestion-Based Congestion Control", ACM Queue 14(5), 2016).
+IGNORES_ECN = ("bbr",)
+
+
+def tcp_settings(tb: TestbedScheduler) -> dict[str, dict[str, str]]:
+    """Each host's TCP congestion control and ECN mode, read inside it: what decides whether
+    a CE mark slows anything down (recorded with the campaign)."""
+    out = {}
+    for h in tb.state.hosts:
+        got = {}
+        for key in ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_ecn"):
+            got[key.rsplit(".", 1)[1]] = output_of([*h.enter, "sysctl", "-n", key]) or "?"
+        out[h.name] = got
+    return out
+
+
+def ecn_warning(tcp: dict[str, dict[str, str]], bottleneck_ecn: bool) -> str | None:
+    deaf = sorted({v["tcp_congestion_control"] for v in tcp.values()} & set(IGNORES_ECN))
+    if not bottleneck_ecn or not deaf:
+        return None
+    return (f"the hosts' TCP congestion control is {', '.join(deaf)}, which does not slow "
+            "down on CE marks: the ECN queue marks but the senders ignore it. For ECN's "
+            "effect make the testbed with --sysctl net.ipv4.tcp_congestion_control=reno")
+
+
 @dataclass
 class CongestionOutcome:
     campaign_id: int
@@ -111,17 +139,24 @@ class CongestionOutcome:
     runs: list[RunOutcome]
     aggressors: list[dict[str, Any]]
     layout: Layout
+    tcp: dict[str, dict[str, str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 Progress = Callable[[str], None]
 
 
 def run_congestion(cfg: CongestionConfig, scheduler: Scheduler, store: Store,
-                   campaign_id: int, progress: Progress | None = None) -> CongestionOutcome:
+                   campaign_id: int, progress: Progress | None = None,
+                   tcp: dict[str, dict[str, str]] | None = None) -> CongestionOutcome:
     """Every round and phase into the store under campaign_id; the impact rows after."""
     tb = testbed_of(scheduler)
     lay = layout(cfg, [h.name for h in tb.state.hosts])
     say = progress or (lambda _: None)
+    tcp = tcp if tcp is not None else tcp_settings(tb)
+    warning = ecn_warning(tcp, any("ecn=" in spec for spec in tb.state.config.impairs))
+    if warning:
+        say(f"warning: {warning}")
 
     def alloc_for(run: PlannedRun, hosts: list[str]) -> Allocation:
         return tb.on_hosts(hosts).allocation(run)
@@ -165,20 +200,22 @@ def run_congestion(cfg: CongestionConfig, scheduler: Scheduler, store: Store,
                                            f"{'; '.join(st.died_early)}")
             outcomes.extend(phase_runs)
     return CongestionOutcome(campaign_id, impact_rows_from_store(store, campaign_id),
-                             outcomes, stopped, lay)
+                             outcomes, stopped, lay, tcp, [warning] if warning else [])
 
 
 def congestion_campaign(cfg: CongestionConfig, scheduler: Scheduler, store_path: Any,
                         name: str = "congestion",
                         progress: Progress | None = None) -> CongestionOutcome:
     """The test as a campaign of its own in the store."""
-    layout(cfg, [h.name for h in testbed_of(scheduler).state.hosts])  # refused before storing
+    tb = testbed_of(scheduler)
+    layout(cfg, [h.name for h in tb.state.hosts])  # refused before anything is stored
+    tcp = tcp_settings(tb)
     with Store(store_path) as store:
         cid = store.begin_campaign(name, {"congestion": cfg.to_json(),
-                                          "launcher": scheduler.describe()},
+                                          "launcher": scheduler.describe(), "tcp": tcp},
                                    host_provenance())
         try:
-            out = run_congestion(cfg, scheduler, store, cid, progress)
+            out = run_congestion(cfg, scheduler, store, cid, progress, tcp)
         except BaseException:
             store.end_campaign(cid, "interrupted")
             raise
