@@ -400,3 +400,27 @@ def test_tcp_counters_are_read_inside_a_host(tb: str) -> None:
     assert delta.out_segs > 1000 and delta.seconds > 1
     assert any(s.peer.startswith(h2.address) for s in socks)
     assert delta.to_json()["reorder_events"] == delta.reorder_events
+
+
+@needs_root
+def test_a_tcp_run_stores_its_counters_and_the_report_shows_them(tb: str,
+                                                                   tmp_path: Path) -> None:
+    """Around a TCP run on a reordering link the scheduler stores each host's counters; the
+    report gives them per host as events per second (HTML section, JSON `tcp_counters`)."""
+    fabench_cli("testbed", "up", "--name", "rp",
+                "--impair", "h2:delay=50us,reorder=multipath:4:20us,dir=in")
+    fabench_cli("bench", "tcp.streams", "--on", "testbed", "rp", "--out", str(tmp_path),
+                "--kernel-args=--streams 1 --duration 1")
+    fabench_cli("report", "--store", str(tmp_path), "-o", str(tmp_path / "r.html"))
+    rows = {r["host"]: r for r in json.loads((tmp_path / "r.json").read_text())["tcp_counters"]}
+    assert set(rows) == {"h1", "h2"}
+    snd, rcv = rows["h1"], rows["h2"]
+    # the sender detects the reordering, the receiver queues out of order
+    assert snd["reorder_events"] > 0 and snd["reorder_events_per_s"] > 0
+    assert snd["reorder_events"] == snd["sack_reorder"] + snd["ts_reorder"] + \
+        snd["reno_reorder"]
+    assert abs(snd["reorder_events_per_s"] * snd["seconds"] - snd["reorder_events"]) < 1
+    assert rcv["ofo_queue_per_s"] > 0 and rcv["reorder_events"] == 0
+    html = (tmp_path / "r.html").read_text()
+    assert "<h2>TCP counters</h2>" in html and "reorder_events/s" in html
+    fabench_cli("testbed", "down", "rp")
