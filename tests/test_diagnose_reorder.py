@@ -52,6 +52,19 @@ def test_the_sweep_copies_the_path_with_its_window_and_loss() -> None:
     assert with_window(specs, 0, "0%") == specs
 
 
+@pytest.mark.parametrize(("args", "why"), [
+    (["--percentile", "0"], "--percentile 0: above 0"),
+    (["--percentile", "150"], "at most 100"),
+    (["--sweep-windows", "0,-8"], "--sweep-windows -8: a window W is 0..1024"),
+    (["--sweep-windows", "2000"], "a window W is 0..1024"),
+    (["--hosts", "h1"], "SENDER,RECEIVER"),
+])
+def test_bad_parameters_exit_2_with_the_reason(args: list[str], why: str,
+                                               tmp_path: Path) -> None:
+    p = fabench_cli("diagnose", "reorder", "--out", str(tmp_path), *args, check=False)
+    assert p.returncode == 2 and why in p.stderr and "Traceback" not in p.stderr, p.stderr
+
+
 def _diagnose(name: str, out: Path, *extra: str) -> tuple[int, list[dict]]:
     p = fabench_cli("diagnose", "reorder", "--on", "testbed", name, "--out", str(out),
                     "--json", *extra, check=False)

@@ -261,6 +261,11 @@ def run_reorder(opts: ReorderOptions, scheduler: Scheduler, store_path: Path,
         raise FabenchError(f"--percentile {opts.percentile:g}: above 0, at most 100")
     if opts.rounds < 1:
         raise FabenchError("--rounds must be >= 1")
+    if opts.size < 16 or opts.iterations < 1 or (opts.window is not None and opts.window < 1):
+        raise FabenchError("--size must be >= 16, --iterations and --window >= 1")
+    bad = [w for w in opts.sweep_settings.windows if not 0 <= w <= WINDOW_MAX]
+    if bad:
+        raise FabenchError(f"--sweep-windows {bad[0]}: a window W is 0..{WINDOW_MAX}")
     if opts.hosts is not None and len(opts.hosts) != 2:
         raise FabenchError("--hosts: SENDER,RECEIVER (two hosts)")
     placed = PlacedScheduler(scheduler, opts.hosts, "inter")
