@@ -60,13 +60,15 @@ def summaries_json(kernel_name: str, results: list[ResultRecord],
     out = []
     kernel = get_kernel(kernel_name)
     for metric in kernel.metrics:
-        for r in summarize_results(kernel_name, results, metric):
+        for rec, r in zip(results, summarize_results(kernel_name, results, metric),
+                          strict=True):
+            own = {f: rec.extra.get(f) for f in kernel.summary_fields}
             out.append(json.dumps({
                 **context, "size": r.size, "metric": metric.name, "unit": metric.unit,
                 "better": metric.better.value, "iterations": r.iterations,
                 "validated": r.validated, "datatype": r.datatype, **r.summary.as_dict(),
                 **({"median_rank_mean": r.median_rank_mean, "osu_avg": r.osu_avg}
-                   if kernel.kind == "collective" else {})}))
+                   if kernel.kind == "collective" else {}), **own}))
     return out
 
 
