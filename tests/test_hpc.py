@@ -16,8 +16,10 @@ from fabench.hpc.convert import records_for
 from fabench.hpc.hpccinf import Asked, make_input, problem_size, process_grid, read_input
 from fabench.hpc.output import HpccRunError, check_hpl, check_parameters, parse_output
 from fabench.hpc.peak import CpuInfo, Peak, flops_per_cycle, frequency, peak_of, read_peak
+from fabench.kernels import get_kernel
 from fabench.metrics import GFLOPS
 from fabench.model.hpl import load_node_table
+from fabench.native import kernel_status
 from fabench.records import ResultRecord
 from fabench.store import Store
 from fabench.testbed import TestbedConfig, create
@@ -271,3 +273,52 @@ def test_hpl_nodes_on_a_testbed(hpcc: str, tmp_path: Path) -> None:
     assert len(runs) == 3 and all(r.status == "ok" and len(res) == 1 for r, res in runs)
     assert {r.settings["label"] for r, _ in runs} == {"h1", "h2", "h3"}
     assert all(f"node {r.settings['label']}" in r.provenance["launcher"] for r, _ in runs)
+
+
+# --- application proxies (native/mpi/app.c) -----------------------------------------------
+
+def _app(kernel: str, openmpi: str, tmp_path: Path, *args: str, check: bool = True,
+         env: dict[str, str] | None = None) -> tuple[int, list[dict], str]:
+    ok, why = kernel_status(get_kernel(kernel))
+    if not ok:
+        missing(f"{kernel}: {why}")
+    p = fabench_cli("bench", kernel, *args, "--json", "--out", str(tmp_path), check=check,
+                    env=env)
+    return p.returncode, [json.loads(ln) for ln in p.stdout.splitlines()], p.stderr
+
+
+def test_halo3d_grid_faces_and_validation(openmpi: str, tmp_path: Path) -> None:
+    for ranks, grid, faces in (("2", "2x1x1", 1), ("4", "2x2x1", 2)):
+        _, recs, _ = _app("mpi.halo3d", openmpi, tmp_path, "--ranks", ranks, "--sizes",
+                          "1K,16K", "--iterations", "50", "--validate")
+        assert [r["size"] for r in recs] == [1024, 16384]
+        for r in recs:
+            assert r["validated"] is True and r["grid"] == grid and r["faces"] == faces
+            assert 0 < r["comm_fraction"] <= 1 and r["compute_us"] == 0
+    # the compute phase is inside the step: no step is shorter than it
+    _, [r], _ = _app("mpi.halo3d", openmpi, tmp_path, "--ranks", "2", "--sizes", "1K",
+                     "--iterations", "20", "--kernel-args=--compute-us 300")
+    assert r["compute_us"] == 300 and r["min"] >= 300 and r["comm_fraction"] < 1
+    rc, _, err = _app("mpi.halo3d", openmpi, tmp_path, "--ranks", "2", "--sizes", "1K",
+                      "--iterations", "5", "--validate", check=False,
+                      env={"FABENCH_CORRUPT": "1"})
+    assert rc == 1 and "validation mismatch" in err
+
+
+def test_fft_transposes_and_validation(openmpi: str, tmp_path: Path) -> None:
+    _, [r], _ = _app("mpi.fft", openmpi, tmp_path, "--ranks", "4", "--sizes", "64K",
+                     "--iterations", "30", "--validate", "--kernel-args=--local-fft")
+    assert r["validated"] is True and r["transposes"] == 2 and r["grid"] == "2x2x1"
+    assert 0 < r["comm_fraction"] < 1  # the local FFTs take part of the step
+    _, [r], _ = _app("mpi.fft", openmpi, tmp_path, "--ranks", "4", "--sizes", "16K",
+                     "--iterations", "30", "--validate", "--kernel-args=--dims 2")
+    assert r["transposes"] == 1 and r["grid"] == "4x1x1"
+    rc, _, err = _app("mpi.fft", openmpi, tmp_path, "--ranks", "4", "--sizes", "1K",
+                      "--iterations", "5", "--validate", check=False,
+                      env={"FABENCH_CORRUPT": "1"})
+    assert rc == 1 and "validation mismatch" in err
+    rc, _, err = _app("mpi.fft", openmpi, tmp_path, "--ranks", "3", "--sizes", "1K",
+                      "--iterations", "5", check=False)
+    [(run, results)] = _runs(tmp_path)
+    assert rc == 1 and run.status == "failed" and results == []
+    assert "not a multiple of 3 ranks" in (run.stderr_tail or "")
