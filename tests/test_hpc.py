@@ -18,7 +18,12 @@ from fabench.hpc.output import HpccRunError, check_hpl, check_parameters, parse_
 from fabench.hpc.peak import CpuInfo, Peak, flops_per_cycle, frequency, peak_of, read_peak
 from fabench.kernels import get_kernel
 from fabench.metrics import GFLOPS
+from fabench.model.apps import dims_create, fft_time, halo3d_time, halo_distances
+from fabench.model.collectives import alltoall_pairwise
+from fabench.model.cost import Cluster, Model
 from fabench.model.hpl import load_node_table
+from fabench.model.presets import PRESETS
+from fabench.model.topology import TopologySpec
 from fabench.native import kernel_status
 from fabench.records import ResultRecord
 from fabench.store import Store
@@ -322,3 +327,17 @@ def test_fft_transposes_and_validation(openmpi: str, tmp_path: Path) -> None:
     [(run, results)] = _runs(tmp_path)
     assert rc == 1 and run.status == "failed" and results == []
     assert "not a multiple of 3 ranks" in (run.stderr_tail or "")
+
+
+def test_app_model_geometry_and_monotone_predictions() -> None:
+    # the grids MPI_Dims_create gives (as the kernels report them: 2x1x1, 2x2x1)
+    assert [dims_create(n, 3) for n in (2, 4, 8, 12, 27)] == [
+        [2, 1, 1], [2, 2, 1], [2, 2, 2], [3, 2, 2], [3, 3, 3]]
+    assert halo_distances(2) == [1] and halo_distances(27) == [9, 9, 3, 3, 1, 1]
+    fabric = PRESETS["tcp-40g"]()
+    md = Model(fabric, Cluster(4, 1, TopologySpec(kind="single").build(4)))
+    t_small, t_big = halo3d_time(md, 1024.0), halo3d_time(md, 1 << 20)
+    assert 0 < t_small < t_big and halo3d_time(md, 1024.0, 100.0) == t_small + 100.0
+    assert 0 < fft_time(md, 16384.0) < fft_time(md, float(1 << 22))
+    # slabs: one all-to-all over every rank
+    assert fft_time(md, 65536.0, dims=2) == pytest.approx(alltoall_pairwise(md, 65536.0 / 4))

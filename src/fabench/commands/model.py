@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import FabenchError
+from ..model.apps import APPS, compare_app_run
 from ..model.calibrate import calibrate
 from ..model.catalog import list_fabrics, load_fabric, save_fabric
 from ..model.collectives import ALGORITHMS, predict_all
@@ -397,8 +398,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         comps = []
         for rid in args.runs:
             nodes = args.nodes or max(1, store.run(rid).ranks // args.ppn)
-            comps.append(compare_run(store, rid, fabric, cluster_from_args(args, nodes),
-                                     args.algorithm, args.band_samples))
+            cluster = cluster_from_args(args, nodes)
+            comps.append(compare_app_run(store, rid, fabric, cluster, args.band_samples)
+                         if store.run(rid).kernel in APPS else
+                         compare_run(store, rid, fabric, cluster, args.algorithm,
+                                     args.band_samples))
         merged = merge_repeats(comps)
         sims = {}
         for sid in args.simulated or []:
