@@ -69,6 +69,7 @@ class NodeResult:
     n: int | None = None
     reason: str | None = None
     run_id: int | None = None
+    peak_gflops: float | None = None  # of the ranks run (the node's Rpeak at a rank per core)
 
 
 @dataclass
@@ -125,7 +126,10 @@ class NodeReport:
         return out
 
     def to_json(self) -> dict[str, object]:
+        """The node table `model hpl --node-table` reads (nodes, peak_gflops), and more."""
+        peaks = [r.peak_gflops for r in self.nodes if r.peak_gflops]
         return {"nodes": {r.node: r.gflops for r in self.nodes if r.gflops is not None},
+                "peak_gflops": min(peaks) if peaks else None,
                 "results": [vars(r) for r in self.nodes], "median": self.median,
                 "min": min(self.rates) if self.rates else None,
                 "max": max(self.rates) if self.rates else None, "cv": self.cv,
@@ -173,7 +177,8 @@ def run_nodes(scheduler: DirectScheduler, store_path: Path, opts: HpccOptions,
                 name, plans[name].ranks, oc.status,
                 gflops=rec.extra.get("gflops") if rec else None,
                 efficiency=rec.extra.get("efficiency") if rec else None,
-                n=rec.size if rec else None, reason=oc.reason, run_id=oc.run_id)
+                n=rec.size if rec else None, reason=oc.reason, run_id=oc.run_id,
+                peak_gflops=rec.extra.get("peak_gflops") if rec else None)
 
         if concurrent:
             threads = [threading.Thread(target=one, args=(n,)) for n in names]
