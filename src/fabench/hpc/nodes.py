@@ -21,6 +21,7 @@ from ..plan import KernelSettings, PlannedRun, Sizes, plan_run
 from ..provenance import host_provenance
 from ..runner import execute_run
 from ..schedulers import DirectScheduler
+from ..starters.hpcc import machine_id
 from ..store import Store
 from ..textable import Col, header, row
 from .options import HpccOptions
@@ -150,6 +151,13 @@ def run_nodes(scheduler: DirectScheduler, store_path: Path, opts: HpccOptions,
     probe_alloc = scheduler.allocation(plan_run("hpcc.hpl", ranks=1, mpi=mpi))
     settings = KernelSettings(sizes=Sizes.parse(sizes) if sizes else None,
                               extra=tuple(opts.argv()))
+    if sizes is None and concurrent:
+        ids = [machine_id(probe_alloc.execs[n].prefix) for n in names if n in probe_alloc.execs]
+        if len(set(ids)) < len(ids):
+            raise FabenchError(
+                "some of these nodes are one machine (a testbed's hosts share its memory): "
+                "N from --memory-fraction on each at once would overcommit it; give --sizes, "
+                "or --sequential")
     plans: dict[str, PlannedRun] = {}
     for name in names:
         if name not in probe_alloc.execs:

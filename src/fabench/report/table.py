@@ -85,6 +85,25 @@ _DETAIL_COLUMNS = (
 )
 
 
+def own_fields(kernel_name: str, results: list[ResultRecord]) -> list[str]:
+    """The fields a kernel's records carry beside its samples (HPL's efficiency and residual,
+    a proxy's communication fraction), one line per record."""
+    fields = get_kernel(kernel_name).summary_fields
+    lines = []
+    for r in results:
+        cells = []
+        for f in fields:
+            v = r.extra.get(f)
+            if v is None:
+                continue
+            if isinstance(v, float):
+                v = f"{v:.2%}" if "efficiency" in f or f.endswith("fraction") else f"{v:.4g}"
+            cells.append(f"{f} {v}")
+        if cells:
+            lines.append(f"# {format_size(r.size)}: " + ", ".join(cells))
+    return lines
+
+
 def transport_details(kernel_name: str, results: list[ResultRecord]) -> list[str]:
     """CPU use, CPU seconds per GB moved, retransmits, loss, and for tcp.streams each stream's
     median bandwidth (lowest..highest stream): the columns a transport tuning decision needs."""

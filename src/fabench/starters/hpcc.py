@@ -69,6 +69,13 @@ class HostFiles:
         return self._run(["cat", "--", path], f"cannot read {path}")
 
 
+def machine_id(prefix: Sequence[str]) -> str:
+    """The kernel's boot id of the machine a host prefix reaches: namespaces of one machine
+    (a testbed) share it, and so share its memory and cores."""
+    c = run_capture([*prefix, "cat", "/proc/sys/kernel/random/boot_id"], timeout=30)
+    return c.stdout.strip() if c.ok and c.stdout.strip() else " ".join(prefix)
+
+
 def mem_total_bytes(files: HostFiles) -> float:
     for line in files.text("/proc/meminfo").splitlines():
         if line.startswith("MemTotal:"):
@@ -94,13 +101,15 @@ class HpccStarter(MpirunStarter):
         first = alloc.placed[0].name
         prefix = alloc.execs[first].prefix if first in alloc.execs else ()
         files = HostFiles(prefix)
-        if files.read(opts.program) is None:
+        if not run_capture([*prefix, "test", "-x", opts.program], timeout=30).ok:
             raise FabenchError(f"{opts.program} is not on {first} (Debian: apt-get install "
                                "hpcc; scripts/install-deps.sh installs it)")
         choice = blas_mod.choose(opts.blas, prefix)
         seen = blas_mod.seen(opts.program, choice, prefix)
         peak = self._peak(opts, prefix, files)
-        asked, text = self._input(run, opts, files, len(alloc.placed))
+        machines = len({machine_id(alloc.execs[h.name].prefix if h.name in alloc.execs else ())
+                        for h in alloc.placed})
+        asked, text = self._input(run, opts, files, machines)
         rundir = files.mkdtemp()
         try:
             files.write(f"{rundir}/{INPUT}", text)
@@ -129,8 +138,9 @@ class HpccStarter(MpirunStarter):
         if sizes is not None:
             ns = tuple(sizes.values)
         else:
-            # N fills --memory-fraction of the memory of every host the ranks are on (each
-            # host taken as the first one: a cluster's nodes are alike, `hpl nodes` checks).
+            # N fills --memory-fraction of the memory of every machine the ranks are on (each
+            # taken as the first one: a cluster's nodes are alike, `hpl nodes` checks); a
+            # testbed's hosts are one machine and share its memory.
             ns = (problem_size(mem_total_bytes(files) * hosts, opts.memory_fraction, opts.nb),)
         inp = make_input(run.ranks, ns, opts.nb, opts.threshold)
         return inp.asked, inp.text()
