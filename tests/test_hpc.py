@@ -270,6 +270,10 @@ def test_hpl_nodes_on_a_testbed(hpcc: str, tmp_path: Path) -> None:
         create("nodes", TestbedConfig(hosts=3))
         p = fabench_cli("hpl", "nodes", "--on", "testbed", "nodes", "--sizes", "400",
                         "--ranks-per-node", "1", "--threshold", "0.9", "--out", str(tmp_path))
+        # N from memory on three namespaces of one machine at once would overcommit it
+        q = fabench_cli("hpl", "nodes", "--on", "testbed", "nodes", "--out", str(tmp_path),
+                        check=False)
+        assert q.returncode == 2 and "one machine" in q.stderr
     lines = p.stdout.splitlines()
     for h in ("h1", "h2", "h3"):
         assert any(ln.split()[:2] == [h, "1"] and ln.rstrip().endswith("ok") for ln in lines)

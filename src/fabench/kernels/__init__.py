@@ -16,7 +16,7 @@ from ..registry import Registry
 class Kernel:
     name: str  # "mpi.latency"
     family: str  # "mpi", "tcp", "udp", "ucx", "ofi", "verbs"
-    kind: str  # "pt2pt", "collective" or "application" (hpcc: a whole program)
+    kind: str  # "pt2pt", "collective" or "app" (an application: proxies, hpcc)
     executable: str  # file name under fabench/_native/<dir>/, or an absolute path (plugins)
     metrics: tuple[Metric, ...]
     default_sizes: str

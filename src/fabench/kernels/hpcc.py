@@ -25,6 +25,6 @@ _KERNELS = (
 
 for _name, _metrics, _min, _desc, _fields in _KERNELS:
     register_kernel(Kernel(
-        name=_name, family="hpcc", kind="application", executable=HPCC_PROGRAM,
+        name=_name, family="hpcc", kind="app", executable=HPCC_PROGRAM,
         metrics=_metrics, default_sizes="auto", min_ranks=_min, description=_desc,
         build_needs=NEEDS, starter="hpcc", summary_fields=_fields))
