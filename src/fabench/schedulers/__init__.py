@@ -101,7 +101,9 @@ class DirectScheduler(Scheduler):
         results: list[ResultRecord] = []
 
         def collect(obj: dict[str, object]) -> None:
-            if obj.get("type") == "result":
+            # A program run by its own starter (hpcc) counts work, not the bytes it sends:
+            # its records cannot say what the links should have carried.
+            if obj.get("type") == "result" and not run.kernel.starter:
                 results.append(ResultRecord.from_json(obj))
             if on_record is not None:
                 on_record(obj)  # type: ignore[arg-type]
