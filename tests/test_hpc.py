@@ -5,6 +5,7 @@ runs through the CLI (small N, 1-2 ranks) including the failures that must store
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from fabench.metrics import GFLOPS
 from fabench.model.apps import dims_create, fft_time, halo3d_time, halo_distances
 from fabench.model.collectives import alltoall_pairwise
 from fabench.model.cost import Cluster, Model
-from fabench.model.hpl import load_node_table
+from fabench.model.hpl import hpl_point, load_node_table, params_from
 from fabench.model.presets import PRESETS
 from fabench.model.topology import TopologySpec
 from fabench.native import kernel_status
@@ -345,3 +346,11 @@ def test_app_model_geometry_and_monotone_predictions() -> None:
     assert 0 < fft_time(md, 16384.0) < fft_time(md, float(1 << 22))
     # slabs: one all-to-all over every rank
     assert fft_time(md, 65536.0, dims=2) == pytest.approx(alltoall_pairwise(md, 65536.0 / 4))
+
+
+def test_model_hpl_shares_emulated_nodes_cores() -> None:
+    fabric = PRESETS["tcp-40g"]()
+    prm = params_from(peak=67.2, efficiency=0.5, mem_gb=0.02, table=None, nb=128)
+    shared = replace(prm, cores=2)
+    assert hpl_point(fabric, 2, shared).efficiency == hpl_point(fabric, 2, prm).efficiency
+    assert hpl_point(fabric, 4, shared).efficiency < hpl_point(fabric, 4, prm).efficiency

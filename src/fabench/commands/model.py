@@ -228,6 +228,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="solve the node spread so that efficiency at NODES is EFF: the result "
                         "is fitted, not predicted")
     h.add_argument("--band-samples", type=int, default=SAMPLES)
+    h.add_argument("--cores", type=int,
+                   help="nodes emulated on one machine (a testbed) share this many cores: a "
+                        "node's rate is shared once the nodes outnumber them")
     add_out_argument(h)
     h.set_defaults(func=cmd_hpl)
 
@@ -356,6 +359,9 @@ def cmd_hpl(args: argparse.Namespace) -> int:
     prm = params_from(peak=peak, efficiency=args.efficiency_1node, mem_gb=args.mem_gb,
                       table=table, mem_fraction=args.mem_fraction, nb=args.nb,
                       overlap=args.overlap, node_cv=args.node_cv)
+    if args.cores:
+        prm = replace(prm, cores=args.cores,
+                      sources={**prm.sources, "cores": f"given: {args.cores} shared cores"})
     fitted = None
     if args.fit_at:
         try:

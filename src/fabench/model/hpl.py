@@ -102,6 +102,10 @@ class HplParams:
     node_cv: float = 0.0
     hops: int = 3  # switches on the typical path (cross-spine on a leaf/spine tree)
     sources: dict[str, str] = field(default_factory=dict)  # parameter -> where it came from
+    # Nodes emulated on one machine (fabench's testbed) share these cores: each node's rate
+    # is its single-node rate x cores / nodes once the nodes outnumber them. None: a real
+    # cluster, every node its own cores.
+    cores: int | None = None
 
 
 def params_from(*, peak: float | None, efficiency: float | None, mem_gb: float | None,
@@ -175,6 +179,8 @@ def hpl_point(fabric: Fabric, nodes: int, prm: HplParams) -> HplPoint:
     flops = 2.0 / 3.0 * n**3 + 1.5 * n**2
     gamma = prm.efficiency_1node * prm.node_peak_gflops * 1e9  # flop/s per node
     slow = 1.0 - prm.node_cv * math.sqrt(2 * math.log(nodes)) if nodes > 1 else 1.0
+    if prm.cores and nodes > prm.cores:
+        gamma *= prm.cores / nodes  # time-shared: the single-node rate was one node alone
     t_comp = flops / (nodes * gamma * max(slow, 0.05))
     t_bw = t_lat = 0.0
     if nodes > 1:
