@@ -205,6 +205,15 @@ def test_bench_hpcc_hpl_json(hpcc: str, tmp_path: Path) -> None:
     assert run.status == "ok" and run.kernel_meta["blas"]["name"] == "OpenBLAS"
     assert "HPL_Tflops" in run.kernel_meta["summary"]
     assert "Rpeak" in " ".join(run.notes)
+    assert results[0].extra["nodes"] == 1
+    # the model takes the measured node and shows the measurement beside its row
+    m = fabench_cli("model", "hpl", "-f", "tcp-40g", "--nodes", "1,2", "--from-run",
+                    str(run.id), "--measured", str(run.id), "--mem-gb", "0.0033",
+                    "--mem-fraction", "1", "--nb", "64", "--band-samples", "1",
+                    "--out", str(tmp_path))
+    assert f"efficiency_1node: stored run {run.id}" in m.stdout
+    mine = next(ln.split() for ln in m.stdout.splitlines() if ln.split()[:2] == [str(run.id), "1"])
+    assert mine[4] == mine[5] and mine[6] == "+0.0%"  # the 1-node row is the measurement
 
 
 def test_other_hpcc_kernels_one_rank(hpcc: str, tmp_path: Path) -> None:

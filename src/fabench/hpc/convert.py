@@ -26,7 +26,8 @@ def _record(kernel: str, size: int, times_us: list[float], **fields: Any) -> dic
             "warmup": 0, "unit": "us", "times": times_us, **fields}
 
 
-def hpl_records(res: HpccResult, ranks: int, peak: Peak, blas: BlasSeen) -> list[dict[str, Any]]:
+def hpl_records(res: HpccResult, ranks: int, peak: Peak, blas: BlasSeen,
+                nodes: int = 1) -> list[dict[str, Any]]:
     stardgemm = res.stardgemm.get("avg")
     run_peak = ranks * peak.per_core_gflops
     out = []
@@ -38,7 +39,7 @@ def hpl_records(res: HpccResult, ranks: int, peak: Peak, blas: BlasSeen) -> list
             # StarDGEMM: every rank's DGEMM at once, the practical peak of the same cores
             efficiency_stardgemm=(t.gflops / (ranks * stardgemm) if stardgemm else None),
             stardgemm_gflops_per_rank=stardgemm, residual=t.residual, nb=t.nb, p=t.p, q=t.q,
-            variant=t.variant, blas=blas.name))
+            variant=t.variant, blas=blas.name, nodes=nodes))
     return out
 
 
@@ -79,10 +80,11 @@ def ring_records(res: HpccResult) -> list[dict[str, Any]]:
 
 
 def records_for(kernel: str, res: HpccResult, ranks: int, peak: Peak,
-                blas: BlasSeen) -> list[dict[str, Any]]:
-    """The records of one hpcc kernel (an HPL that failed its residual raises)."""
+                blas: BlasSeen, nodes: int = 1) -> list[dict[str, Any]]:
+    """The records of one hpcc kernel (an HPL that failed its residual raises); `nodes`:
+    the hosts the ranks were placed on."""
     if kernel == "hpcc.hpl":
-        return hpl_records(res, ranks, peak, blas)
+        return hpl_records(res, ranks, peak, blas, nodes)
     check_hpl(res)  # a run whose HPL failed its check stores nothing of its other figures
     if kernel == "hpcc.ptrans":
         return ptrans_records(res)

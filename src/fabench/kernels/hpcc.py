@@ -12,7 +12,7 @@ NEEDS = "Debian packages hpcc and libopenblas0-pthread (scripts/install-deps.sh)
 _KERNELS = (
     ("hpcc.hpl", (GFLOPS,), 1, "HPL (LU solve of a dense N x N system), Gflops",
      ("efficiency", "efficiency_stardgemm", "peak_gflops", "residual", "nb", "p", "q",
-      "blas")),
+      "nodes", "blas")),
     ("hpcc.ptrans", (BANDWIDTH,), 1, "PTRANS parallel matrix transpose, bandwidth",
      ("passed",)),
     ("hpcc.mpifft", (GFLOPS,), 1, "MPI FFT of a distributed complex vector, Gflops",

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import FabenchError
+from ..store import Store
 from .fabric import Fabric
 
 
@@ -220,3 +221,41 @@ def fit_node_cv(fabric: Fabric, nodes: int, target_efficiency: float,
         else:
             hi = mid
     return (lo + hi) / 2
+
+
+@dataclass(frozen=True)
+class MeasuredHpl:
+    """A stored hpcc.hpl result, as the model compares it."""
+
+    run_id: int
+    nodes: int
+    n: int
+    gflops: float
+    efficiency: float
+    node_peak_gflops: float  # Rpeak of the ranks run on one node
+
+
+def measured_hpl(store: Store, run_id: int) -> MeasuredHpl:
+    run = store.run(run_id)
+    if run.kernel != "hpcc.hpl" or run.status != "ok":
+        raise FabenchError(f"run {run_id} is not a finished hpcc.hpl run ({run.kernel}, "
+                           f"{run.status})")
+    recs = list(store.results(run_id))
+    if not recs:
+        raise FabenchError(f"run {run_id} stored no HPL result")
+    rec = recs[-1]
+    nodes = int(rec.extra.get("nodes") or _placed_hosts(run.notes))
+    peak = float(rec.extra.get("peak_gflops") or 0)
+    eff = rec.extra.get("efficiency")
+    if not peak or eff is None:
+        raise FabenchError(f"run {run_id}: no peak or efficiency stored with its result")
+    return MeasuredHpl(run_id, nodes, rec.size, float(rec.extra.get("gflops") or 0),
+                       float(eff), peak / nodes)
+
+
+def _placed_hosts(notes: list[str]) -> int:
+    """Hosts of a run stored before its records carried them: the placement note."""
+    for n in notes:
+        if n.startswith("placement: "):
+            return len(n.removeprefix("placement: ").split("(")[0].split(","))
+    return 1

@@ -191,7 +191,8 @@ class HpccStarter(MpirunStarter):
                 res = parse_output(text, OUTPUT)
                 check_parameters(res, asked, outcome.stderr)
                 meta["summary"] = summary_meta(res)
-                records = records_for(run.kernel.name, res, run.ranks, peak, seen)
+                records = records_for(run.kernel.name, res, run.ranks, peak, seen,
+                                      len(alloc.placed))
             except HpccRunError as exc:
                 out.errors.append({"type": "error", "reason": str(exc)})
                 returncode = returncode or 1
