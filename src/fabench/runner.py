@@ -32,6 +32,8 @@ class RunOutcome:
 
 
 def _failure_reason(stderr: str, returncode: int, errors: list[dict[str, Any]]) -> str:
+    if errors and "reason" in errors[0]:  # a starter's own verdict (hpcc's residual)
+        return str(errors[0]["reason"])
     if errors:
         e = errors[0]
         return (f"validation mismatch: size {e.get('size')} iteration {e.get('iteration')} "

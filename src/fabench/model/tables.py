@@ -11,7 +11,7 @@ from ..units import format_number, format_size
 from .calibrate import Calibration, segs_time
 from .collectives import Prediction, fastest
 from .fabric import Fabric
-from .hpl import HplParams, HplPoint
+from .hpl import HplParams, HplPoint, MeasuredHpl
 from .params import PARAMS
 from .validate import Validation
 
@@ -194,6 +194,25 @@ def hpl_lines(points: list[HplPoint], title: str, prm: HplParams | None = None,
                                 f"{p.efficiency * 100:.2f}", band, f"{p.gflops / 1e3:.2f}",
                                 f"{p.t_compute_s:.0f}", f"{p.t_bandwidth_s:.1f}",
                                 f"{p.t_latency_s:.1f}"]))
+    return lines
+
+
+def hpl_measured_lines(points: list[HplPoint], measured: list[MeasuredHpl]) -> list[str]:
+    """Stored HPL runs beside the model's row of the same node count."""
+    at = {p.nodes: p for p in points}
+    cols = [Col("run", 6), Col("nodes", 6), Col("N", 9), Col("Gflops", 10), Col("eff %", 7),
+            Col("model %", 8), Col("error", 8), Col("model N", 9)]
+    lines = ["# measured (stored hpcc.hpl runs) against the model", header(cols)]
+    for m in measured:
+        p = at.get(m.nodes)
+        cells = [str(m.run_id), str(m.nodes), str(m.n), f"{m.gflops:.3f}",
+                 f"{m.efficiency * 100:.2f}"]
+        if p is None:
+            cells += ["-", "-", "-"]
+        else:
+            cells += [f"{p.efficiency * 100:.2f}",
+                      f"{(p.efficiency - m.efficiency) / m.efficiency * 100:+.1f}%", str(p.n)]
+        lines.append(row(cols, cells))
     return lines
 
 

@@ -48,7 +48,15 @@ class Scheduler(ABC):
         return cls(starter=starter)
 
     def starter_for(self, kernel: Kernel) -> Starter:
-        """The starter for this kernel: the one named for MPI kernels, else the default."""
+        """The starter for this kernel: its own (hpcc's), the one named for MPI kernels, else
+        the default."""
+        if kernel.starter:
+            # A kernel's own starter runs under mpirun from here: not inside a batch job or a
+            # simulator.
+            if self.default_starters.get(kernel.start) != "mpirun":
+                raise FabenchError(f"{kernel.name} runs under mpirun (local, testbed, hosts); "
+                                   f"the {self.name} scheduler cannot start it")
+            return get_starter(kernel.starter)
         name = self.starter_name if self.starter_name and kernel.start == "mpi" \
             else self.default_starters.get(kernel.start)
         if name is None:
@@ -93,7 +101,9 @@ class DirectScheduler(Scheduler):
         results: list[ResultRecord] = []
 
         def collect(obj: dict[str, object]) -> None:
-            if obj.get("type") == "result":
+            # A program run by its own starter (hpcc) counts work, not the bytes it sends:
+            # its records cannot say what the links should have carried.
+            if obj.get("type") == "result" and not run.kernel.starter:
                 results.append(ResultRecord.from_json(obj))
             if on_record is not None:
                 on_record(obj)  # type: ignore[arg-type]
