@@ -39,6 +39,11 @@ def main(argv: list[str] | None = None) -> int:
     except FabenchError as exc:
         print(f"fabench: error: {exc}", file=sys.stderr)
         return 2
+    except UnicodeDecodeError as exc:
+        # A file read somewhere without textfile.read_text: still a message, not a traceback.
+        print(f"fabench: error: an input is not UTF-8 text ({exc.reason} at byte {exc.start})",
+              file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("\nfabench: interrupted; finished runs are kept in the store", file=sys.stderr)
         return 130

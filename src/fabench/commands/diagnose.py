@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from ..diagnose.session import TransportsOptions, run_transports
 from ..errors import FabenchError
+from ..hostnames import check_host
 from . import COMMANDS
 from ._common import add_on_argument, add_out_argument, scheduler_from, store_path
 
@@ -103,7 +104,8 @@ def transports_main(args: argparse.Namespace) -> int:
     if args.rounds < 1:
         raise FabenchError("--rounds must be >= 1")
     placement = args.placement or ("intra" if args.on == ["local"] else "inter")
-    hosts = [h.strip() for h in args.hosts.split(",")] if args.hosts else None
+    hosts = [check_host(h.strip(), "--hosts") for h in args.hosts.split(",")] \
+        if args.hosts else None
     if hosts and len(hosts) > (1 if placement == "intra" else 2):
         raise FabenchError(f"--hosts: {placement} takes "
                            f"{'one host' if placement == 'intra' else 'two hosts'}")

@@ -25,6 +25,12 @@ def testbed_targets_from(words: list[str]) -> list[Target]:
 
 @TUNE_TARGETS.register("netns")
 def netns_targets(words: list[str]) -> list[Target]:
+    for ns in words:
+        # A name is a file of /run/netns (ip-netns(8)) and an operand of `ip netns exec`:
+        # no '/', not '.' or '..', never an option.
+        if not ns or ns.startswith("-") or "/" in ns or ns in (".", "..") or len(ns) > 255 \
+                or any(ord(c) < 33 or ord(c) == 127 for c in ns):
+            raise FabenchError(f"--netns {ns[:60]!r}: not a network namespace name")
     return [Target.namespace(ns) for ns in words]
 
 

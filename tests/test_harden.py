@@ -1,0 +1,142 @@
+"""Hostile and broken input (issue 19): every case reaches the user as one message and exit
+status 2, never as a traceback, an option of another program, or a command of a shell."""
+
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import fabench_cli, own_testbeds
+from fabench.errors import FabenchError
+from fabench.hostnames import check_host, host_problem
+from fabench.schedulers.hosts import HostsScheduler
+from fabench.tune.journal import load as journal_load
+from fabench.tune.targets import netns_targets
+
+
+def refused(proc: subprocess.CompletedProcess[str], *words: str) -> str:
+    """The refusal as the user sees it: exit 2, a `fabench: error:` line naming ``words``."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    assert "fabench: error:" in proc.stderr, proc.stderr
+    for w in words:
+        assert w in proc.stderr, (w, proc.stderr)
+    return proc.stderr
+
+
+# --- host names are data -------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["node1", "n-1.cluster.example", "10.0.0.1", "fe80::1",
+                                  "::1", "a" * 63, ".".join(["a" * 63] * 3) + ".abc"])
+def test_host_names_that_pass(name: str) -> None:
+    assert host_problem(name) is None
+
+
+@pytest.mark.parametrize("name", ["-oProxyCommand=touch${IFS}/tmp/x", "-", "", "a b",
+                                  "node;id", "$(id)", "`id`", "n\nx", "a" * 64, "a..b",
+                                  "-a.example", "a-.example", "x" * 254, "node_1",
+                                  ".".join(["a" * 63] * 4) + ".ab"])
+def test_host_names_refused(name: str) -> None:
+    with pytest.raises(FabenchError, match="refused"):
+        check_host(name, "test")
+
+
+def _agent(tmp_path: Path) -> tuple[Path, Path]:
+    """An ssh stand-in that only records that it ran."""
+    mark = tmp_path / "agent-ran"
+    agent = tmp_path / "agent"
+    agent.write_text(f"#!/bin/sh\necho \"$@\" >> {mark}\nexit 1\n")
+    agent.chmod(agent.stat().st_mode | stat.S_IXUSR)
+    return agent, mark
+
+
+def test_hostfile_option_name_never_reaches_ssh(tmp_path: Path) -> None:
+    agent, mark = _agent(tmp_path)
+    pwned = tmp_path / "pwned"
+    hosts = tmp_path / "hosts"
+    hosts.write_text(f"node1\n-oProxyCommand=touch${{IFS}}{pwned}\n")
+    for kernel in ("mpi.latency", "tcp.latency"):
+        p = fabench_cli("bench", kernel, "--on", "hosts", str(hosts), "--out",
+                        str(tmp_path / "r"), check=False,
+                        env={"FABENCH_RSH_AGENT": str(agent)})
+        refused(p, f"{hosts} line 2", "starts with '-'")
+    assert not pwned.exists() and not mark.exists()
+
+
+def test_ssh_gets_double_dash_before_the_host(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts"
+    hosts.write_text("node1\nnode2\n")
+    s = HostsScheduler(str(hosts), agent="/usr/bin/ssh")
+    assert s._exec("node1").prefix == ("/usr/bin/ssh", "--", "node1")
+
+
+def test_diagnose_hosts_and_testbed_and_netns_names(tmp_path: Path) -> None:
+    p = fabench_cli("diagnose", "transports", "--hosts=-oProxyCommand=id", "--out",
+                    str(tmp_path), check=False)
+    refused(p, "--hosts", "starts with '-'")
+    p = fabench_cli("bench", "mpi.latency", "--on", "testbed", "../../etc", "--out",
+                    str(tmp_path), check=False)
+    refused(p, "testbed name")
+    with pytest.raises(FabenchError, match="not a network namespace name"):
+        netns_targets(["-V"])
+
+
+def test_spec_env_name_cannot_become_script(tmp_path: Path) -> None:
+    pwned = tmp_path / "pwned"
+    spec = tmp_path / "s.yaml"
+    spec.write_text("runs:\n  - kernel: mpi.latency\n"
+                    f"    env: {{'A;touch {pwned};B': '1'}}\n")
+    p = fabench_cli("run", str(spec), "--out", str(tmp_path), check=False)
+    refused(p, "env name")
+    assert not pwned.exists()
+
+
+@pytest.mark.parametrize("option", [
+    ["--rate", "1gbit", "--burst", "$(touch {p})"],
+    ["--rate", "1gbit", "--burst", "15k;touch {p}"],
+    ["--burst", "15k"],
+    ["--rate", "1gbit$(touch {p})"],
+    ["--rate", "1gbit", "--queue", "5ms;touch {p}"],
+    ["--hosts", "2", "--switches", "2", "--uplink-rate", "1gbit;touch {p}"],
+    ["--impair", "h1:delay=1ms$(touch {p})"],
+    ["--sysctl", "net.ipv4.tcp_rmem;touch {p}=1"],
+])
+def test_testbed_values_never_reach_a_shell(tmp_path: Path, option: list[str]) -> None:
+    pwned = tmp_path / "pwned"
+    with own_testbeds("fbhx"):
+        p = fabench_cli("testbed", "up", "--name", "hx",
+                        *[o.format(p=pwned) for o in option], check=False)
+        refused(p)
+        assert "fbhx" not in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                            text=True, check=False).stdout
+    assert not pwned.exists()
+
+
+# --- files that are not UTF-8 --------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["spec", "hostfile", "profile"])
+def test_non_utf8_files(tmp_path: Path, kind: str) -> None:
+    f = tmp_path / ("bad.yaml" if kind != "hostfile" else "hosts")
+    f.write_bytes(b"name: x\n\xff\xfe\n")
+    args = {"spec": ["run", str(f)],
+            "hostfile": ["bench", "mpi.latency", "--on", "hosts", str(f)],
+            "profile": ["tune", "check", "--profile", str(f), "--host-wide"]}[kind]
+    p = fabench_cli(*args, "--out", str(tmp_path), check=False) if kind != "profile" \
+        else fabench_cli(*args, check=False)
+    refused(p, "not UTF-8", "line 2")
+
+
+def test_non_utf8_journal(tmp_path: Path) -> None:
+    j = tmp_path / "journal.json"
+    j.write_bytes(b"{\"x\": \"\xff\"}")
+    with pytest.raises(FabenchError, match="not UTF-8"):
+        journal_load(j)
+
+
+def test_unbalanced_quotes(tmp_path: Path) -> None:
+    refused(fabench_cli("bench", "mpi.latency", "--kernel-args", "--foo 'bar", "--out",
+                        str(tmp_path), check=False), "--kernel-args", "quotation")
+    refused(fabench_cli("bench", "mpi.latency", "--on", "hosts 'x", "--out",
+                        str(tmp_path), check=False), "--on", "quotation")
+
