@@ -1,15 +1,17 @@
 """Hostile and broken input (issue 19): every case reaches the user as one message and exit
 status 2, never as a traceback, an option of another program, or a command of a shell."""
 
+import csv
 import stat
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli, own_testbeds
+from conftest import ROOT, fabench_cli, own_testbeds
 from fabench.errors import FabenchError
 from fabench.hostnames import check_host, host_problem
+from fabench.report.export import csv_cell
 from fabench.schedulers.hosts import HostsScheduler
 from fabench.tune.journal import load as journal_load
 from fabench.tune.targets import netns_targets
@@ -140,3 +142,30 @@ def test_unbalanced_quotes(tmp_path: Path) -> None:
     refused(fabench_cli("bench", "mpi.latency", "--on", "hosts 'x", "--out",
                         str(tmp_path), check=False), "--on", "quotation")
 
+
+
+# --- CSV exports ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("value", "cell"), [
+    ("=1+1", "'=1+1"), ("+SUM(A1)", "'+SUM(A1)"), ("-2+3", "'-2+3"), ("@x", "'@x"),
+    ("\tx", "'\tx"), ("\rx", "'\rx"), ("-1.5", "-1.5"), (-3, -3), (-0.25, -0.25),
+    ("shm", "shm"), (None, ""), ("1e-3", "1e-3")])
+def test_csv_cell(value: object, cell: object) -> None:
+    assert csv_cell(value) == cell
+
+
+def test_csv_export_neutralises_formulas(tmp_path: Path) -> None:
+    osu = ROOT / "tests" / "fixtures" / "import" / "osu_latency_z.txt"
+    fabench_cli("import", "osu", str(osu), "--label", '=HYPERLINK("http://x","y")',
+                "--transport", "@evil", "--out", str(tmp_path))
+    fabench_cli("report", "--out", str(tmp_path))
+    with (tmp_path / "report.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows
+    for r in rows:
+        assert r["label"] == "'=HYPERLINK(\"http://x\",\"y\")"
+        assert r["transport"] == "'@evil"
+        assert float(r["median"]) > 0  # numbers stay numbers
+        for v in r.values():
+            assert not v.startswith(("=", "+", "@", "\t", "\r")), r
+            assert not v.startswith("-") or float(v) < 0, r

@@ -40,6 +40,25 @@ def _clean(v: Any) -> Any:
     return v
 
 
+# OWASP "CSV Injection": a cell starting with one of these is a formula to a spreadsheet.
+_FORMULA_LEAD = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(v: Any) -> Any:
+    """A value safe in a spreadsheet: labels, notes and names come from users and peer tools,
+    so a text cell that a spreadsheet would run as a formula gets a leading `'` (OWASP). Numbers,
+    negative ones included, stay numbers."""
+    if v is None:
+        return ""
+    if not isinstance(v, str) or not v.startswith(_FORMULA_LEAD):
+        return v
+    try:
+        float(v)
+        return v  # "-1.5" is a number, not a formula
+    except ValueError:
+        return "'" + v
+
+
 def rows(report: Report) -> list[dict[str, Any]]:
     out = []
     for s in report.series:
@@ -72,7 +91,7 @@ def write_csv(report: Report, path: Path) -> Path:
         w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
         w.writeheader()
         for r in rows(report):
-            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in CSV_FIELDS})
+            w.writerow({k: csv_cell(r.get(k)) for k in CSV_FIELDS})
     return path
 
 
