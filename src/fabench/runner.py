@@ -70,8 +70,8 @@ def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
 
     try:
         res = scheduler.run(planned, on_record)
-    except KeyboardInterrupt:
-        store.finish_run(run_id, status="interrupted", reason="interrupted by the user",
+    except KeyboardInterrupt as exc:
+        store.finish_run(run_id, status="interrupted", reason=str(exc) or "interrupted by the user",
                          provenance={"load_start": load_start, "load_end": load_snapshot(),
                                      **run_environment(planned.env)})
         outcome.status = "interrupted"
