@@ -223,3 +223,72 @@ def test_signal_tears_down_mpirun_and_ranks(tmp_path: Path, sig: int, openmpi: s
             if start is not None and proc_start(pid) == start:
                 os.kill(pid, signal.SIGKILL)
         fb.wait()
+
+
+# --- limits and arguments ------------------------------------------------------------------
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--ranks", "0"], ["--ranks", ">= 1"]),
+    (["--iterations", "0"], ["--iterations", "1 or more"]),
+    (["--iterations", "-5"], ["--iterations"]),
+    (["--warmup", "-1"], ["--warmup", "0 or more"]),
+    (["--window", "0"], ["--window", "1..1000000"]),
+    (["--rounds", "0"], ["--rounds", "1..1000"]),
+    (["--rounds", "100000000"], ["--rounds", "1..1000"]),
+    (["--sizes", ""], ["--sizes", "names no size"]),
+    (["--sizes", "8:1"], ["--sizes", "minimum is larger"]),
+    (["--sizes", "4G"], ["--sizes", "0 .. 2 GiB"]),
+    (["--sizes", "-8"], ["--sizes"]),
+    (["--timeout", "inf"], ["--timeout"]), (["--timeout", "nan"], ["--timeout"]),
+    (["--timeout", "-1"], ["--timeout"]), (["--timeout", "0"], ["--timeout"]),
+    (["--precision", "nan"], ["--precision", "between 0 and 1"]),
+    (["--precision", "2"], ["--precision"]), (["--precision", "-0.1"], ["--precision"]),
+    (["--precision", "0.1", "--budget", "inf"], ["--budget"]),
+    (["--precision", "0.1", "--budget", "nan"], ["--budget"]),
+    (["--precision", "0.1", "--budget", "-1"], ["--budget"]),
+    (["--ranks", "1"], ["needs at least 2 ranks"]),
+    (["--ranks", "100000"], ["100000 ranks", "slots", "--oversubscribe"]),
+])
+def test_bench_values_refused_before_anything_runs(tmp_path: Path, args: list[str],
+                                                   words: list[str]) -> None:
+    refused(fabench_cli("bench", "mpi.latency", *args, "--out", str(tmp_path), check=False),
+            *words)
+    assert not (tmp_path / "fabench.sqlite").exists() or _runs(tmp_path) == []
+
+
+def _runs(out: Path) -> list[tuple[object, ...]]:
+    db = sqlite3.connect(out / "fabench.sqlite")
+    try:
+        return db.execute("SELECT id, status, reason FROM runs").fetchall()
+    finally:
+        db.close()
+
+
+def test_pair_kernel_ranks_and_slots(tmp_path: Path) -> None:
+    refused(fabench_cli("bench", "tcp.latency", "--ranks", "1", "--out", str(tmp_path),
+                        check=False), "two processes", "--ranks 1")
+    hosts = tmp_path / "hosts"
+    hosts.write_text("n1 slots=2\nn2\n")
+    refused(fabench_cli("bench", "mpi.allreduce", "--ranks", "4", "--on", "hosts", str(hosts),
+                        "--out", str(tmp_path), check=False), "4 ranks", "3 slots")
+
+
+def test_spec_ranks_beyond_slots_refused_before_the_first_run(tmp_path: Path) -> None:
+    spec = tmp_path / "s.yaml"
+    cores = len(os.sched_getaffinity(0))
+    spec.write_text("runs:\n  - kernel: mpi.latency\n    sizes: '8'\n    iterations: 5\n"
+                    f"  - kernel: mpi.allreduce\n    ranks: [{cores + 1}]\n")
+    refused(fabench_cli("run", str(spec), "--out", str(tmp_path), check=False),
+            f"{cores + 1} ranks", f"{cores} slots")
+    assert not (tmp_path / "fabench.sqlite").exists() or _runs(tmp_path) == []
+    spec.write_text("timeout_s: .inf\nruns:\n  - kernel: mpi.latency\n")
+    refused(fabench_cli("run", str(spec), "--out", str(tmp_path), check=False), "timeout")
+
+
+def test_kernel_own_error_is_shown(tmp_path: Path, openmpi: str) -> None:
+    p = fabench_cli("bench", "mpi.latency", "--sizes", "8", "--iterations", "5",
+                    "--kernel-args", "--large-threshold x", "--out", str(tmp_path), check=False)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    # the kernel's own sentence, not only mpirun's "a process exited" banner
+    assert "fb-mpi-latency: --large-threshold wants a size, got 'x'" in p.stderr, p.stderr
+    assert _runs(tmp_path)[0][1] == "failed"

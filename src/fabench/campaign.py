@@ -31,6 +31,8 @@ def run_campaign(spec: CampaignSpec, scheduler: Scheduler, store_path: Path, *,
     if not plan:
         raise FabenchError("the spec expands to no runs (check ranks against the kernels: "
                            "e.g. mbw_mr needs an even number of ranks)")
+    for p in plan:  # every run's ranks against the slots, before the first run starts
+        scheduler.check_ranks(p)
     with Store(store_path) as store:
         done: set[str] = set()
         if resume or resume_id is not None:

@@ -105,6 +105,7 @@ class CampaignSpec(BaseModel):
     mpi: str = "openmpi"
     launcher: str = "local"
     timeout_s: float = Field(default=1800.0, gt=0)
+    oversubscribe: bool = False  # consent to more ranks than the launcher's slots
     runs: list[RunGroup] = Field(min_length=1)
 
 

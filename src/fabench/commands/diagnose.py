@@ -125,7 +125,7 @@ def transports_main(args: argparse.Namespace) -> int:
         thresholds=not args.no_thresholds, prove=not args.no_prove, ab_ranks=args.ab_ranks,
         ab_rounds=args.ab_rounds, ab_sizes=args.ab_sizes, ab_iterations=args.ab_iterations,
         tolerance=args.tolerance, timeout_s=args.timeout, prove_settings=settings)
-    scheduler = scheduler_from(args.on, args.out)
+    scheduler = scheduler_from(args.on, args.out, args.oversubscribe)
     try:
         outcome = run_transports(opts, scheduler, store_path(args.out),
                                  lambda m: print(f"fabench: {m}", file=sys.stderr))

@@ -68,6 +68,9 @@ class HostsScheduler(DirectScheduler):
         return (f"hosts {self.hostfile} ({', '.join(h.name for h in self.hosts)}; "
                 f"agent {self.agent})")
 
+    def slots(self) -> tuple[int, str] | None:
+        return sum(h.slots for h in self.hosts), f"slots of {self.hostfile}"
+
     def _exec(self, name: str) -> HostExec:
         # ssh takes `--` before its operands: a name can never become an option there. An
         # agent's contract is `AGENT HOST COMMAND...`; the name was checked (RFC 1123 or an IP).

@@ -106,6 +106,10 @@ class TestbedScheduler(DirectScheduler):
         return (f"testbed {s.name} ({len(s.hosts)} hosts, {s.subnet}, mtu {c.mtu}{rate}{sw}, "
                 f"{s.mode}{kind}{imp})")
 
+    def slots(self) -> tuple[int, str] | None:
+        # Every testbed host runs on this machine's cores.
+        return cpu_count(), "this machine's cores, shared by its hosts"
+
     def close(self) -> None:
         if self.ephemeral and self.state in _EPHEMERAL:
             _EPHEMERAL.remove(self.state)
@@ -171,6 +175,13 @@ class AutoScheduler(Scheduler):
     @property
     def ranks_here(self) -> bool:  # type: ignore[override]
         return self.inner.ranks_here
+
+    def slots(self) -> tuple[int, str] | None:
+        return self.inner.slots()
+
+    def check_ranks(self, run: PlannedRun) -> None:
+        self.inner.oversubscribe = self.oversubscribe
+        self.inner.check_ranks(run)
 
     def describe(self) -> str:
         if self.why:
