@@ -2,6 +2,7 @@
 status 2, never as a traceback, an option of another program, or a command of a shell."""
 
 import csv
+import json
 import os
 import signal
 import sqlite3
@@ -292,3 +293,24 @@ def test_kernel_own_error_is_shown(tmp_path: Path, openmpi: str) -> None:
     # the kernel's own sentence, not only mpirun's "a process exited" banner
     assert "fb-mpi-latency: --large-threshold wants a size, got 'x'" in p.stderr, p.stderr
     assert _runs(tmp_path)[0][1] == "failed"
+
+
+# --- doing what was asked: the default testbed --------------------------------------------
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs on a root testbed (CI is root)")
+def test_bench_on_testbed_uses_the_default_rate_limited_one(tmp_path: Path,
+                                                            openmpi: str) -> None:
+    with own_testbeds("fbhd"):
+        fabench_cli("testbed", "up", "--hosts", "2", "--rate", "1gbit")
+        p = fabench_cli("bench", "mpi.bw", "--on", "testbed", "--transport", "tcp", "--sizes",
+                        "1M", "--iterations", "10", "--warmup", "2", "--json", "--out",
+                        str(tmp_path))
+        rows = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+        assert rows and all("testbed tb (" in r["on"] and "rate 1gbit" in r["on"]
+                            and "mtu 1500" in r["on"] for r in rows), rows
+        # 1 gbit/s is 125 MB/s; the unlimited path here carries several GB/s
+        assert all(r["median"] < 125 * 1.05 for r in rows), rows
+        fabench_cli("report", "--out", str(tmp_path))
+        with (tmp_path / "report.csv").open(newline="") as f:
+            ons = {r["on"] for r in csv.DictReader(f)}
+        assert len(ons) == 1 and "testbed tb (" in ons.pop()

@@ -23,7 +23,7 @@ CSV_FIELDS = ("scope", "kernel", "configuration", "transport", "selected", "mpi"
               "source", "label", "metric", "unit", "better", "size", "run_ids", "runs", "n",
               "median", "ci_low", "ci_high", "confidence", "ci_method", "mean", "min", "max",
               "p5", "p95", "p99", "stdev", "cv", "robust_cv", "outliers_low", "outliers_high",
-              "repeat_cv", "median_rank_mean", "osu_avg")
+              "repeat_cv", "median_rank_mean", "osu_avg", "on")
 
 
 def _clean(v: Any) -> Any:
@@ -67,7 +67,9 @@ def rows(report: Report) -> list[dict[str, Any]]:
                 "selected": r0.selected_transport or "", "mpi": r0.mpi, "ranks": r0.ranks,
                 "source": run_source(r0), "label": r0.settings.get("label") or "",
                 "metric": s.metric.name, "unit": s.metric.unit,
-                "better": s.metric.better.value}
+                "better": s.metric.better.value,
+                # where it ran, with a testbed's rate, MTU and impairments
+                "on": r0.provenance.get("launcher") or r0.launcher}
         timed = s.metric.source == "time"
         for p in s.points:
             d = p.as_dict()
