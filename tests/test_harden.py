@@ -314,3 +314,77 @@ def test_bench_on_testbed_uses_the_default_rate_limited_one(tmp_path: Path,
         with (tmp_path / "report.csv").open(newline="") as f:
             ons = {r["on"] for r in csv.DictReader(f)}
         assert len(ons) == 1 and "testbed tb (" in ons.pop()
+
+
+# --- imports -------------------------------------------------------------------------------
+
+_A2A = ("\n# OSU MPI All-to-All Personalized Exchange Latency Test v7.4\n# Datatype: MPI_CHAR.\n"
+        "# Size       Avg Latency(us)\n1                     24.36\n2                     nan\n"
+        "4                     -3.5\n8                     inf\n16                    30.1\n"
+        "18446744073709551616  5.0\n")
+
+
+def _campaigns(out: Path) -> int:
+    if not (out / "fabench.sqlite").exists():
+        return 0
+    db = sqlite3.connect(out / "fabench.sqlite")
+    try:
+        return int(db.execute("SELECT count(*) FROM campaigns").fetchone()[0])
+    finally:
+        db.close()
+
+
+def test_import_osu74_alltoall_values_checked(tmp_path: Path) -> None:
+    f = tmp_path / "a2a.txt"
+    f.write_text(_A2A)
+    out = tmp_path / "s"
+    # OSU does not print a collective's rank count: never a silent 2
+    refused(fabench_cli("import", "osu", str(f), "--store", str(out), check=False),
+            "give --ranks N")
+    assert _campaigns(out) == 0
+    p = refused(fabench_cli("import", "osu", str(f), "--ranks", "4", "--strict", "--store",
+                            str(out), check=False), "--strict", "line 6", "line 7", "line 8")
+    assert "line 5" not in p and _campaigns(out) == 0
+    p = fabench_cli("import", "osu", str(f), "--ranks", "4", "--store", str(out))
+    for n in (6, 7, 8, 10):
+        assert f"a2a.txt line {n}:" in p.stderr, p.stderr
+    db = sqlite3.connect(out / "fabench.sqlite")
+    kernel, ranks = db.execute("SELECT kernel, ranks FROM runs").fetchone()
+    sizes = [r[0] for r in db.execute("SELECT size FROM results ORDER BY size")]
+    db.close()
+    assert (kernel, ranks, sizes) == ("mpi.alltoall", 4, [1, 16])
+
+
+@pytest.mark.parametrize("title", ["Allgatherv Latency", "Non-blocking Allreduce Latency",
+                                   "Reduce_scatter Latency", "Multi Latency",
+                                   "All-to-Allv Personalized Exchange Latency"])
+def test_import_osu_titles_that_are_no_fabench_kernel(tmp_path: Path, title: str) -> None:
+    f = tmp_path / "o.txt"
+    f.write_text(f"# OSU MPI {title} Test v7.4\n# Size  Avg Latency(us)\n8   3.0\n")
+    refused(fabench_cli("import", "osu", str(f), "--ranks", "4", "--store", str(tmp_path),
+                        check=False), "no osu results")
+
+
+def test_import_is_one_transaction(tmp_path: Path) -> None:
+    good = ROOT / "tests" / "fixtures" / "import" / "osu_latency_z.txt"
+    bad = tmp_path / "a2a.txt"
+    bad.write_text(_A2A)
+    out = tmp_path / "s"
+    fabench_cli("import", "osu", str(good), "--store", str(out))
+    # the first file stores fine, the second is refused: neither is kept
+    refused(fabench_cli("import", "osu", str(good), str(bad), "--store", str(out),
+                        check=False), "give --ranks N")
+    assert _campaigns(out) == 1
+
+
+def test_import_imb_broken_numbers(tmp_path: Path) -> None:
+    f = tmp_path / "imb.txt"
+    f.write_text("# Benchmarking PingPong\n# #processes = 2\n"
+                 "       #bytes #repetitions      t[usec]   Mbytes/sec\n"
+                 "            nan         1000         0.50         0.00\n"
+                 "            1         1000         -0.50         0.00\n"
+                 "            8         1000         0.75         10.00\n")
+    p = fabench_cli("import", "imb", str(f), "--store", str(tmp_path))
+    assert "imb.txt line 4:" in p.stderr and "imb.txt line 5:" in p.stderr, p.stderr
+    refused(fabench_cli("import", "imb", str(f), "--strict", "--store", str(tmp_path),
+                        check=False), "line 4", "line 5")
