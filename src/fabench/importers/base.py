@@ -72,6 +72,7 @@ def aggregate(kernel: str, size: int, value_us: float, statistic: str, *, iterat
 
 
 MAX_SIZE = (1 << 63) - 1  # the store keeps sizes as SQLite INTEGER (signed 64 bits)
+MAX_RANKS = (1 << 31) - 1  # an MPI rank count is a C int
 
 
 def record_problem(rec: ResultRecord) -> str | None:
@@ -108,11 +109,17 @@ def import_file(store: Store, tool: str, path: Path, *, transport: str | None = 
         text = path.read_text(errors="replace")
     except OSError as exc:
         raise FabenchError(f"cannot read {path}: {exc.strerror}") from exc
-    runs = imp.parse(text, str(path))
+    try:
+        runs = imp.parse(text, str(path))
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError, OverflowError) as exc:
+        # A file of the right shape with values of the wrong kind (JSON whose fields are
+        # lists, a count of 1e999): the file is at fault, and the user sees which.
+        raise FabenchError(f"{path}: not {tool} output fabench can read "
+                           f"({type(exc).__name__}: {str(exc)[:200]})") from None
     if not runs:
         raise FabenchError(f"{path}: no {tool} results found (is this {tool} output?)")
-    if ranks is not None and ranks < 1:
-        raise FabenchError(f"--ranks must be >= 1, got {ranks}")
+    if ranks is not None and not 1 <= ranks <= MAX_RANKS:
+        raise FabenchError(f"--ranks must be 1..{MAX_RANKS}, got {ranks}")
     for r in runs:
         if size is not None:
             for rec in r.results:
@@ -127,6 +134,8 @@ def import_file(store: Store, tool: str, path: Path, *, transport: str | None = 
             else:
                 r.rejected.append(f"{_line(rec, k)}: {why}")
         r.results = good
+        if r.ranks is not None and not 1 <= r.ranks <= MAX_RANKS:
+            raise FabenchError(f"{path}: {r.kernel}: {r.ranks} ranks is not 1..{MAX_RANKS}")
         if r.ranks is None:
             if ranks is None:
                 raise FabenchError(f"{path}: {r.kernel} results do not say how many ranks "

@@ -104,7 +104,7 @@ class OsuImporter(Importer):
             except ValueError:
                 extra[c] = v
         it = extra.get("Iterations")
-        iters = int(it) if isinstance(it, float) and it >= 1 else 1
+        iters = int(it) if isinstance(it, float) and 1 <= it < 2**63 else 1
         validated = None
         if isinstance(extra.get("Validation"), str):
             validated = str(extra["Validation"]).lower().startswith("pass")
