@@ -388,3 +388,21 @@ def test_import_imb_broken_numbers(tmp_path: Path) -> None:
     assert "imb.txt line 4:" in p.stderr and "imb.txt line 5:" in p.stderr, p.stderr
     refused(fabench_cli("import", "imb", str(f), "--strict", "--store", str(tmp_path),
                         check=False), "line 4", "line 5")
+
+
+# --- the store -----------------------------------------------------------------------------
+
+def test_truncated_store_is_one_message_and_resume_runs_nothing(tmp_path: Path) -> None:
+    osu = ROOT / "tests" / "fixtures" / "import" / "osu_latency_z.txt"
+    for _ in range(3):  # a store of several pages
+        fabench_cli("import", "osu", str(osu), "--store", str(tmp_path))
+    db = tmp_path / "fabench.sqlite"
+    data = db.read_bytes()
+    db.write_bytes(data[:len(data) // 2])
+    for args in (["run", "--resume", "--out"], ["report", "--store"],
+                 ["compare", "1", "2", "--store"], ["import", "osu", str(osu), "--store"]):
+        p = fabench_cli(*args, str(tmp_path), check=False)
+        refused(p, "damaged", "fabench store check", "backup")
+    assert db.read_bytes() == data[:len(data) // 2]  # nothing ran into it
+    p = fabench_cli("store", "check", "--store", str(tmp_path), check=False)
+    assert p.returncode == 2 and "cut short" in p.stdout and "Traceback" not in p.stderr
