@@ -19,6 +19,7 @@ from ..selection import (
     run_source,
 )
 from ..store import RunRow, Store
+from .tcp import TcpRow, tcp_rows
 
 SMALL_SIZE = 8  # document 004 tabulates small-message latency ...
 LARGE_SIZE = 4 << 20  # ... and bandwidth at 4 MiB
@@ -44,6 +45,7 @@ class Report:
     warnings: list[str]
     campaigns: list[dict[str, Any]]
     generated: float = field(default_factory=time.time)
+    tcp: list[TcpRow] = field(default_factory=list)  # each host's TCP counters per run
 
 
 TABLE_COLUMNS = {  # column -> (kernel suffix, metric, size)
@@ -172,7 +174,7 @@ def build_report(store: Store, runs: list[RunRow], excluded: list[RunRow] | None
                         f"{r.reason or 'no reason recorded'}")
     warnings += _stat_warnings(series)
     return Report(title, runs, list(excluded or []), series, comparisons,
-                  summary_table(series), warnings, campaigns)
+                  summary_table(series), warnings, campaigns, tcp=tcp_rows(runs))
 
 
 def _campaign_provenance(store: Store, cid: int) -> dict[str, Any]:
