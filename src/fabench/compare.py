@@ -13,6 +13,7 @@ a run, not between runs. So:
 - `no-ci`: neither side has spread (two imported aggregates): no verdict.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,7 @@ from .selection import (
     select_runs,
 )
 from .stats import Interval, TwoSample, compare_medians, compare_medians_runs
-from .store import Store
+from .store import RunRow, Store
 from .textable import Col, header, row
 from .units import format_number
 
@@ -324,11 +325,18 @@ _COMPARE_COLUMNS = (Col("Size", 9), Col("A median", 11), Col("B median", 11), Co
                     Col("95% CI", 23), Col("B/A", 7), Col("95% CI", 17))
 
 
+def _on(runs: Sequence[RunRow]) -> str:
+    """Where the runs ran, as their launcher described it (a testbed with its rate, MTU and
+    impairments): a number from a rate-limited link must say so wherever it is shown."""
+    places = list(dict.fromkeys(str(r.provenance.get("launcher") or r.launcher) for r in runs))
+    return f" on {'; '.join(places)}" if places else ""
+
+
 def comparison_table(c: Comparison) -> list[str]:
     u = c.metric.unit
     lines = [f"# {c.kernel} {c.metric.name} [{u}, {c.metric.better.value} is better]",
-             f"# A: {c.name_a} (runs {', '.join(str(r.id) for r in c.a.runs)})",
-             f"# B: {c.name_b} (runs {', '.join(str(r.id) for r in c.b.runs)})",
+             f"# A: {c.name_a} (runs {', '.join(str(r.id) for r in c.a.runs)}){_on(c.a.runs)}",
+             f"# B: {c.name_b} (runs {', '.join(str(r.id) for r in c.b.runs)}){_on(c.b.runs)}",
              header(_COMPARE_COLUMNS, "  verdict")]
     for sc in c.sizes:
         t = sc.two

@@ -34,6 +34,7 @@ TYPED_OPTIONS = ("--sizes", "--iterations", "--warmup", "--window", "--rounds", 
 # Options the launch owns: a pair kernel's role and rendezvous are set by its starter.
 STARTER_OPTIONS = ("--role", "--peer", "--port", "--bind", "--tls", "--provider")
 DATATYPES = ("char", "int", "float", "double")
+LONG_MAX = (1 << 63) - 1  # the kernels read counts with strtol
 # What a shell, mpirun -x and a job script's `export` accept as a variable name.
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -77,12 +78,14 @@ class KernelSettings:
     extra: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        for name in ("iterations", "window", "rounds"):
+        # The kernels' own ranges (native/common/fb_opts.c), checked before anything starts.
+        for name, lo, hi in (("iterations", 1, LONG_MAX), ("warmup", 0, LONG_MAX),
+                             ("window", 1, 1_000_000), ("rounds", 1, 1000)):
             v = getattr(self, name)
-            if v is not None and v < 1:
-                raise FabenchError(f"--{name} must be >= 1, got {v}")
-        if self.warmup is not None and self.warmup < 0:
-            raise FabenchError(f"--warmup must be >= 0, got {self.warmup}")
+            if v is not None and not lo <= v <= hi:
+                top = "" if hi == LONG_MAX else f"..{hi}"
+                raise FabenchError(f"--{name} must be {lo}{top}" + (" or more" if not top else "")
+                                   + f", got {v}")
         if self.datatype is not None and self.datatype not in DATATYPES:
             raise FabenchError(f"--datatype {self.datatype!r}: one of {', '.join(DATATYPES)}")
         for a in self.extra:
@@ -129,7 +132,9 @@ def settings_for(kernel: Kernel, *, sizes: str | None = None, iterations: int | 
             warmup = max(1, iterations // 10)
     if datatype is not None and kernel.kind != "collective":
         raise FabenchError(f"{kernel.name}: --datatype applies to collectives only")
-    return KernelSettings(sizes=Sizes.parse(sizes) if sizes else None, iterations=iterations,
+    # An empty --sizes is an error (Sizes.parse says so), not the kernel's default sizes.
+    return KernelSettings(sizes=Sizes.parse(sizes) if sizes is not None else None,
+                          iterations=iterations,
                           warmup=warmup, window=window, rounds=rounds, validate=validate,
                           hugepages=hugepages, datatype=datatype, extra=tuple(extra))
 

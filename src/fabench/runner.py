@@ -1,5 +1,6 @@
 """Execute a plan: launch each run, write every result to the store as it arrives."""
 
+import re
 import shlex
 import time
 from collections.abc import Callable
@@ -31,6 +32,9 @@ class RunOutcome:
     flags: list[str] = field(default_factory=list)
 
 
+_KERNEL_LINE = re.compile(r"^fb-[\w.-]+: ")
+
+
 def _failure_reason(stderr: str, returncode: int, errors: list[dict[str, Any]]) -> str:
     if errors and "reason" in errors[0]:  # a starter's own verdict (hpcc's residual)
         return str(errors[0]["reason"])
@@ -39,13 +43,19 @@ def _failure_reason(stderr: str, returncode: int, errors: list[dict[str, Any]]) 
         return (f"validation mismatch: size {e.get('size')} iteration {e.get('iteration')} "
                 f"rank {e.get('rank')} offset {e.get('offset')}: expected {e.get('expected')}, "
                 f"got {e.get('got')}")
-    tail = [ln for ln in stderr.strip().splitlines() if ln.strip()][-6:]
-    return f"exit status {returncode}" + (": " + " | ".join(tail) if tail else "")
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    # The kernel's own words (`fb-NAME: --iterations wants ...`) say what to change; mpirun's
+    # banner after them only that a rank failed. Theirs first, deduplicated over the ranks.
+    own = list(dict.fromkeys(ln for ln in lines if _KERNEL_LINE.match(ln)))[:3]
+    tail = [ln for ln in lines[-6:] if not ln.startswith("---") and ln not in own]
+    return f"exit status {returncode}" + (": " + " | ".join([*own, *tail]) if own or tail
+                                          else "")
 
 
 def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
                 campaign_id: int | None,
                 on_result: Callable[[ResultRecord], None] | None = None) -> RunOutcome:
+    scheduler.check_ranks(planned)  # before the store records a run that never starts
     run_id = store.begin_run(
         campaign_id=campaign_id, key=planned.key, kernel=planned.kernel.name,
         transport=str(planned.transport), mpi=planned.mpi, ranks=planned.ranks,
@@ -72,8 +82,8 @@ def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
 
     try:
         res = scheduler.run(planned, on_record)
-    except KeyboardInterrupt:
-        store.finish_run(run_id, status="interrupted", reason="interrupted by the user",
+    except KeyboardInterrupt as exc:
+        store.finish_run(run_id, status="interrupted", reason=str(exc) or "interrupted by the user",
                          provenance={"load_start": load_start, "load_end": load_snapshot(),
                                      **run_environment(planned.env)})
         outcome.status = "interrupted"

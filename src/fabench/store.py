@@ -143,6 +143,7 @@ class _Cursor(sqlite3.Cursor):
 
 class _Connection(sqlite3.Connection):
     store_path: Path
+    deferred = False  # inside Store.transaction(): the writes commit together at its end
 
     def cursor(self, factory: Any = None) -> Any:
         return super().cursor(factory or _Cursor)
@@ -155,6 +156,8 @@ class _Connection(sqlite3.Connection):
             return super().executescript(script)
 
     def commit(self) -> None:
+        if self.deferred:
+            return
         with _guard(self.store_path):
             super().commit()
 
@@ -296,6 +299,24 @@ class Store:
     def close(self) -> None:
         self.db.close()
 
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Every write inside commits at its end, or none does: an import that fails half
+        way leaves the store as it was."""
+        if self.db.deferred:
+            yield
+            return
+        self.db.deferred = True
+        try:
+            yield
+        except BaseException:
+            self.db.deferred = False
+            self.db.rollback()
+            raise
+        self.db.deferred = False
+        self.db.commit()
+        self.checkpoint()
+
     def __enter__(self) -> "Store":
         return self
 
@@ -307,7 +328,7 @@ class Store:
         """Copy the write-ahead log into the database file. After each run, so the .sqlite
         alone holds every finished run (a copy made without its -wal loses only the run in
         flight), and the log stays short. PASSIVE: never waits for a reader."""
-        if self.wal:
+        if self.wal and not self.db.in_transaction:  # inside one, at its end (transaction())
             self.db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def check_health(self) -> None:
@@ -325,9 +346,12 @@ class Store:
 
     def refresh_backup(self) -> Path:
         """Replace `<store>.bak` with a copy of the store as it is now; only a store that
-        passed check_health() is copied, so a damaged file never replaces a sound backup."""
-        self.check_health()
+        passed check_health() is copied, so a damaged file never replaces a sound backup.
+        Inside a transaction with writes pending, the backup made before them stands."""
         target = backup_path(self.path)
+        if self.db.in_transaction:
+            return target
+        self.check_health()
         with _guard(self.path):
             copy_database(self.path, target)
         return target

@@ -81,7 +81,7 @@ def main(args: argparse.Namespace) -> int:
     planned = plan_run(kernel.name, transport=args.transport, ranks=args.ranks, mpi=args.mpi,
                        settings=settings, timeout_s=args.timeout, precision=args.precision,
                        budget_s=args.budget)
-    scheduler = scheduler_from(args.on, args.out)
+    scheduler = scheduler_from(args.on, args.out, args.oversubscribe)
     try:
         outcome = run_bench(planned, scheduler, store_path(args.out))
     finally:

@@ -14,6 +14,7 @@ from ..diagnose.reorder import DEFAULT_SIZE, ReorderOptions, run_reorder
 from ..diagnose.reorder_sweep import WINDOWS, SweepSettings
 from ..diagnose.session import TransportsOptions, run_transports
 from ..errors import FabenchError
+from ..hostnames import check_host
 from . import COMMANDS
 from ._common import add_on_argument, add_out_argument, scheduler_from, store_path
 
@@ -106,7 +107,8 @@ def transports_main(args: argparse.Namespace) -> int:
     if args.rounds < 1:
         raise FabenchError("--rounds must be >= 1")
     placement = args.placement or ("intra" if args.on == ["local"] else "inter")
-    hosts = [h.strip() for h in args.hosts.split(",")] if args.hosts else None
+    hosts = [check_host(h.strip(), "--hosts") for h in args.hosts.split(",")] \
+        if args.hosts else None
     if hosts and len(hosts) > (1 if placement == "intra" else 2):
         raise FabenchError(f"--hosts: {placement} takes "
                            f"{'one host' if placement == 'intra' else 'two hosts'}")
@@ -126,7 +128,7 @@ def transports_main(args: argparse.Namespace) -> int:
         thresholds=not args.no_thresholds, prove=not args.no_prove, ab_ranks=args.ab_ranks,
         ab_rounds=args.ab_rounds, ab_sizes=args.ab_sizes, ab_iterations=args.ab_iterations,
         tolerance=args.tolerance, timeout_s=args.timeout, prove_settings=settings)
-    scheduler = scheduler_from(args.on, args.out)
+    scheduler = scheduler_from(args.on, args.out, args.oversubscribe)
     try:
         outcome = run_transports(opts, scheduler, store_path(args.out),
                                  lambda m: print(f"fabench: {m}", file=sys.stderr))

@@ -53,7 +53,8 @@ def main(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     if args.repeats:
         spec = spec.model_copy(update={"repeats": args.repeats})
-    scheduler = scheduler_from(args.on if args.on != ["local"] else [spec.launcher], args.out)
+    scheduler = scheduler_from(args.on if args.on != ["local"] else [spec.launcher], args.out,
+                               args.oversubscribe or spec.oversubscribe)
     spath = store_path(args.out)
     try:
         result = run_campaign(spec, scheduler, spath, quick=args.quick,

@@ -29,7 +29,7 @@ from .collectives import alltoall_pairwise
 from .cost import Cluster, Model
 from .fabric import Fabric
 from .uncertainty import SAMPLES, variants
-from .validate import Comparison
+from .validate import Validation
 
 APPS = ("mpi.halo3d", "mpi.fft")
 
@@ -106,7 +106,7 @@ def app_time(kernel: str, fabric: Fabric, cluster: Cluster, m: float,
 
 
 def compare_app_run(store: Store, run_id: int, fabric: Fabric, cluster: Cluster,
-                    band_samples: int = SAMPLES) -> Comparison:
+                    band_samples: int = SAMPLES) -> Validation:
     run = store.run(run_id)
     if run.kernel not in APPS:
         raise FabenchError(f"run {run_id} is {run.kernel}, not an application proxy")
@@ -131,5 +131,5 @@ def compare_app_run(store: Store, run_id: int, fabric: Fabric, cluster: Cluster,
         low = [float(x) for x in np.percentile(arr, 5, axis=0)]
         high = [float(x) for x in np.percentile(arr, 95, axis=0)]
     name = "halo exchange" if run.kernel == "mpi.halo3d" else "transposes"
-    return Comparison(run_id, run.kernel, name, "simulated" in run.flags, sizes, observed,
+    return Validation(run_id, run.kernel, name, "simulated" in run.flags, sizes, observed,
                       predicted, notes, run.ranks, low, high)

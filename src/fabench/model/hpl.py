@@ -32,6 +32,7 @@ from pathlib import Path
 
 from ..errors import FabenchError
 from ..store import Store
+from ..textfile import read_text
 from .fabric import Fabric
 
 
@@ -71,7 +72,10 @@ class NodeTable:
 def load_node_table(path: Path) -> NodeTable:
     """A node table from a file: JSON {"nodes": {"name": gflops, ...}, "peak_gflops": x,
     "mem_gb": y} or CSV with columns node,gflops (optionally peak_gflops, mem_gb)."""
-    text = path.read_text()
+    try:
+        text = read_text(path, "node table")
+    except FileNotFoundError:
+        raise FabenchError(f"cannot read node table {path}: no such file") from None
     src = str(path)
     try:
         if path.suffix == ".json":

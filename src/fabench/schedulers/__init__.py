@@ -36,6 +36,9 @@ class Scheduler(ABC):
 
     def __init__(self, starter: str | None = None) -> None:
         self.starter_name = starter
+        # The user's consent (--oversubscribe, a spec's `oversubscribe: true`) to start more
+        # ranks than the placement has slots.
+        self.oversubscribe = False
         # The campaign's results directory (--out), for schedulers that leave files a user
         # keeps with the results (Slurm's job scripts); None when unknown.
         self.results_dir: str | None = None
@@ -72,6 +75,23 @@ class Scheduler(ABC):
 
     def describe(self) -> str:
         return self.name
+
+    def slots(self) -> tuple[int, str] | None:
+        """The ranks this place runs without oversubscribing and what they are (cores of this
+        host, a hostfile's slots); None where the place decides itself (a batch system, a
+        simulation)."""
+        return None
+
+    def check_ranks(self, run: PlannedRun) -> None:
+        """Refuse more ranks than slots without the user's consent: mpirun's own rule, which
+        fabench otherwise waives (`--ranks 100000` once started 100,000 processes on 2 cores)."""
+        slots = self.slots()
+        if slots is None or self.oversubscribe or run.ranks <= slots[0]:
+            return
+        raise FabenchError(f"{run.label_text}: {run.ranks} ranks, but {self.describe()} has "
+                           f"{slots[0]} slots ({slots[1]}); --oversubscribe (or "
+                           "`oversubscribe: true` in a spec) runs them anyway, ranks sharing "
+                           "cores")
 
     def close(self) -> None:  # noqa: B027 - most schedulers make nothing to give back
         """Give back what the scheduler made for this process (an ephemeral testbed)."""

@@ -22,6 +22,7 @@ from ..placement import Allocation, HostExec, HostSlots, cpu_count, place_ranks
 from ..plan import PlannedRun
 from ..testbed import TestbedConfig, TestbedState, create, destroy, list_states, load_state
 from ..testbed.links import LinkWatch
+from ..testbed.state import NAME_RE
 from . import SCHEDULERS, DirectScheduler, Scheduler
 from .local import LocalScheduler
 
@@ -90,6 +91,9 @@ class TestbedScheduler(DirectScheduler):
     def from_words(cls, words: list[str], starter: str | None = None) -> Scheduler:
         if len(words) > 1:
             raise FabenchError(f"--on testbed takes one testbed name (got {' '.join(words)})")
+        if words and not NAME_RE.match(words[0]):
+            raise FabenchError(f"--on testbed {words[0][:40]!r}: a testbed name is 1-16 "
+                               "lower-case letters/digits, starting with a letter")
         return cls(testbed=words[0] if words else None, starter=starter)
 
     def describe(self) -> str:
@@ -101,6 +105,10 @@ class TestbedScheduler(DirectScheduler):
         imp = f", impaired: {'; '.join(c.impairs)}" if c.impairs else ""
         return (f"testbed {s.name} ({len(s.hosts)} hosts, {s.subnet}, mtu {c.mtu}{rate}{sw}, "
                 f"{s.mode}{kind}{imp})")
+
+    def slots(self) -> tuple[int, str] | None:
+        # Every testbed host runs on this machine's cores.
+        return cpu_count(), "this machine's cores, shared by its hosts"
 
     def close(self) -> None:
         if self.ephemeral and self.state in _EPHEMERAL:
@@ -167,6 +175,13 @@ class AutoScheduler(Scheduler):
     @property
     def ranks_here(self) -> bool:  # type: ignore[override]
         return self.inner.ranks_here
+
+    def slots(self) -> tuple[int, str] | None:
+        return self.inner.slots()
+
+    def check_ranks(self, run: PlannedRun) -> None:
+        self.inner.oversubscribe = self.oversubscribe
+        self.inner.check_ranks(run)
 
     def describe(self) -> str:
         if self.why:
