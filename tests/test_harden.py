@@ -21,8 +21,8 @@ from fabench.process import descendants
 from fabench.process_identity import proc_start
 from fabench.report.export import csv_cell
 from fabench.schedulers.hosts import HostsScheduler
-from fabench.tune.journal import load as journal_load
 from fabench.tune import targets as tune_targets
+from fabench.tune.journal import load as journal_load
 
 
 def refused(proc: subprocess.CompletedProcess[str], *words: str) -> str:
