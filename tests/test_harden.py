@@ -21,8 +21,8 @@ from fabench.process import descendants
 from fabench.process_identity import proc_start
 from fabench.report.export import csv_cell
 from fabench.schedulers.hosts import HostsScheduler
+from fabench.tune import targets as tune_targets
 from fabench.tune.journal import load as journal_load
-from fabench.tune.targets import netns_targets, testbed_targets_from
 
 
 def refused(proc: subprocess.CompletedProcess[str], *words: str) -> str:
@@ -89,9 +89,9 @@ def test_diagnose_hosts_and_testbed_and_netns_names(tmp_path: Path) -> None:
                     str(tmp_path), check=False)
     refused(p, "testbed name")
     with pytest.raises(FabenchError, match="not a network namespace name"):
-        netns_targets(["-V"])
+        tune_targets.netns_targets(["-V"])
     with pytest.raises(FabenchError, match="testbed name"):
-        testbed_targets_from(["../x"])
+        tune_targets.testbed_targets_from(["../x"])  # not imported: pytest would collect it
 
 
 def test_spec_env_name_cannot_become_script(tmp_path: Path) -> None:
