@@ -2,7 +2,10 @@
  * native/kernels.list, with that line's name, default sizes and rank rule (FB_KERNEL,
  * FB_KERNEL_SIZES, FB_KERNEL_RANKS) and FB_KERNEL_COLLECTIVE for the collective kind; the
  * engine finds the kernel's row by name. See docs/kernel-protocol.md. */
+#include <string.h>
+
 #include "coll.h"
+#include "matrix.h"
 #include "pt2pt.h"
 
 int main(int argc, char **argv)
@@ -11,6 +14,9 @@ int main(int argc, char **argv)
 #if FB_KERNEL_COLLECTIVE
     return fb_coll_main(&k, argc, argv);
 #else
+    /* the all-pairs matrix has its own engine (native/mpi/matrix.c) */
+    if (!strcmp(k.name, "mpi.matrix"))
+        return fb_matrix_main(&k, argc, argv);
     return fb_pt2pt_main(&k, argc, argv);
 #endif
 }
