@@ -1,0 +1,208 @@
+"""Measure an all-pairs matrix: plan mpi.matrix over a scheduler's hosts (one rank per host),
+run the first pass, retest the suspects one pair at a time, judge, store.
+
+A matrix is one campaign in the store (`matrix`): the first pass and the retest are its runs
+(kernel mpi.matrix), each measured direction a row of `matrix_pairs` with its samples, and the
+judgement (verdicts with their evidence, the groups) a row of `matrices`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import FabenchError
+from ..plan import KernelSettings, PlannedRun, Sizes, plan_run
+from ..provenance import host_provenance
+from ..records import PairRecord
+from ..runner import execute_run
+from ..schedulers import Scheduler
+from ..schedulers.hosts import HostsScheduler
+from ..schedulers.testbed import TestbedScheduler
+from ..store import Store
+from .judge import Judgement, Link, Matrix, find_suspects, judge
+from .topology import Topology, infer_topology, read_topology
+
+KERNEL = "mpi.matrix"
+MODES = ("concurrent", "isolated")
+
+
+@dataclass(frozen=True)
+class MatrixOptions:
+    """What one matrix measures. The defaults keep an 8-host matrix on a 2-core testbed to tens
+    of seconds: 4 windows of 4 x 1 MiB per direction (16 MiB) and 200 ping-pongs."""
+
+    size: str = "1M"
+    window: int = 4
+    iterations: int = 4
+    warmup: int = 1
+    lat_iterations: int = 200
+    lat_warmup: int = 20
+    mode: str = "concurrent"
+    pairs: tuple[Link, ...] | None = None  # only these directions (rank numbers)
+    retest: bool = True
+    mpi: str = "openmpi"
+    transport: str = "tcp"
+    hosts: int | None = None  # the number of hosts, where the scheduler cannot say
+    timeout_s: float = 1800.0
+    topology: str | None = None  # a declared topology file
+    groups: int | None = None  # switch groups to cut the clustering into; None: inferred
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise FabenchError(f"matrix mode {self.mode!r}: concurrent or isolated")
+        for name in ("window", "iterations", "lat_iterations"):
+            if getattr(self, name) < 1:
+                raise FabenchError(f"--{name.replace('_', '-')} must be >= 1")
+        Sizes.parse(self.size)
+
+
+def host_count(scheduler: Scheduler, asked: int | None) -> int:
+    """One rank per host: how many hosts the scheduler offers."""
+    if isinstance(scheduler, TestbedScheduler):
+        n = len(scheduler.state.hosts)
+    elif isinstance(scheduler, HostsScheduler):
+        n = len(scheduler.hosts)
+    elif asked is None:
+        raise FabenchError(f"{scheduler.name}: say how many hosts the matrix spans (--hosts N, "
+                           "one rank per host; for Slurm also -N N --ntasks-per-node=1)")
+    else:
+        n = asked
+    if asked is not None and asked != n:
+        raise FabenchError(f"--hosts {asked}: {scheduler.describe()} has {n} hosts")
+    if n < 2:
+        raise FabenchError(f"a matrix needs at least 2 hosts, {scheduler.describe()} has {n}")
+    return n
+
+
+def parse_pairs(text: str, hosts: Sequence[str] | None = None) -> tuple[Link, ...]:
+    """`i:j,...` (rank numbers, or host names where hosts are known) as ordered pairs."""
+    out = []
+    for word in (w.strip() for w in text.split(",")):
+        a, sep, b = word.partition(":")
+        if not sep:
+            raise FabenchError(f"--pairs {text!r}: each pair is SRC:DST (e.g. 0:3,3:0)")
+        ends = []
+        for x in (a.strip(), b.strip()):
+            if x.isdigit():
+                ends.append(int(x))
+            elif hosts is not None and x in hosts:
+                ends.append(list(hosts).index(x))
+            else:
+                raise FabenchError(f"--pairs {text!r}: {x!r} is neither a rank number nor a "
+                                   "host of this matrix")
+        if ends[0] == ends[1]:
+            raise FabenchError(f"--pairs {text!r}: a pair needs two different hosts")
+        out.append((ends[0], ends[1]))
+    return tuple(out)
+
+
+def plan_pass(n: int, opts: MatrixOptions, mode: str,
+              pairs: Sequence[Link] | None) -> PlannedRun:
+    extra = ["--mode", mode, "--lat-iterations", str(opts.lat_iterations),
+             "--lat-warmup", str(opts.lat_warmup)]
+    if pairs is not None:
+        if any(not (0 <= i < n and 0 <= j < n) for i, j in pairs):
+            raise FabenchError(f"--pairs: rank numbers are 0 .. {n - 1} here")
+        extra += ["--pairs", ",".join(f"{i}:{j}" for i, j in pairs)]
+    settings = KernelSettings(sizes=Sizes.parse(opts.size), iterations=opts.iterations,
+                              warmup=opts.warmup, window=opts.window, extra=tuple(extra))
+    return plan_run(KERNEL, transport=opts.transport, ranks=n, mpi=opts.mpi, settings=settings,
+                    timeout_s=opts.timeout_s)
+
+
+@dataclass
+class Pass:
+    run_id: int
+    mode: str
+    status: str
+    reason: str | None
+    pairs: list[PairRecord]
+    hosts: list[str]
+    wall_s: float
+
+
+def run_pass(store: Store, scheduler: Scheduler, planned: PlannedRun, campaign_id: int,
+             mode: str) -> Pass:
+    pairs: list[PairRecord] = []
+
+    def on_pair(run_id: int, obj: dict[str, Any]) -> bool:
+        if obj.get("type") != "pair":
+            return False
+        rec = PairRecord.from_json(obj)
+        store.add_matrix_pair(run_id, rec)
+        pairs.append(rec)
+        return True
+
+    t0 = time.monotonic()
+    oc = execute_run(store, scheduler, planned, campaign_id, on_other=on_pair)
+    meta = store.run(oc.run_id).kernel_meta or {}
+    hosts = [str(h) for h in meta.get("hosts", [])]
+    return Pass(oc.run_id, mode, oc.status, oc.reason, pairs, hosts, time.monotonic() - t0)
+
+
+@dataclass
+class MatrixOutcome:
+    campaign_id: int
+    hosts: list[str]
+    judgement: Judgement
+    topology: Topology
+    passes: list[Pass] = field(default_factory=list)
+
+    @property
+    def exit_status(self) -> int:
+        """0: nothing flagged; 3: a link or node flagged (the status a nightly job pages on)."""
+        return 3 if self.judgement.flagged else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"campaign_id": self.campaign_id, "hosts": self.hosts,
+                **self.judgement.to_json(), "topology": self.topology.to_json(),
+                "passes": [{"run_id": p.run_id, "mode": p.mode, "status": p.status,
+                            "reason": p.reason, "directions": len(p.pairs),
+                            "wall_s": round(p.wall_s, 3)} for p in self.passes],
+                "exit_status": self.exit_status}
+
+
+def _names(n: int, first: Pass) -> list[str]:
+    by_rank = {p.src: p.src_host for p in first.pairs} | {p.dst: p.dst_host for p in first.pairs}
+    hosts = first.hosts if len(first.hosts) == n else [by_rank.get(r, f"rank{r}")
+                                                       for r in range(n)]
+    # two ranks on one host name (a node's processor name repeated): tell them apart by rank
+    return hosts if len(set(hosts)) == n else [f"{h}#{r}" for r, h in enumerate(hosts)]
+
+
+def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions) -> MatrixOutcome:
+    n = host_count(scheduler, opts.hosts)
+    declared = read_topology(opts.topology) if opts.topology else None
+    first_plan = plan_pass(n, opts, opts.mode, opts.pairs)
+    with Store(store_path) as store:
+        spec = {"matrix": {**asdict(opts), "pairs": opts.pairs and list(opts.pairs)},
+                "on": scheduler.describe()}
+        cid = store.begin_campaign("matrix", spec, host_provenance())
+        try:
+            first = run_pass(store, scheduler, first_plan, cid, opts.mode)
+            if first.status != "ok" and not first.pairs:
+                store.end_campaign(cid, "failed")
+                raise FabenchError(f"{KERNEL} failed before measuring any pair: {first.reason}")
+            hosts = _names(n, first)
+            m1 = Matrix.of(hosts, first.pairs)
+            suspects = find_suspects(m1)
+            passes = [first]
+            retest = None
+            if opts.retest and not suspects.empty:
+                rplan = plan_pass(n, opts, "isolated", suspects.retest_pairs(n))
+                second = run_pass(store, scheduler, rplan, cid, "isolated")
+                passes.append(second)
+                retest = Matrix.of(hosts, second.pairs)
+            verdict = judge(m1, retest, suspects, opts.pairs)
+            topo = infer_topology(m1, opts.groups, declared)
+            out = MatrixOutcome(cid, hosts, verdict, topo, passes)
+            store.save_matrix(cid, hosts, out.to_json())
+            store.end_campaign(cid, "finished" if first.status == "ok" else first.status)
+        except KeyboardInterrupt:
+            store.end_campaign(cid, "interrupted")
+            raise
+    return out
