@@ -121,20 +121,26 @@ static void bandwidth(struct matrix *m, MPI_Comm comm, int me, int src, int dst)
     }
 }
 
-/* One direction src -> dst, run by both of its ranks. */
-static void direction(struct matrix *m, int me, int src, int dst)
+/* The pair {a, b} (a < b) of this round, by a or b: both wanted directions, lower rank's
+ * first, latency before bandwidth. In concurrent mode every rank (a bye too) meets at a
+ * barrier between these four phases, so no ping-pong shares a link or an uplink queue with
+ * another pair's stream: latency is measured on a quiet fabric, bandwidth under the round's
+ * full load. */
+static void pair(struct matrix *m, int me, int a, int b, bool phased)
 {
-    latency(m, m->ctx->comm, me, src, dst);
-    bandwidth(m, m->ctx->comm, me, src, dst);
-}
-
-/* Both wanted directions of the pair {a, b}, by a or b. */
-static void pair(struct matrix *m, int me, int a, int b)
-{
-    if (want(m, a, b))
-        direction(m, me, a, b);
-    if (want(m, b, a))
-        direction(m, me, b, a);
+    int dirs[2][2] = {{a, b}, {b, a}};
+    for (int d = 0; d < 2; d++) {
+        int src = dirs[d][0], dst = dirs[d][1];
+        bool mine = a >= 0 && (me == a || me == b) && want(m, src, dst);
+        if (mine)
+            latency(m, m->ctx->comm, me, src, dst);
+        if (phased)
+            MPI_Barrier(m->ctx->comm);
+        if (mine)
+            bandwidth(m, m->ctx->comm, me, src, dst);
+        if (phased)
+            MPI_Barrier(m->ctx->comm);
+    }
 }
 
 static void emit(struct matrix *m, long round, int src, int dst, const double *lat,
@@ -348,11 +354,12 @@ int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
                 if (b < a || (!want(&m, a, b) && !want(&m, b, a)))
                     continue;
                 if (me == a || me == b)
-                    pair(&m, me, a, b);
+                    pair(&m, me, a, b, false);
                 MPI_Barrier(ctx.comm);
             }
-        } else if (peer >= 0) {
-            pair(&m, me, me < peer ? me : peer, me < peer ? peer : me);
+        } else {
+            /* a bye (peer -1) joins the phases' barriers */
+            pair(&m, me, peer < 0 ? -1 : (me < peer ? me : peer), me < peer ? peer : me, true);
         }
         /* Each rank is the source of one direction per round (me -> peer) and only a source
          * writes samples, so m->lat and m->bw still hold that direction's here. */

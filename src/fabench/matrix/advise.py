@@ -22,13 +22,15 @@ from .topology import distances
 @dataclass(frozen=True)
 class Advice:
     hosts: list[str]
-    group: int | None  # the inferred group used, None: across groups
+    group: int | None  # the inferred group used, None: one group, or across groups
+    groups: int  # inferred groups
     left_out: list[str]  # hosts left out for a verdict, one line each
     mean_cost: float
 
     def lines(self) -> list[str]:
-        where = f"inferred group {self.group + 1}" if self.group is not None else \
-            "across groups (no group has enough healthy hosts)"
+        where = (f"inferred group {self.group + 1} of {self.groups}" if self.group is not None
+                 else "the one inferred group" if self.groups == 1
+                 else "across groups (no group has enough healthy hosts)")
         return [f"hosts: {','.join(self.hosts)}", f"from {where}; mean link cost "
                 f"{self.mean_cost:.3f} (0: the best latency and bandwidth measured)",
                 *self.left_out]
@@ -77,5 +79,5 @@ def advise(judgement: dict[str, Any], k: int) -> Advice:
         rest = [i for i in idx if i not in chosen]
         chosen.append(min(rest, key=lambda i: float(np.mean([d[i, c] for c in chosen]))))
     pairs = [d[a, b] for x, a in enumerate(chosen) for b in chosen[x + 1:]]
-    return Advice([hosts[i] for i in sorted(chosen)], group, left,
+    return Advice([hosts[i] for i in sorted(chosen)], group, len(groups), left,
                   float(np.mean(pairs)) if pairs else 0.0)

@@ -147,6 +147,13 @@ def read_topology(path: str | Path) -> dict[str, list[str]]:
 def compare(groups: list[list[str]], declared: dict[str, list[str]]) -> list[str]:
     """Hosts whose measured group is mostly another declared switch: one line each."""
     where = {h: s for s, hs in declared.items() for h in hs}
+    switches = {where[h] for g in groups for h in g if h in where}
+    if len(groups) < len(switches):
+        # fewer groups measured than switches declared: which host is "misplaced" would be
+        # a guess; say so instead
+        return [f"declared {len(switches)} switches over these hosts, measured "
+                f"{len(groups)} group{'s' if len(groups) > 1 else ''}: the links do not "
+                "separate them"]
     lines = []
     for g in groups:
         known = [where[h] for h in g if h in where]
