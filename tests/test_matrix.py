@@ -4,6 +4,7 @@ MPI ranks, and end to end on real testbeds with real faults (slow)."""
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,6 +20,7 @@ from fabench.matrix.measure import parse_pairs
 from fabench.matrix.topology import compare, infer_topology, read_topology
 from fabench.native import native_root
 from fabench.store import Store
+from test_report import browse, console_errors
 
 HOSTS = [f"h{i + 1}" for i in range(8)]
 
@@ -271,3 +273,39 @@ def test_testbed_two_switches_give_two_groups(openmpi: str, tmp_path: Path) -> N
         adv = fabench_cli("matrix", "advise", "--nodes", "3", "--store", str(tmp_path / "sw"))
         hosts = adv.stdout.splitlines()[0].split(": ")[1].split(",")
         assert hosts in (["h1", "h2", "h3"], ["h4", "h5", "h6"]), adv.stdout
+
+
+# ---- the report ------------------------------------------------------------------------------
+
+def test_report_heatmaps_in_chromium(tmp_path: Path) -> None:
+    m = two_switches()
+    m.hosts[0] = '<script>window.pwned=1</script>"&'  # a hostile host name, escaped
+    m.bandwidth[(1, 2)] /= 50
+    m.bandwidth[(2, 1)] /= 50
+    j = judge(m).to_json()
+    j["topology"] = infer_topology(m).to_json()
+    store = tmp_path / "fabench.sqlite"
+    with Store(store) as st:
+        cid = st.begin_campaign("matrix", {})
+        rid = st.begin_run(campaign_id=cid, key="k", kernel="mpi.matrix", transport="tcp",
+                           mpi="openmpi", ranks=8, launcher="testbed", repeat=0, settings={})
+        st.finish_run(rid, status="ok")
+        st.save_matrix(cid, m.hosts, j)
+        st.end_campaign(cid, "finished")
+    html = tmp_path / "report.html"
+    fabench_cli("report", f"c{cid}", "-o", str(html), "--store", str(store))
+    text = html.read_text()
+    assert "<script>window.pwned" not in text and "&lt;script&gt;window.pwned" in text
+    shot = tmp_path / "matrix.png"
+    snap = browse(html, f"--screenshot={shot}")
+    assert shot.exists() and shot.stat().st_size > 10000, snap.stderr[-2000:]
+    dom = browse(html, "--dump-dom")
+    assert console_errors(dom.stderr + snap.stderr) == []
+    maps = re.findall(r'<svg class="heatmap".*?</svg>', dom.stdout, re.S)
+    assert len(maps) == 2
+    for svg in maps:
+        assert svg.count('class="cell flagged"') == 2  # h2 -> h3 and h3 -> h2
+        assert svg.count('class="cell') == 56
+    assert "bad link h2 -&gt; h3" in dom.stdout
+    if os.environ.get("FABENCH_SCREENSHOT_DIR"):
+        shutil.copy(shot, Path(os.environ["FABENCH_SCREENSHOT_DIR"]) / "matrix-heatmap.png")
