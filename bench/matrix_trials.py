@@ -71,6 +71,8 @@ def trial(seed: int, hosts: int, work: Path, extra: list[str]) -> dict[str, obje
     return {"seed": seed, "kind": kind, "impair": " ".join(impair[1:]),
             "expected": sorted(expected), "verdicts": sorted(got),
             "found": expected <= got, "false": sorted(got - expected - allowed),
+            "false_evidence": [v["line"] for v in j["verdicts"]
+                               if v["line"].split(":")[0] not in expected | allowed],
             "exit": proc.returncode,
             "suspects": len(sus["links"]) + len(sus["nodes"]), "cleared": len(j["cleared"]),
             "passes": [(p["mode"], p["directions"], p["wall_s"]) for p in j["passes"]],

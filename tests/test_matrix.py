@@ -14,6 +14,7 @@ import pytest
 from conftest import fabench_cli, own_testbeds
 from fabench.errors import FabenchError
 from fabench.matrix.advise import advise
+from fabench.matrix.diff import diff
 from fabench.matrix.export import matrix_csv
 from fabench.matrix.judge import THRESHOLD, Matrix, Scale, find_suspects, judge
 from fabench.matrix.measure import parse_pairs
@@ -309,3 +310,17 @@ def test_report_heatmaps_in_chromium(tmp_path: Path) -> None:
     assert "bad link h2 -&gt; h3" in dom.stdout
     if os.environ.get("FABENCH_SCREENSHOT_DIR"):
         shutil.copy(shot, Path(os.environ["FABENCH_SCREENSHOT_DIR"]) / "matrix-heatmap.png")
+
+
+def test_compare_two_matrices_per_link() -> None:
+    broken = synthetic()
+    broken.bandwidth[(1, 4)] /= 20
+    broken.bandwidth[(4, 1)] /= 20
+    repaired = synthetic(seed=2)
+    repaired.bandwidth[(0, 7)] /= 20  # a new fault elsewhere
+    changes = {c.line.split(" (")[0]: c for c in diff(judge(broken).to_json(),
+                                                      judge(repaired).to_json())}
+    assert "fixed h2 -> h5" in changes and "fixed h5 -> h2" in changes
+    assert changes["fixed h2 -> h5"].bandwidth_ratio > 10
+    assert "broken h1 -> h8" in changes
+    assert sum(c.verdict in ("fixed", "broken", "still bad") for c in changes.values()) == 3

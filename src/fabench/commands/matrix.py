@@ -7,6 +7,7 @@ import json
 import sys
 
 from ..matrix.advise import advise
+from ..matrix.diff import diff
 from ..matrix.export import matrix_csv, summary_lines
 from ..matrix.measure import MatrixOptions, measure_matrix, parse_pairs
 from ..matrix.stored import load_matrix
@@ -61,7 +62,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     add_out_argument(p)
     p.set_defaults(func=main, mode="concurrent")
 
-    sp = p.add_subparsers(dest="matrix_action", metavar="{advise,csv}")
+    sp = p.add_subparsers(dest="matrix_action", metavar="{advise,csv,compare}")
     a = sp.add_parser("advise", help="the K hosts with the best measured connectivity")
     a.add_argument("--nodes", type=int, required=True, metavar="K")
     a.add_argument("--campaign", type=int, help="the matrix's campaign id (default: latest)")
@@ -71,6 +72,12 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     c.add_argument("--campaign", type=int, help="the matrix's campaign id (default: latest)")
     add_store_argument(c)
     c.set_defaults(func=main_csv)
+    d = sp.add_parser("compare", help="two stored matrices (before and after a repair), per link")
+    d.add_argument("before", type=int, help="campaign id of the first matrix")
+    d.add_argument("after", type=int, help="campaign id of the second")
+    d.add_argument("--all", action="store_true", help="also the links that stayed the same")
+    add_store_argument(d)
+    d.set_defaults(func=main_compare)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -106,3 +113,17 @@ def main_csv(args: argparse.Namespace) -> int:
     _, judgement = load_matrix(resolve_store(args.store), args.campaign)
     sys.stdout.write(matrix_csv(judgement))
     return 0
+
+
+def main_compare(args: argparse.Namespace) -> int:
+    """Exit 3 when the second matrix has a verdict (still bad, or broken), as `matrix`."""
+    path = resolve_store(args.store)
+    _, before = load_matrix(path, args.before)
+    _, after = load_matrix(path, args.after)
+    changes = diff(before, after)
+    for c in changes:
+        if args.all or c.verdict != "same":
+            print(c.line)
+    same = sum(c.verdict == "same" for c in changes)
+    print(f"# {len(changes)} directions and nodes compared, {same} the same")
+    return 3 if after["verdicts"] else 0
