@@ -34,7 +34,7 @@ from ..records import PairRecord
 THRESHOLD = 3.5  # Iglewicz & Hoaglin (1993): |modified z| > 3.5 is a potential outlier
 _K = 0.6745  # Phi^-1(0.75): MAD / 0.6745 estimates sigma for normal data
 _MEANAD = 1.253314  # sqrt(pi / 2): MeanAD x 1.2533 estimates sigma for normal data
-REFERENCES = 4  # reference links measured beside the suspects in the retest
+REFERENCES = 6  # reference links measured beside the suspects in the retest
 METRICS = ("latency", "bandwidth")
 # Which way is worse: latency up, bandwidth down.
 _WORSE_UP = {"latency": True, "bandwidth": False, "asymmetry": True}
