@@ -7,6 +7,7 @@ import random
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from fabench.matrix.measure import parse_pairs
 from fabench.matrix.topology import compare, infer_topology, read_topology
 from fabench.native import native_root
 from fabench.store import Store
+from fabench.testbed import TestbedConfig, create
 from test_report import browse, console_errors
 
 HOSTS = [f"h{i + 1}" for i in range(8)]
@@ -324,3 +326,24 @@ def test_compare_two_matrices_per_link() -> None:
     assert changes["fixed h2 -> h5"].bandwidth_ratio > 10
     assert "broken h1 -> h8" in changes
     assert sum(c.verdict in ("fixed", "broken", "still bad") for c in changes.values()) == 3
+
+
+@needs_root
+@pytest.mark.slow
+def test_unreachable_host_in_a_hostfile(openmpi: str, tmp_path: Path) -> None:
+    """A hostfile naming a host the agent cannot reach: a line naming it, the others measured
+    and stored, the host marked unreachable (exit 3)."""
+    with own_testbeds(f"fbu{os.getpid() % 100000}"):
+        tb = create("hf", TestbedConfig(hosts=3))
+        hostfile = tmp_path / "hostfile"
+        hostfile.write_text("h1\nh2\nh3\nh9\n")
+        env = {**os.environ, "FABENCH_RSH_AGENT": str(tb.agent), "FABENCH_IFACE": "eth0"}
+        p = subprocess.run([*tb.hosts[0].enter, sys.executable, "-m", "fabench", "matrix",
+                            "--on", "hosts", str(hostfile), "--out", str(tmp_path), "--json"],
+                           env=env, capture_output=True, text=True, timeout=600, check=False)
+        assert p.returncode == 3, p.stdout + p.stderr
+        assert "host h9 unreachable" in p.stderr and "no host h9" in p.stderr
+        j = json.loads(p.stdout)
+        assert [v["line"] for v in j["verdicts"] if v["kind"] == "unreachable"] == [
+            "unreachable h9"]
+        assert len(j["latency_us"]) == 6  # every direction among h1, h2, h3

@@ -93,6 +93,8 @@ def main(args: argparse.Namespace) -> int:
         out = measure_matrix(store_path(args.out), scheduler, opts)
     finally:
         scheduler.close()
+    for u in out.unreachable:
+        print(f"fabench: {u.line}", file=sys.stderr)
     if args.json:
         print(json.dumps(out.to_json()))
     else:

@@ -303,9 +303,10 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
     cleared: list[str] = []
 
     # Unreachable: directions the pass should have measured and did not.
-    missing = expected_links(n, asked) - set(first.latency)
-    dead = {h for h in range(n) if all((i, j) in missing for (i, j) in expected_links(n, asked)
-                                       if h in (i, j))}
+    expected = expected_links(n, asked)
+    missing = expected - set(first.latency)
+    dead = {h for h in range(n) if any(h in link for link in expected)
+            and all(link in missing for link in expected if h in link)}
     for h in sorted(dead):
         verdicts.append(Verdict("unreachable", name[h]))
     for i, j in sorted(missing):

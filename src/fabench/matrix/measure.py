@@ -8,6 +8,8 @@ judgement (verdicts with their evidence, the groups) a row of `matrices`.
 
 from __future__ import annotations
 
+import copy
+import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -83,6 +85,55 @@ def host_count(scheduler: Scheduler, asked: int | None) -> int:
     return n
 
 
+PROBE_TIMEOUT_S = 20.0  # an ssh that has not run `true` by then will not carry a matrix either
+
+
+@dataclass(frozen=True)
+class Unreachable:
+    host: str
+    why: str
+
+    @property
+    def line(self) -> str:
+        return f"host {self.host} unreachable ({self.why}): measured the others without it"
+
+
+def probe_hosts(scheduler: Scheduler) -> list[Unreachable]:
+    """Hosts of a hostfile that do not run `true` through the scheduler's agent (ssh), each
+    with the agent's last words. A testbed's hosts are made here; Slurm gives what it
+    allocated."""
+    if not isinstance(scheduler, HostsScheduler):
+        return []
+    bad = []
+    for h in scheduler.hosts:
+        if h.name.startswith("-"):  # would be read as an option of ssh or the agent
+            bad.append(Unreachable(h.name, "a host name may not start with '-'"))
+            continue
+        try:
+            p = subprocess.run([scheduler.agent, h.name, "true"], capture_output=True,
+                               text=True, timeout=PROBE_TIMEOUT_S, check=False,
+                               stdin=subprocess.DEVNULL)
+            if p.returncode != 0:
+                tail = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+                bad.append(Unreachable(h.name, f"{scheduler.agent}: {tail[:200]}"))
+        except subprocess.TimeoutExpired:
+            bad.append(Unreachable(h.name, f"{scheduler.agent} did not answer in "
+                                           f"{PROBE_TIMEOUT_S:.0f} s"))
+        except OSError as exc:
+            raise FabenchError(f"cannot run {scheduler.agent}: {exc.strerror}") from None
+    return bad
+
+
+def without(scheduler: Scheduler, gone: list[Unreachable]) -> Scheduler:
+    """The same hostfile scheduler without the unreachable hosts."""
+    if not gone or not isinstance(scheduler, HostsScheduler):
+        return scheduler
+    names = {u.host for u in gone}
+    left = copy.copy(scheduler)
+    left.hosts = [h for h in scheduler.hosts if h.name not in names]
+    return left
+
+
 def parse_pairs(text: str, hosts: Sequence[str] | None = None) -> tuple[Link, ...]:
     """`i:j,...` (rank numbers, or host names where hosts are known) as ordered pairs."""
     out = []
@@ -156,6 +207,7 @@ class MatrixOutcome:
     judgement: Judgement
     topology: Topology
     passes: list[Pass] = field(default_factory=list)
+    unreachable: list[Unreachable] = field(default_factory=list)
 
     @property
     def exit_status(self) -> int:
@@ -168,6 +220,7 @@ class MatrixOutcome:
                 "passes": [{"run_id": p.run_id, "mode": p.mode, "status": p.status,
                             "reason": p.reason, "directions": len(p.pairs),
                             "wall_s": round(p.wall_s, 3)} for p in self.passes],
+                "unreachable": [asdict(u) for u in self.unreachable],
                 "exit_status": self.exit_status}
 
 
@@ -189,7 +242,14 @@ def _names(n: int, first: Pass) -> list[str]:
 
 
 def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions) -> MatrixOutcome:
-    n = host_count(scheduler, opts.hosts)
+    gone = probe_hosts(scheduler)
+    total = host_count(scheduler, opts.hosts)
+    scheduler = without(scheduler, gone)
+    # the reachable hosts are ranks 0 .. n-1; the unreachable ones follow, with no link
+    n = total - len(gone)
+    if n < 2:
+        raise FabenchError("fewer than 2 hosts reachable: " +
+                           "; ".join(u.line for u in gone))
     declared = read_topology(opts.topology) if opts.topology else None
     first_plan = plan_pass(n, opts, opts.mode, opts.pairs)
     with Store(store_path) as store:
@@ -201,11 +261,13 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions) 
             if first.status != "ok" and not first.pairs:
                 store.end_campaign(cid, "failed")
                 raise FabenchError(f"{KERNEL} failed before measuring any pair: {first.reason}")
-            hosts = _names(n, first)
+            hosts = _names(n, first) + [u.host for u in gone]
             m1 = Matrix.of(hosts, first.pairs)
             suspects = find_suspects(m1)
             passes = [first]
-            verdict = judge(m1, None, suspects, opts.pairs)
+            asked = opts.pairs if opts.pairs is not None else \
+                [(i, j) for i in range(total) for j in range(total) if i != j]
+            verdict = judge(m1, None, suspects, asked)
             current, cleared = suspects, []
             for _ in range(RETESTS if opts.retest else 0):
                 if current.empty:
@@ -213,12 +275,12 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions) 
                 rplan = plan_pass(n, opts, "isolated", current.retest_pairs(n))
                 again = run_pass(store, scheduler, rplan, cid, "isolated")
                 passes.append(again)
-                verdict = judge(m1, Matrix.of(hosts, again.pairs), current, opts.pairs)
+                verdict = judge(m1, Matrix.of(hosts, again.pairs), current, asked)
                 cleared += verdict.cleared
                 current = survivors(verdict, current)
             verdict.suspects, verdict.cleared = suspects, cleared
             topo = infer_topology(m1, opts.groups, declared)
-            out = MatrixOutcome(cid, hosts, verdict, topo, passes)
+            out = MatrixOutcome(cid, hosts, verdict, topo, passes, gone)
             store.save_matrix(cid, hosts, out.to_json())
             store.end_campaign(cid, "finished" if first.status == "ok" else first.status)
         except KeyboardInterrupt:
