@@ -347,3 +347,30 @@ def test_unreachable_host_in_a_hostfile(openmpi: str, tmp_path: Path) -> None:
         assert [v["line"] for v in j["verdicts"] if v["kind"] == "unreachable"] == [
             "unreachable h9"]
         assert len(j["latency_us"]) == 6  # every direction among h1, h2, h3
+
+
+@needs_root
+@pytest.mark.slow
+def test_matrix_cut_short_is_stored_and_resumed(openmpi: str, tmp_path: Path) -> None:
+    """A pass that dies mid-matrix (here: its time runs out in the last round, the one with the
+    slow h1-h2 link; rank 0 meets rank 1 in round 2 of 0..2 with 4 ranks) keeps its finished
+    rounds, marks the missing directions, and --resume measures only those."""
+    with own_testbeds(f"fbr{os.getpid() % 100000}"):
+        fabench_cli("testbed", "up", "--name", "cut", "--hosts", "4",
+                    "--impair", "h1-h2:rate=50mbit")
+        proc = fabench_cli("matrix", "--on", "testbed", "cut", "--out", str(tmp_path),
+                           "--timeout", "7", "--iterations", "8", "--json", check=False)
+        assert proc.returncode == 3, proc.stdout + proc.stderr
+        assert "--resume" in proc.stderr
+        j = json.loads(proc.stdout)
+        lost = [v["line"] for v in j["verdicts"] if v["kind"] == "unreachable"]
+        assert "unreachable h1 -> h2" in lost and len(j["latency_us"]) + len(lost) == 12
+        proc = fabench_cli("matrix", "--on", "testbed", "cut", "--out", str(tmp_path),
+                           "--resume", str(j["campaign_id"]), "--iterations", "8", "--json",
+                           check=False)
+        assert proc.returncode == 3, proc.stdout + proc.stderr
+        j2 = json.loads(proc.stdout)
+        assert len(j2["latency_us"]) == 12
+        assert j2["passes"][0]["directions"] == len(lost)
+        assert [v["line"].split(":")[0] for v in j2["verdicts"]] == [
+            "bad link h1 -> h2", "bad link h2 -> h1"]

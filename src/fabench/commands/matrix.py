@@ -58,6 +58,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--groups", type=int, metavar="K",
                    help="cut the clustering into K switch groups (default: inferred)")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per pass")
+    p.add_argument("--resume", type=int, metavar="CAMPAIGN",
+                   help="measure only the directions a stored matrix lacks (a host died "
+                        "mid-matrix), then judge them all")
     p.add_argument("--json", action="store_true", help="the whole judgement as one JSON object")
     add_out_argument(p)
     p.set_defaults(func=main, mode="concurrent")
@@ -90,11 +93,15 @@ def main(args: argparse.Namespace) -> int:
                          groups=args.groups)
     scheduler = scheduler_from(args.on, args.out)
     try:
-        out = measure_matrix(store_path(args.out), scheduler, opts)
+        out = measure_matrix(store_path(args.out), scheduler, opts, args.resume)
     finally:
         scheduler.close()
     for u in out.unreachable:
         print(f"fabench: {u.line}", file=sys.stderr)
+    if any(p.status != "ok" for p in out.passes):
+        print(f"fabench: a pass did not finish; the directions it lacks are marked "
+              f"unreachable: `fabench matrix --resume {out.campaign_id}` with the same --on "
+              "measures them", file=sys.stderr)
     if args.json:
         print(json.dumps(out.to_json()))
     else:

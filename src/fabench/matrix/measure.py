@@ -174,6 +174,7 @@ def plan_pass(n: int, opts: MatrixOptions, mode: str,
 class Pass:
     run_id: int
     mode: str
+    role: str  # first (the matrix, or the part a resume added) or retest
     status: str
     reason: str | None
     pairs: list[PairRecord]
@@ -182,7 +183,7 @@ class Pass:
 
 
 def run_pass(store: Store, scheduler: Scheduler, planned: PlannedRun, campaign_id: int,
-             mode: str) -> Pass:
+             mode: str, role: str = "first") -> Pass:
     pairs: list[PairRecord] = []
 
     def on_pair(run_id: int, obj: dict[str, Any]) -> bool:
@@ -197,7 +198,8 @@ def run_pass(store: Store, scheduler: Scheduler, planned: PlannedRun, campaign_i
     oc = execute_run(store, scheduler, planned, campaign_id, on_other=on_pair)
     meta = store.run(oc.run_id).kernel_meta or {}
     hosts = [str(h) for h in meta.get("hosts", [])]
-    return Pass(oc.run_id, mode, oc.status, oc.reason, pairs, hosts, time.monotonic() - t0)
+    return Pass(oc.run_id, mode, role, oc.status, oc.reason, pairs, hosts,
+                time.monotonic() - t0)
 
 
 @dataclass
@@ -217,7 +219,8 @@ class MatrixOutcome:
     def to_json(self) -> dict[str, Any]:
         return {"campaign_id": self.campaign_id, "hosts": self.hosts,
                 **self.judgement.to_json(), "topology": self.topology.to_json(),
-                "passes": [{"run_id": p.run_id, "mode": p.mode, "status": p.status,
+                "passes": [{"run_id": p.run_id, "mode": p.mode, "role": p.role,
+                            "status": p.status,
                             "reason": p.reason, "directions": len(p.pairs),
                             "wall_s": round(p.wall_s, 3)} for p in self.passes],
                 "unreachable": [asdict(u) for u in self.unreachable],
@@ -233,15 +236,32 @@ def survivors(verdict: Judgement, asked: Suspects) -> Suspects:
     return Suspects(links, nodes, asked.references)
 
 
-def _names(n: int, first: Pass) -> list[str]:
-    by_rank = {p.src: p.src_host for p in first.pairs} | {p.dst: p.dst_host for p in first.pairs}
-    hosts = first.hosts if len(first.hosts) == n else [by_rank.get(r, f"rank{r}")
-                                                       for r in range(n)]
+def _names(n: int, meta_hosts: list[str], pairs: list[PairRecord]) -> list[str]:
+    """Host names by rank: the kernel's meta record, else the pair records."""
+    by_rank = {p.src: p.src_host for p in pairs} | {p.dst: p.dst_host for p in pairs}
+    hosts = meta_hosts if len(meta_hosts) == n else [by_rank.get(r, f"rank{r}")
+                                                     for r in range(n)]
     # two ranks on one host name (a node's processor name repeated): tell them apart by rank
     return hosts if len(set(hosts)) == n else [f"{h}#{r}" for r, h in enumerate(hosts)]
 
 
-def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions) -> MatrixOutcome:
+def _resumed(store: Store, cid: int, n: int, total: int,
+             asked: list[Link]) -> tuple[list[PairRecord], list[Link]]:
+    """The directions a stored matrix's first pass measured, and those it still lacks."""
+    hosts, old = store.matrix(cid)
+    earlier = [rec for p in old.get("passes", []) if p.get("role") == "first"
+               for rec in store.matrix_pairs(int(p["run_id"]))]
+    if len(hosts) != total:
+        raise FabenchError(f"matrix {cid} spans {len(hosts)} hosts, this place {total}: "
+                           "resume it where it ran")
+    done = {(p.src, p.dst) for p in earlier}
+    return earlier, [link for link in asked if link not in done and max(link) < n]
+
+
+def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
+                   resume: int | None = None) -> MatrixOutcome:
+    """Measure, retest, judge and store a matrix; `resume` (a matrix's campaign id) measures
+    only the directions its first pass lacks (a host died mid-matrix) and judges them all."""
     gone = probe_hosts(scheduler)
     total = host_count(scheduler, opts.hosts)
     scheduler = without(scheduler, gone)
@@ -251,29 +271,38 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions) 
         raise FabenchError("fewer than 2 hosts reachable: " +
                            "; ".join(u.line for u in gone))
     declared = read_topology(opts.topology) if opts.topology else None
-    first_plan = plan_pass(n, opts, opts.mode, opts.pairs)
+    asked = list(opts.pairs) if opts.pairs is not None else \
+        [(i, j) for i in range(total) for j in range(total) if i != j]
     with Store(store_path) as store:
-        spec = {"matrix": {**asdict(opts), "pairs": opts.pairs and list(opts.pairs)},
-                "on": scheduler.describe()}
-        cid = store.begin_campaign("matrix", spec, host_provenance())
+        earlier: list[PairRecord] = []
+        if resume is None:
+            spec = {"matrix": {**asdict(opts), "pairs": opts.pairs and list(opts.pairs)},
+                    "on": scheduler.describe()}
+            cid = store.begin_campaign("matrix", spec, host_provenance())
+            todo: list[Link] | None = list(opts.pairs) if opts.pairs is not None else None
+        else:
+            cid = resume
+            earlier, todo = _resumed(store, cid, n, total, asked)
+            if not todo:
+                raise FabenchError(f"matrix {cid} lacks no direction: nothing to resume")
+            store.reopen_campaign(cid)
         try:
-            first = run_pass(store, scheduler, first_plan, cid, opts.mode)
-            if first.status != "ok" and not first.pairs:
+            first = run_pass(store, scheduler, plan_pass(n, opts, opts.mode, todo), cid,
+                             opts.mode)
+            if first.status != "ok" and not first.pairs and not earlier:
                 store.end_campaign(cid, "failed")
                 raise FabenchError(f"{KERNEL} failed before measuring any pair: {first.reason}")
-            hosts = _names(n, first) + [u.host for u in gone]
-            m1 = Matrix.of(hosts, first.pairs)
+            hosts = _names(n, first.hosts, [*earlier, *first.pairs]) + [u.host for u in gone]
+            m1 = Matrix.of(hosts, [*earlier, *first.pairs])
             suspects = find_suspects(m1)
             passes = [first]
-            asked = opts.pairs if opts.pairs is not None else \
-                [(i, j) for i in range(total) for j in range(total) if i != j]
             verdict = judge(m1, None, suspects, asked)
             current, cleared = suspects, []
             for _ in range(RETESTS if opts.retest else 0):
                 if current.empty:
                     break
                 rplan = plan_pass(n, opts, "isolated", current.retest_pairs(n))
-                again = run_pass(store, scheduler, rplan, cid, "isolated")
+                again = run_pass(store, scheduler, rplan, cid, "isolated", "retest")
                 passes.append(again)
                 verdict = judge(m1, Matrix.of(hosts, again.pairs), current, asked)
                 cleared += verdict.cleared
@@ -281,7 +310,12 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions) 
             verdict.suspects, verdict.cleared = suspects, cleared
             topo = infer_topology(m1, opts.groups, declared)
             out = MatrixOutcome(cid, hosts, verdict, topo, passes, gone)
-            store.save_matrix(cid, hosts, out.to_json())
+            j = out.to_json()
+            if resume is not None:
+                # the runs of the earlier attempt stay part of the matrix
+                _, old = store.matrix(cid)
+                j["passes"] = [*old.get("passes", []), *j["passes"]]
+            store.save_matrix(cid, hosts, j)
             store.end_campaign(cid, "finished" if first.status == "ok" else first.status)
         except KeyboardInterrupt:
             store.end_campaign(cid, "interrupted")
