@@ -374,3 +374,13 @@ def test_matrix_cut_short_is_stored_and_resumed(openmpi: str, tmp_path: Path) ->
         assert j2["passes"][0]["directions"] == len(lost)
         assert [v["line"].split(":")[0] for v in j2["verdicts"]] == [
             "bad link h1 -> h2", "bad link h2 -> h1"]
+
+
+def test_cli_usage_errors_exit_2(tmp_path: Path) -> None:
+    p = fabench_cli("matrix", "--pairs", "0:0", "--out", str(tmp_path), check=False)
+    assert p.returncode == 2 and "two different hosts" in p.stderr
+    p = fabench_cli("matrix", "advise", "--nodes", "2", "--store", str(tmp_path), check=False)
+    assert p.returncode == 2 and "no store" in p.stderr
+    p = fabench_cli("matrix", "--on", "testbed", "no-such-testbed-x", "--out", str(tmp_path),
+                    check=False)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
