@@ -248,7 +248,7 @@ def _matrix(out: Path, name: str, *args: str) -> tuple[subprocess.CompletedProce
 @pytest.mark.slow
 def test_testbed_bad_link_found_and_healthy_testbed_passes(openmpi: str, tmp_path: Path) -> None:
     with own_testbeds(f"fbm{os.getpid() % 100000}"):
-        fabench_cli("testbed", "up", "--name", "bad", "--hosts", "4",
+        fabench_cli("testbed", "up", "--name", "bad", "--hosts", "6",
                     "--impair", "h2-h3:rate=50mbit")
         proc, j = _matrix(tmp_path / "bad", "bad")
         assert proc.returncode == 3, proc.stdout
@@ -256,7 +256,7 @@ def test_testbed_bad_link_found_and_healthy_testbed_passes(openmpi: str, tmp_pat
         assert [ln.split(":")[0] for ln in flagged] == ["bad link h2 -> h3", "bad link h3 -> h2"]
         assert "retest" in flagged[0]
 
-        fabench_cli("testbed", "up", "--name", "good", "--hosts", "4")
+        fabench_cli("testbed", "up", "--name", "good", "--hosts", "6")
         proc, j = _matrix(tmp_path / "good", "good")
         assert proc.returncode == 0, proc.stdout
         assert j["verdicts"] == [] and "no link or node flagged" in proc.stdout

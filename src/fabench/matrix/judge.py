@@ -225,10 +225,13 @@ def find_suspects(m: Matrix, scales: Scales | None = None) -> Suspects:
                       if max(s.values()) > THRESHOLD)
     links = frozenset(link for link, s in scores.items()
                       if max(s.values()) > THRESHOLD and not set(link) & nodes)
-    # References: the links closest to the median on both metrics, away from every suspect.
-    touched = nodes | {h for link in links for h in link}
+    # References: the links closest to the median on both metrics, neither a suspect (either
+    # direction) nor touching a suspect node. A reference may share a host with a suspect
+    # link: on 4 hosts every link does, and a retest without references has no centre of
+    # its own.
+    shunned = set(links) | {(j, i) for i, j in links}
     calm = sorted((max(abs(s["latency"]), abs(s["bandwidth"])), link)
-                  for link, s in scores.items() if not set(link) & touched)
+                  for link, s in scores.items() if link not in shunned and not set(link) & nodes)
     return Suspects(links, nodes, tuple(link for _, link in calm[:REFERENCES]))
 
 
