@@ -13,7 +13,7 @@ from .collectives import Prediction, fastest
 from .fabric import Fabric
 from .hpl import HplParams, HplPoint
 from .params import PARAMS
-from .validate import Comparison
+from .validate import Validation
 
 
 def _us(v: float) -> str:
@@ -197,13 +197,13 @@ def hpl_lines(points: list[HplPoint], title: str, prm: HplParams | None = None,
     return lines
 
 
-def _band_cell(c: Comparison, i: int) -> str:
+def _band_cell(c: Validation, i: int) -> str:
     if not c.low:
         return "-"
     return f"{_us(c.low[i])}-{_us(c.high[i])}"
 
 
-def comparison_lines(c: Comparison) -> list[str]:
+def comparison_lines(c: Validation) -> list[str]:
     kind = "simulated" if c.simulated else "measured"
     lines = [f"# run {c.run_id}: {c.kernel} {c.algorithm} ({kind}, {c.ranks} ranks) vs model: "
              f"median |error| {c.median_abs_error * 100:.1f} %"
@@ -217,7 +217,7 @@ def comparison_lines(c: Comparison) -> list[str]:
     return lines
 
 
-def validation_lines(c: Comparison, sim: Comparison) -> list[str]:
+def validation_lines(c: Validation, sim: Validation) -> list[str]:
     """Measured against the model and against the simulator (the same calibration)."""
     sim_at = dict(zip(sim.sizes, sim.predicted, strict=True))
     lines = [f"# run {c.run_id}: {c.kernel} {c.algorithm} ({c.ranks} ranks): median |error| "
@@ -235,7 +235,7 @@ def validation_lines(c: Comparison, sim: Comparison) -> list[str]:
     return lines
 
 
-def validation_summary(tables: list[tuple[Comparison, Comparison | None]]) -> list[str]:
+def validation_summary(tables: list[tuple[Validation, Validation | None]]) -> list[str]:
     cols = [Col("collective", 14, text=True), Col("algorithm", 20, text=True), Col("ranks", 6),
             Col("sizes", 5), Col("model", 7), Col("SimGrid", 8)]
     lines = ["# summary: median |error| across sizes", header(cols)]

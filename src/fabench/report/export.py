@@ -101,7 +101,8 @@ def as_json(report: Report, samples: bool = False) -> dict[str, Any]:
     out: dict[str, Any] = {
         "title": report.title, "generated": report.generated, "campaigns": report.campaigns,
         "runs": runs, "summary_table": table, "warnings": report.warnings,
-        "comparisons": [c.as_dict() for c in report.comparisons], "rows": rows(report)}
+        "comparisons": [c.as_dict() for c in report.comparisons], "rows": rows(report),
+        "tcp_counters": [t.as_dict() for t in report.tcp]}
     if samples:
         seen: dict[int, list[Any]] = {}
         for s in report.series:

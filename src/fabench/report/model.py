@@ -19,6 +19,7 @@ from ..selection import (
     run_source,
 )
 from ..store import RunRow, Store
+from .tcp import TcpRow, tcp_rows
 
 SMALL_SIZE = 8  # document 004 tabulates small-message latency ...
 LARGE_SIZE = 4 << 20  # ... and bandwidth at 4 MiB
@@ -44,6 +45,7 @@ class Report:
     warnings: list[str]
     campaigns: list[dict[str, Any]]
     generated: float = field(default_factory=time.time)
+    tcp: list[TcpRow] = field(default_factory=list)  # each host's TCP counters per run
     # judged all-pairs matrices of the selected campaigns (fabench matrix), each with its
     # campaign_id
     matrices: list[dict[str, Any]] = field(default_factory=list)
@@ -178,7 +180,8 @@ def build_report(store: Store, runs: list[RunRow], excluded: list[RunRow] | None
     held = set(store.matrices())
     matrices = [{"campaign_id": c, **store.matrix(c)[1]} for c in cids if c in held]
     return Report(title, runs, list(excluded or []), series, comparisons,
-                  summary_table(series), warnings, campaigns, matrices=matrices)
+                  summary_table(series), warnings, campaigns, tcp=tcp_rows(runs),
+                  matrices=matrices)
 
 
 def _campaign_provenance(store: Store, cid: int) -> dict[str, Any]:
