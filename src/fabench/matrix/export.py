@@ -21,6 +21,7 @@ def summary_lines(j: dict[str, Any], where: str) -> list[str]:
     groups = topo.get("groups") or [hosts]
     lines.append("# groups: " + " | ".join(" ".join(g) for g in groups))
     lines.extend(topo.get("misplaced", []))
+    lines.extend(f"# warning: {w}" for w in j.get("warnings", []))
     lines.extend(v["line"] for v in j["verdicts"])
     if not j["verdicts"]:
         lines.append("no link or node flagged")

@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FabenchError
+from ..placement import cpu_count
 from ..plan import KernelSettings, PlannedRun, Sizes, plan_run
 from ..provenance import host_provenance
 from ..records import PairRecord
+from ..report.model import load_warning
 from ..runner import execute_run
 from ..schedulers import Scheduler
 from ..schedulers.hosts import HostsScheduler
@@ -210,6 +212,9 @@ class MatrixOutcome:
     topology: Topology
     passes: list[Pass] = field(default_factory=list)
     unreachable: list[Unreachable] = field(default_factory=list)
+    # the host was loaded while the ranks ran here (a testbed): latency verdicts then can
+    # come from the load, not the fabric (seen at load average 11 on 2 cores)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def exit_status(self) -> int:
@@ -224,6 +229,7 @@ class MatrixOutcome:
                             "reason": p.reason, "directions": len(p.pairs),
                             "wall_s": round(p.wall_s, 3)} for p in self.passes],
                 "unreachable": [asdict(u) for u in self.unreachable],
+                "warnings": self.warnings,
                 "exit_status": self.exit_status}
 
 
@@ -309,7 +315,10 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
                 current = survivors(verdict, current)
             verdict.suspects, verdict.cleared = suspects, cleared
             topo = infer_topology(m1, opts.groups, declared)
-            out = MatrixOutcome(cid, hosts, verdict, topo, passes, gone)
+            loaded = load_warning([store.run(p.run_id) for p in passes], cpu_count()) \
+                if scheduler.ranks_here else None
+            out = MatrixOutcome(cid, hosts, verdict, topo, passes, gone,
+                                [loaded] if loaded else [])
             j = out.to_json()
             if resume is not None:
                 # the runs of the earlier attempt stay part of the matrix
