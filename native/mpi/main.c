@@ -2,8 +2,11 @@
  * native/kernels.list, with that line's name, default sizes and rank rule (FB_KERNEL,
  * FB_KERNEL_SIZES, FB_KERNEL_RANKS), FB_KERNEL_COLLECTIVE and FB_KERNEL_APP for its kind; the
  * engine finds the kernel's row by name. See docs/kernel-protocol.md. */
+#include <string.h>
+
 #include "app.h"
 #include "coll.h"
+#include "matrix.h"
 #include "pt2pt.h"
 
 int main(int argc, char **argv)
@@ -14,6 +17,9 @@ int main(int argc, char **argv)
 #elif FB_KERNEL_COLLECTIVE
     return fb_coll_main(&k, argc, argv);
 #else
+    /* the all-pairs matrix has its own engine (native/mpi/matrix.c) */
+    if (!strcmp(k.name, "mpi.matrix"))
+        return fb_matrix_main(&k, argc, argv);
     return fb_pt2pt_main(&k, argc, argv);
 #endif
 }

@@ -54,7 +54,10 @@ def _failure_reason(stderr: str, returncode: int, errors: list[dict[str, Any]]) 
 
 def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
                 campaign_id: int | None,
-                on_result: Callable[[ResultRecord], None] | None = None) -> RunOutcome:
+                on_result: Callable[[ResultRecord], None] | None = None,
+                on_other: Callable[[int, dict[str, Any]], bool] | None = None) -> RunOutcome:
+    """One run, stored as it goes. `on_other` takes the kernel's records of other types
+    (mpi.matrix's `pair`) with the run's id and says whether one counts as a result."""
     scheduler.check_ranks(planned)  # before the store records a run that never starts
     run_id = store.begin_run(
         campaign_id=campaign_id, key=planned.key, kernel=planned.kernel.name,
@@ -65,9 +68,13 @@ def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
     t_start = time.monotonic()
     outcome = RunOutcome(run_id, planned, "failed")
     pooled_rounds = False
+    others = 0
 
     def on_record(obj: dict[str, Any]) -> None:
-        nonlocal pooled_rounds
+        nonlocal pooled_rounds, others
+        if on_other is not None and obj.get("type") not in ("result", "meta", "end", "error",
+                                                              "skip") and on_other(run_id, obj):
+            others += 1
         if obj.get("type") == "result":
             rec = ResultRecord.from_json(obj)
             if rec.extra.get("round", 0):
@@ -97,9 +104,9 @@ def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
     out = res.output
     if out.skip_reason or res.returncode == SKIP_EXIT:
         status, reason = "skipped", out.skip_reason or "kernel reported it cannot run here"
-    elif res.returncode == 0 and not out.errors and out.results:
+    elif res.returncode == 0 and not out.errors and (out.results or others):
         status, reason = "ok", None
-    elif res.returncode == 0 and not out.results:
+    elif res.returncode == 0 and not out.results and not others:
         status, reason = "failed", "kernel produced no results"
     else:
         status, reason = "failed", _failure_reason(res.stderr, res.returncode, out.errors)

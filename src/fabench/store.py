@@ -25,7 +25,7 @@ from typing import Any
 
 from .errors import FabenchError, StoreDamagedError, StoreError
 from .process_identity import ProcessOwner
-from .records import SERIES, ResultRecord
+from .records import SERIES, PairRecord, ResultRecord
 from .store_schema import SCHEMA_VERSION, MigrationDone, copy_database, prepare
 
 __all__ = ["SCHEMA_VERSION", "CampaignRow", "RunRow", "Store", "backup_path",
@@ -593,3 +593,56 @@ class Store:
                 times=series.get("times", []), times_min=series.get("times_min"),
                 times_mean=series.get("times_mean"),
                 extra=_json(r["extra"], {}, f"result {r['id']} extra"))
+
+    # ---- the all-pairs matrix (fabench matrix) ------------------------------------------
+
+    def add_matrix_pair(self, run_id: int, rec: PairRecord) -> None:
+        lat, bw = _pack(rec.latency_us), _pack(rec.bandwidth_us)
+        self.db.execute(
+            "INSERT INTO matrix_pairs (run_id, src, dst, src_host, dst_host, round, mode, size,"
+            " window, bytes_per_sample, latency, latency_crc32, bandwidth, bandwidth_crc32)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, rec.src, rec.dst, rec.src_host, rec.dst_host, rec.round, rec.mode,
+             rec.size, rec.window, rec.bytes_per_sample, lat, zlib.crc32(lat), bw,
+             zlib.crc32(bw)))
+        self.db.commit()
+
+    def matrix_pairs(self, run_id: int) -> list[PairRecord]:
+        out = []
+        for r in self.db.execute("SELECT * FROM matrix_pairs WHERE run_id = ? ORDER BY id",
+                                 (run_id,)).fetchall():
+            series = []
+            for name in ("latency", "bandwidth"):
+                blob = r[name]
+                if not isinstance(blob, bytes) or len(blob) % 8 or \
+                        zlib.crc32(blob) != r[f"{name}_crc32"]:
+                    raise StoreDamagedError(damaged_message(
+                        self.path, f"the {name} samples of matrix pair {r['id']} (run {run_id})"
+                                   " do not match the checksum written with them"))
+                series.append(_unpack(blob))
+            out.append(PairRecord(
+                src=r["src"], dst=r["dst"], src_host=r["src_host"], dst_host=r["dst_host"],
+                round=r["round"], mode=r["mode"], size=r["size"], window=r["window"],
+                bytes_per_sample=r["bytes_per_sample"], latency_us=series[0],
+                bandwidth_us=series[1]))
+        return out
+
+    def save_matrix(self, campaign_id: int, hosts: list[str], judgement: dict[str, Any]) -> None:
+        self.db.execute("INSERT OR REPLACE INTO matrices (campaign_id, hosts, judgement, finished)"
+                        " VALUES (?, ?, ?, ?)",
+                        (campaign_id, json.dumps(hosts), json.dumps(judgement), time.time()))
+        self.db.commit()
+
+    def matrices(self) -> list[int]:
+        """Campaign ids that hold a judged matrix, oldest first."""
+        return [int(r[0]) for r in self.db.execute(
+            "SELECT campaign_id FROM matrices ORDER BY campaign_id")]
+
+    def matrix(self, campaign_id: int) -> tuple[list[str], dict[str, Any]]:
+        """A matrix's hosts (rank order) and its stored judgement."""
+        r = self.db.execute("SELECT * FROM matrices WHERE campaign_id = ?",
+                            (campaign_id,)).fetchone()
+        if r is None:
+            raise FabenchError(f"{self.path}: campaign {campaign_id} holds no matrix")
+        return (list(_json(r["hosts"], [], f"matrix {campaign_id} hosts")),
+                dict(_json(r["judgement"], {}, f"matrix {campaign_id} judgement")))

@@ -15,6 +15,7 @@ from ..peer_stats import peer_fields
 from ..selection import Series, SizeEstimate, config_label
 from ..units import format_number
 from .charts import Line, line_chart, size_label
+from .matrix import matrix_section
 from .model import TABLE_COLUMNS, Report
 from .prediction import prediction_section
 from .tcp import COLUMNS as TCP_COLUMNS
@@ -260,6 +261,8 @@ def render_html(report: Report) -> str:
         "confidence intervals; nothing dropped (see docs/statistics.md).</p>",
         "<h2>Warnings</h2>", _warnings(report),
         "<h2>Summary</h2>", _summary_table(report),
+        *(["<h2>All-pairs matrix</h2>", matrix_section(report.matrices)]
+          if report.matrices else []),
         "<h2>Comparisons</h2>", _comparisons(report),
         "<h2>Charts</h2>", _charts(report),
         *_prediction(report),
