@@ -12,7 +12,7 @@ import pytest
 
 from conftest import fabench_cli, missing, own_testbeds
 from fabench.errors import FabenchError
-from fabench.hpc.blas import BlasSeen, classify
+from fabench.hpc.blas import BlasSeen, classify, fallback_warning, openblas_core
 from fabench.hpc.convert import records_for
 from fabench.hpc.hpccinf import Asked, make_input, problem_size, process_grid, read_input
 from fabench.hpc.output import HpccRunError, check_hpl, check_parameters, parse_output
@@ -169,6 +169,15 @@ def test_peak_of_this_host() -> None:
     assert p.ghz_source and p.fpc_source and p.cores >= 1
 
 
+def test_openblas_kernels_read_from_the_run() -> None:
+    stderr = "[vm:1] something\nCore: Prescott\nHPL WARNING ...\n"
+    assert openblas_core(stderr) == "Prescott" and openblas_core("no core line") is None
+    flag = fallback_warning("Prescott", "avx512f")
+    assert flag and "OPENBLAS FALLBACK" in flag and "--openblas-coretype SkylakeX" in flag
+    assert fallback_warning("SkylakeX", "avx512f") is None
+    assert fallback_warning("Prescott", "sse2") is None  # nothing better to run there
+
+
 def test_blas_names() -> None:
     assert classify("/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3") == "OpenBLAS"
     assert classify("/usr/lib/x86_64-linux-gnu/blas/libblas.so.3.11.0").startswith("reference")
@@ -197,12 +206,15 @@ def test_bench_hpcc_hpl_json(hpcc: str, tmp_path: Path) -> None:
     [line] = p.stdout.splitlines()
     rec = json.loads(line)
     assert rec["unit"] == "Gflops" and rec["metric"] == "gflops" and rec["size"] == 640
-    assert rec["status"] == "ok" and rec["blas"] == "OpenBLAS"
+    assert rec["status"] == "ok" and rec["blas"].startswith("OpenBLAS")
     assert 0 < rec["efficiency"] < 1 and rec["efficiency"] == pytest.approx(
         rec["median"] / rec["peak_gflops"])
     assert rec["efficiency_stardgemm"] > 0 and (rec["p"], rec["q"]) == (1, 2)
     [(run, results)] = _runs(tmp_path)
     assert run.status == "ok" and run.kernel_meta["blas"]["name"] == "OpenBLAS"
+    # OpenBLAS named its kernels in the run (OPENBLAS_VERBOSE=2) and the record carries them
+    core = run.provenance["blas"]["core"]
+    assert core and rec["blas"] == f"OpenBLAS ({core} kernels)"
     assert "HPL_Tflops" in run.kernel_meta["summary"]
     assert "Rpeak" in " ".join(run.notes)
     assert results[0].extra["nodes"] == 1

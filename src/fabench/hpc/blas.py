@@ -12,6 +12,7 @@ nothing about the machine.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -24,7 +25,15 @@ from ..process import run_capture
 OPENBLAS_VARIANTS = ("openblas-pthread", "openblas-openmp", "openblas-serial")
 LIB = "libblas.so.3"
 # One process per core: a threaded BLAS under every rank would oversubscribe the cores.
-THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+# OPENBLAS_VERBOSE=2: OpenBLAS names the kernels it chose ("Core: SkylakeX") on stderr when
+# it loads, in the run itself; other BLAS ignore it.
+THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_VERBOSE": "2"}
+# OpenBLAS's kernels for cores without AVX: what a dynamic-arch OpenBLAS falls back to on a
+# CPU it does not know (Debian's 0.3.21 on an Emerald Rapids core, measured here: Prescott).
+PRE_AVX_CORES = frozenset({"Katmai", "Coppermine", "Northwood", "Prescott", "Banias", "Core2",
+                           "Penryn", "Dunnington", "Nehalem", "Atom", "Opteron",
+                           "Opteron_SSE3", "Barcelona", "Nano"})
+_CORE = re.compile(r"^Core: (\S+)\s*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,7 @@ class BlasSeen:
     name: str  # "OpenBLAS", "reference BLAS (netlib)", "BLIS", ...
     path: str  # the file, links resolved
     how: str  # how it was chosen
+    core: str | None = None  # OpenBLAS's kernels as it reported them in the run
 
     @property
     def reference(self) -> bool:
@@ -47,7 +57,7 @@ class BlasSeen:
 
     def to_json(self) -> dict[str, object]:
         return {"name": self.name, "path": self.path, "how": self.how,
-                "reference": self.reference}
+                "reference": self.reference, "core": self.core}
 
 
 def find_openblas(prefix: Sequence[str] = ()) -> str | None:
@@ -62,11 +72,13 @@ def find_openblas(prefix: Sequence[str] = ()) -> str | None:
     return found[0].rsplit("/", 1)[0] if found else None
 
 
-def choose(asked: str, prefix: Sequence[str] = ()) -> BlasChoice:
+def choose(asked: str, prefix: Sequence[str] = (), coretype: str | None = None) -> BlasChoice:
     """The environment that selects the BLAS asked for: "openblas" (default), "system" (the
-    host's alternative as it is) or a directory holding a libblas.so.3."""
+    host's alternative as it is) or a directory holding a libblas.so.3; `coretype` forces
+    OpenBLAS's kernels (OPENBLAS_CORETYPE)."""
+    base = {**THREAD_ENV, **({"OPENBLAS_CORETYPE": coretype} if coretype else {})}
     if asked == "system":
-        return BlasChoice(asked, dict(THREAD_ENV))
+        return BlasChoice(asked, base)
     if asked == "openblas":
         where = find_openblas(prefix)
         if where is None:
@@ -74,11 +86,11 @@ def choose(asked: str, prefix: Sequence[str] = ()) -> BlasChoice:
                 "OpenBLAS's libblas.so.3 is not installed on the host of the first rank "
                 "(Debian: apt-get install libopenblas0-pthread; scripts/install-deps.sh installs "
                 "it); --blas system runs on whatever BLAS the host's alternative names")
-        return BlasChoice(asked, {"LD_LIBRARY_PATH": where, **THREAD_ENV})
+        return BlasChoice(asked, {"LD_LIBRARY_PATH": where, **base})
     if not asked.startswith("/"):
         raise FabenchError(f"--blas {asked!r}: openblas, system, or the absolute path of a "
                            f"directory holding {LIB}")
-    return BlasChoice(asked, {"LD_LIBRARY_PATH": asked.rstrip("/"), **THREAD_ENV})
+    return BlasChoice(asked, {"LD_LIBRARY_PATH": asked.rstrip("/"), **base})
 
 
 def classify(path: str) -> str:
@@ -115,3 +127,19 @@ def reference_warning(blas: BlasSeen) -> str:
     return (f"REFERENCE BLAS: hpcc ran on netlib's reference BLAS ({blas.path}), an order of "
             "magnitude below an optimized BLAS at DGEMM: HPL, StarDGEMM and PTRANS figures "
             "describe the BLAS, not the machine (install libopenblas0-pthread; --blas openblas)")
+
+
+def openblas_core(stderr: str) -> str | None:
+    """The kernels OpenBLAS said it chose (OPENBLAS_VERBOSE=2), from the run's stderr."""
+    m = _CORE.search(stderr)
+    return m.group(1) if m else None
+
+
+def fallback_warning(core: str | None, isa: str) -> str | None:
+    """A flag when OpenBLAS ran kernels without AVX on a CPU that has AVX or better."""
+    if core not in PRE_AVX_CORES or isa not in ("avx", "avx2", "avx512f"):
+        return None
+    hint = "SkylakeX" if isa == "avx512f" else "Haswell" if isa == "avx2" else "SandyBridge"
+    return (f"OPENBLAS FALLBACK: OpenBLAS ran its {core} kernels (it does not know this CPU) "
+            f"on a CPU with {isa}: HPL and DGEMM run at a fraction of the core's rate; force "
+            f"the kernels with --openblas-coretype {hint} (OPENBLAS_CORETYPE)")

@@ -39,7 +39,8 @@ def hpl_records(res: HpccResult, ranks: int, peak: Peak, blas: BlasSeen,
             # StarDGEMM: every rank's DGEMM at once, the practical peak of the same cores
             efficiency_stardgemm=(t.gflops / (ranks * stardgemm) if stardgemm else None),
             stardgemm_gflops_per_rank=stardgemm, residual=t.residual, nb=t.nb, p=t.p, q=t.q,
-            variant=t.variant, blas=blas.name, nodes=nodes))
+            variant=t.variant, nodes=nodes,
+            blas=f"{blas.name} ({blas.core} kernels)" if blas.core else blas.name))
     return out
 
 

@@ -23,6 +23,7 @@ class HpccOptions:
     threshold: float = DEFAULT_THRESHOLD
     hpccinf: Path | None = None  # a ready input file, used as it is
     program: str = HPCC_PROGRAM
+    openblas_coretype: str | None = None  # OPENBLAS_CORETYPE for the ranks
 
     def argv(self) -> list[str]:
         """The options as --kernel-args words (what `fabench hpl` hands the plan)."""
@@ -34,6 +35,8 @@ class HpccOptions:
             out += ["--hpccinf", str(self.hpccinf)]
         if self.program != HPCC_PROGRAM:
             out += ["--program", self.program]
+        if self.openblas_coretype:
+            out += ["--openblas-coretype", self.openblas_coretype]
         return out
 
 
@@ -46,6 +49,7 @@ def parse_options(words: Sequence[str]) -> HpccOptions:
     ap.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
     ap.add_argument("--hpccinf", type=Path)
     ap.add_argument("--program", default=HPCC_PROGRAM)
+    ap.add_argument("--openblas-coretype")
     try:
         ns, rest = ap.parse_known_args(list(words))
     except argparse.ArgumentError as exc:
@@ -53,7 +57,7 @@ def parse_options(words: Sequence[str]) -> HpccOptions:
     if rest:
         raise FabenchError(f"hpcc kernels do not know {' '.join(rest)!r} (they take "
                            "--memory-fraction, --nb, --peak, --blas, --threshold, --hpccinf, "
-                           "--program)")
+                           "--program, --openblas-coretype)")
     if not 0 < ns.memory_fraction <= 1:
         raise FabenchError(f"--memory-fraction must be in (0, 1], got {ns.memory_fraction}")
     if ns.nb < 1:
@@ -62,5 +66,8 @@ def parse_options(words: Sequence[str]) -> HpccOptions:
         raise FabenchError(f"--peak must be a positive GFLOPS figure, got {ns.peak}")
     if not ns.threshold > 0:
         raise FabenchError(f"--threshold must be > 0, got {ns.threshold}")
+    if ns.openblas_coretype is not None and not ns.openblas_coretype.isalnum():
+        raise FabenchError(f"--openblas-coretype {ns.openblas_coretype!r}: an OpenBLAS core "
+                           "name (SkylakeX, Haswell, Zen, ...)")
     return HpccOptions(ns.memory_fraction, ns.nb, ns.peak, ns.blas, ns.threshold, ns.hpccinf,
-                       ns.program)
+                       ns.program, ns.openblas_coretype)

@@ -84,6 +84,7 @@ class Peak:
     flops_per_cycle: int
     ghz_source: str
     fpc_source: str
+    isa: str = ""  # the widest vector ISA the flags show: avx512f, avx2, avx, sse2
 
     def text(self) -> str:
         return (f"Rpeak {self.gflops:.1f} GFLOPS = {self.sockets} sockets x "
@@ -95,7 +96,7 @@ class Peak:
         return {"peak_gflops": self.gflops, "per_core_gflops": self.per_core_gflops,
                 "sockets": self.sockets, "cores": self.cores, "ghz": self.ghz,
                 "ghz_source": self.ghz_source, "flops_per_cycle": self.flops_per_cycle,
-                "flops_per_cycle_source": self.fpc_source}
+                "flops_per_cycle_source": self.fpc_source, "isa": self.isa}
 
 
 def parse_cpuinfo(text: str) -> CpuInfo:
@@ -183,8 +184,9 @@ def peak_of(cpuinfo_text: str, max_khz_text: str | None) -> Peak:
     fpc, fpc_src = flops_per_cycle(cpu)
     ghz, ghz_src = frequency(cpu, max_khz_text)
     per_core = ghz * fpc
+    isa = next((f for f in ("avx512f", "avx2", "avx", "sse2") if f in cpu.flags), "")
     return Peak(cpu.cores * per_core, per_core, cpu.sockets, cpu.cores, ghz, fpc, ghz_src,
-                fpc_src)
+                fpc_src, isa)
 
 
 def read_peak(prefix: Sequence[str] = ()) -> Peak:

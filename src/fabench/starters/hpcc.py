@@ -104,7 +104,7 @@ class HpccStarter(MpirunStarter):
         if not run_capture([*prefix, "test", "-x", opts.program], timeout=30).ok:
             raise FabenchError(f"{opts.program} is not on {first} (Debian: apt-get install "
                                "hpcc; scripts/install-deps.sh installs it)")
-        choice = blas_mod.choose(opts.blas, prefix)
+        choice = blas_mod.choose(opts.blas, prefix, opts.openblas_coretype)
         seen = blas_mod.seen(opts.program, choice, prefix)
         peak = self._peak(opts, prefix, files)
         machines = len({machine_id(alloc.execs[h.name].prefix if h.name in alloc.execs else ())
@@ -167,7 +167,11 @@ class HpccStarter(MpirunStarter):
                                 cwd=rundir if not alloc.launch_prefix else None)
         notes = list(launch.notes)
         flags: list[str] = []
-        notes.append(f"BLAS: {seen.name} ({seen.path}; chosen by {seen.how})")
+        seen = replace(seen, core=blas_mod.openblas_core(outcome.stderr))
+        core = f", {seen.core} kernels" if seen.core else ""
+        notes.append(f"BLAS: {seen.name} ({seen.path}{core}; chosen by {seen.how})")
+        if fallback := blas_mod.fallback_warning(seen.core, peak.isa):
+            flags.append(fallback)
         notes.append(peak.text())
         if seen.reference:
             flags.append(blas_mod.reference_warning(seen))
