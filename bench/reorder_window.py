@@ -149,7 +149,7 @@ def main() -> int:
                     continue
                 ev = med(r["reorder_events_per_s"] for r in rs)
                 ev0 = med(r["reorder_events_per_s"] for r in base) if base else 0
-                cut = f"{(1 - ev / ev0) * 100:+.0f}%" if ev0 else "-"
+                cut = f"{(ev / ev0 - 1) * 100:+.0f}%" if ev0 else "-"
                 print(f"{w:>4} {med(r['gbit_s'] for r in rs):>7.3f} {ev:>12.0f} {cut:>7} "
                       f"{med(r['ofo_queue_per_s'] for r in rs):>8.0f} "
                       f"{med(r['link_reordered_out_per_s'] for r in rs):>16.0f} "

@@ -71,10 +71,14 @@ def test_ranks_beyond_the_machines_cores_yield(openmpi: str, pair: str,
                                                 tmp_path: Path) -> None:
     # Testbed hosts share this machine's cores: 4 ranks on h1 (shm) have 4 host slots but
     # only os.cpu_count() cores, and must be run (and flagged) as oversubscribed, with the
-    # yield that keeps busy-polling ranks from starving each other.
+    # yield that keeps busy-polling ranks from starving each other; only when asked to
+    # (without --oversubscribe more ranks than cores are refused).
     ranks = (os.cpu_count() or 1) + 2
-    run = _bench(tmp_path, "mpi.allreduce", "--on", "testbed", pair, "--transport", "shm",
-                 "--ranks", str(ranks), "--sizes", "8", "--iterations", "20", "--warmup", "2")
+    args = ("mpi.allreduce", "--on", "testbed", pair, "--transport", "shm", "--ranks",
+            str(ranks), "--sizes", "8", "--iterations", "20", "--warmup", "2")
+    refused = fabench_cli("bench", *args, "--out", str(tmp_path / "no"), check=False)
+    assert refused.returncode == 2 and f"has {os.cpu_count()} slots" in refused.stderr
+    run = _bench(tmp_path, *args, "--oversubscribe")
     assert run.status == "ok", run.reason
     assert run.oversubscribed
     assert f"oversubscribed: {ranks} ranks on {os.cpu_count()} cores" in run.notes

@@ -172,6 +172,7 @@ def test_bad_impair_on_the_command_line_exits_2(tb: str) -> None:
                       ("h7:rate=1gbit", "no host h7")):
         p = fabench_cli("testbed", "up", "--name", "bad", "--impair", spec, check=False)
         assert p.returncode == 2 and why in p.stderr, (spec, p.stderr)
+        assert "Traceback" not in p.stderr
     p = fabench_cli("testbed", "up", "--name", "bad", "--hosts", "2", "--switches", "3",
                     check=False)
     assert p.returncode == 2 and "--switches must be 1..2" in p.stderr
@@ -328,7 +329,7 @@ def test_ecn_marks_and_drop_tail(tb: str) -> None:
 
 
 @needs_root
-def test_a_killed_link_is_reported_and_down_is_clean(tb: str) -> None:
+def test_a_killed_link_is_reported_and_down_is_clean(tb: str, tmp_path: Path) -> None:
     fabench_cli("testbed", "up", "--name", "k", "--impair", "h2:delay=100us")
     st = load_state("k")
     (link,) = st.links
@@ -348,6 +349,11 @@ def test_a_killed_link_is_reported_and_down_is_clean(tb: str) -> None:
     assert f"pid {link.pid} GONE" in status
     js = json.loads(fabench_cli("testbed", "status", "k", "--json").stdout)
     assert js[0]["dead_links"] and js[0]["link_status"]["h2"] is None
+    # the next run is not measured: it fails (stored as failed) with the reason, no traceback
+    p = fabench_cli("bench", "tcp.latency", "--on", "testbed", "k", "--iterations", "10",
+                    "--out", str(tmp_path), check=False)
+    assert p.returncode == 1 and "is gone: h2 is cut off" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
     fabench_cli("testbed", "down", "k")
     assert leftovers(tb) == []
     assert not Path(f"/proc/{link.pid}").exists()
@@ -400,3 +406,27 @@ def test_tcp_counters_are_read_inside_a_host(tb: str) -> None:
     assert delta.out_segs > 1000 and delta.seconds > 1
     assert any(s.peer.startswith(h2.address) for s in socks)
     assert delta.to_json()["reorder_events"] == delta.reorder_events
+
+
+@needs_root
+def test_a_tcp_run_stores_its_counters_and_the_report_shows_them(tb: str,
+                                                                   tmp_path: Path) -> None:
+    """Around a TCP run on a reordering link the scheduler stores each host's counters; the
+    report gives them per host as events per second (HTML section, JSON `tcp_counters`)."""
+    fabench_cli("testbed", "up", "--name", "rp",
+                "--impair", "h2:delay=50us,reorder=multipath:4:20us,dir=in")
+    fabench_cli("bench", "tcp.streams", "--on", "testbed", "rp", "--out", str(tmp_path),
+                "--kernel-args=--streams 1 --duration 1")
+    fabench_cli("report", "--store", str(tmp_path), "-o", str(tmp_path / "r.html"))
+    rows = {r["host"]: r for r in json.loads((tmp_path / "r.json").read_text())["tcp_counters"]}
+    assert set(rows) == {"h1", "h2"}
+    snd, rcv = rows["h1"], rows["h2"]
+    # the sender detects the reordering, the receiver queues out of order
+    assert snd["reorder_events"] > 0 and snd["reorder_events_per_s"] > 0
+    assert snd["reorder_events"] == snd["sack_reorder"] + snd["ts_reorder"] + \
+        snd["reno_reorder"]
+    assert abs(snd["reorder_events_per_s"] * snd["seconds"] - snd["reorder_events"]) < 1
+    assert rcv["ofo_queue_per_s"] > 0 and rcv["reorder_events"] == 0
+    html = (tmp_path / "r.html").read_text()
+    assert "<h2>TCP counters</h2>" in html and "reorder_events/s" in html
+    fabench_cli("testbed", "down", "rp")

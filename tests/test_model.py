@@ -595,7 +595,7 @@ def test_simulation_gets_the_barrier_exit_skew_only_when_asked(tmp_path: Path) -
     """A simulated collective's ranks leave its barrier together; on emulated nodes sharing
     cores the measured record holds a rank's wait for the last, so validation adds the model's
     skew to the simulated times too, and says so."""
-    from fabench.model.validate import Comparison, simulated_as_prediction
+    from fabench.model.validate import Validation, simulated_as_prediction
 
     with Store(tmp_path / "fabench.sqlite") as store:
         rid = store.begin_run(campaign_id=None, key="s", kernel="mpi.allreduce",
@@ -606,7 +606,7 @@ def test_simulation_gets_the_barrier_exit_skew_only_when_asked(tmp_path: Path) -
                                                iterations=3, warmup=1, unit="us",
                                                times=[t, t, t]))
         store.finish_run(rid, status="ok", flags=["simulated"])
-        comp = Comparison(1, "mpi.allreduce", "recursive_doubling", False, [8, 4096],
+        comp = Validation(1, "mpi.allreduce", "recursive_doubling", False, [8, 4096],
                           [110.0, 240.0], [100.0, 230.0])
         plain = simulated_as_prediction(store, comp, rid)
         skewed = simulated_as_prediction(store, comp, rid, skew=38.0)

@@ -94,5 +94,7 @@ def test_reorder_probe_on_loopback_sees_no_reordering() -> None:
     assert x["lost_rfc4737"] == x["lost"] and x["duplicates_rfc4737"] == x["duplicates"]
     assert x["reordered_ratio"] == 0 and x["reordered_rfc4737"] == 0
     assert x["reordering_extents"] == [] and x["reordering_extent_max"] == 0
+    assert x["reordering_offsets"] == [] and x["reordering_offset_counts"] == []
+    assert x["reordering_offset_max"] == 0
     assert x["reorder_density_displacements"] == [0] and x["reorder_density"] == [1.0]
     assert x["reorder_density_beyond"] == 0 and rec.validated is True

@@ -220,6 +220,8 @@ void fb_mpi_emit_result(struct fb_mpi_ctx *ctx, const struct fb_mpi_result *r)
         fb_json_double(j, "osu_avg", r->osu_avg, 4);
         fb_json_int(j, "osu_iterations", r->osu_iterations);
     }
+    if (r->extra)
+        r->extra(j, r->extra_arg);
     fb_json_double_array(j, "times", r->times, n, 4);
     if (r->times_min)
         fb_json_double_array(j, "times_min", r->times_min, n, 4);

@@ -56,6 +56,9 @@ struct fb_mpi_result {
     long round; /* which sweep over the sizes (--rounds); reported when rounds > 1 */
     double osu_avg;      /* collectives: OSU's average (us) */
     long osu_iterations; /* the calls behind it; 0: not measured (no osu_avg field) */
+    /* A kernel's own fields, written before the times (NULL: none). */
+    void (*extra)(struct fb_json *j, const void *arg);
+    const void *extra_arg;
 };
 void fb_mpi_emit_result(struct fb_mpi_ctx *ctx, const struct fb_mpi_result *r);
 

@@ -28,6 +28,9 @@ static void mixed(void)
            r.reordered, r.reordered_ratio);
     EXPECT(r.max_extent == 2 && r.extent_count[1] == 2 && r.extent_count[2] == 1,
            "extents max %ld", r.max_extent);
+    /* offsets (next expected - 1 - number): 2 at next 4 -> 1; 5 at next 8 -> 2; 6 -> 1 */
+    EXPECT(r.max_offset == 2 && r.offset_count[1] == 2 && r.offset_count[2] == 1,
+           "offsets max %ld", r.max_offset);
     const long rd[7] = {0, 1, 1, 4, 3, 0, 0}; /* D = -3..3 */
     for (int k = 0; k < 7; k++)
         EXPECT(r.rd_count[k] == rd[k], "RD[%d] = %ld, want %ld", k - 3, r.rd_count[k], rd[k]);
@@ -58,13 +61,30 @@ static void permutation(void)
     fb_reorder_free(&r);
 }
 
+/* Two paths, the second slower (multipath): 0 2 4 then 1 3. 1 arrives 2 arrivals after the
+ * earliest higher one (2 at 1): extent 2, but 3 numbers below the highest (4): offset 3. 3:
+ * extent 2 (4 at 2), offset 1. A window of 2 numbers would slide past 1 when 4 comes. */
+static void two_paths(void)
+{
+    const uint32_t arr[] = {0, 2, 4, 1, 3};
+    struct fb_reorder r;
+    EXPECT(fb_reorder_analyse(arr, 5, 5, 4, &r) == 0, "analyse");
+    EXPECT(r.reordered == 2 && r.max_extent == 2 && r.extent_count[2] == 2, "extents %ld",
+           r.max_extent);
+    EXPECT(r.max_offset == 3 && r.offset_count[3] == 1 && r.offset_count[1] == 1 &&
+               r.offset_count[2] == 0,
+           "offsets max %ld", r.max_offset);
+    fb_reorder_free(&r);
+}
+
 /* In order with a loss: nothing reordered, every displacement 0. */
 static void in_order(void)
 {
     const uint32_t arr[] = {0, 1, 2, 4, 5};
     struct fb_reorder r;
     EXPECT(fb_reorder_analyse(arr, 5, 6, 4, &r) == 0, "analyse");
-    EXPECT(r.reordered == 0 && r.reordered_ratio == 0 && r.max_extent == 0 && r.lost == 1,
+    EXPECT(r.reordered == 0 && r.reordered_ratio == 0 && r.max_extent == 0 && r.lost == 1 &&
+               r.max_offset == 0,
            "in order: reordered %ld lost %ld", r.reordered, r.lost);
     EXPECT(r.rd_count[4] == 5 && r.rd_beyond == 0, "RD[0] = %ld", r.rd_count[4]);
     fb_reorder_free(&r);
@@ -74,6 +94,7 @@ int main(void)
 {
     mixed();
     permutation();
+    two_paths();
     in_order();
     return t_verdict();
 }

@@ -20,22 +20,23 @@ static long bit_below(const long *bit, long i) /* count of numbers < i */
     return c;
 }
 
-static int add_extent(struct fb_reorder *r, long e, long *cap)
+/* One more count in a histogram of values >= 1 that grows as needed. */
+static int add_count(long **count, long *max, long e, long *cap)
 {
     if (e >= *cap) {
         long nc = *cap ? *cap : 16;
         while (nc <= e)
             nc *= 2;
-        long *v = realloc(r->extent_count, (size_t)nc * sizeof(*v));
+        long *v = realloc(*count, (size_t)nc * sizeof(*v));
         if (!v)
             return -1;
         memset(v + *cap, 0, (size_t)(nc - *cap) * sizeof(*v));
-        r->extent_count = v;
+        *count = v;
         *cap = nc;
     }
-    r->extent_count[e]++;
-    if (e > r->max_extent)
-        r->max_extent = e;
+    (*count)[e]++;
+    if (e > *max)
+        *max = e;
     return 0;
 }
 
@@ -52,7 +53,7 @@ int fb_reorder_analyse(const uint32_t *seq, size_t n, long sent, int dt, struct 
     long *below = calloc((size_t)sent + 1, sizeof(*below)); /* received numbers < s */
     long *bit = calloc((size_t)sent + 1, sizeof(*bit));
     r->rd_count = calloc((size_t)(2 * dt + 1), sizeof(*r->rd_count));
-    long ecap = 0;
+    long ecap = 0, ocap = 0;
     int rc = -1;
     if (!seen || !u || !pmax || !below || !bit || !r->rd_count)
         goto out;
@@ -95,7 +96,8 @@ int fb_reorder_analyse(const uint32_t *seq, size_t n, long sent, int dt, struct 
                 else
                     lo = mid + 1;
             }
-            if (add_extent(r, (long)(i - lo), &ecap))
+            if (add_count(&r->extent_count, &r->max_extent, (long)(i - lo), &ecap) ||
+                add_count(&r->offset_count, &r->max_offset, (long)(next_exp - 1 - s), &ocap))
                 goto out;
         }
         long lower_before = bit_below(bit, s);
@@ -124,7 +126,9 @@ out:
 void fb_reorder_free(struct fb_reorder *r)
 {
     free(r->extent_count);
+    free(r->offset_count);
     free(r->rd_count);
     r->extent_count = NULL;
+    r->offset_count = NULL;
     r->rd_count = NULL;
 }

@@ -13,6 +13,12 @@
  *     position minus its number, RFC 5236's receive index minus sequence number; lost packets
  *     count on neither side, so a loss displaces nobody. RD[k] = share of received packets
  *     with D = k for |k| <= dt (the displacement threshold); |D| > dt is counted apart.
+ *   The offset of a reordered packet (not an RFC figure): how many numbers below the highest
+ *     one received so far it arrived (next expected - 1 - its number). A resequencer that
+ *     holds packets by number (document 001's Algorithm 1, window W) keeps a hole open only
+ *     while every later arrival is within W numbers of it, so it repairs exactly the packets
+ *     with offset <= W; the extent counts arrivals, not numbers, and is at most the offset
+ *     when nothing is lost.
  * Only the first copy of a number counts; later copies are duplicates, numbers >= sent are
  * ignored (counted in out_of_range).
  */
@@ -28,6 +34,8 @@ struct fb_reorder {
     double reordered_ratio; /* reordered / received (0 when nothing arrived) */
     long max_extent;
     long *extent_count; /* [e] for e in 1..max_extent; [0] unused */
+    long max_offset;
+    long *offset_count; /* [o] for o in 1..max_offset; [0] unused */
     int dt;
     long *rd_count; /* [dt + k] for k in -dt..dt */
     long rd_beyond; /* |D| > dt */

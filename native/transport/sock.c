@@ -1248,19 +1248,21 @@ static int reorder_begin(struct fb_tp *t, size_t size)
     return udp_stream_begin(t, size);
 }
 
-/* The figures travel from the receiver as doubles: the counts, then (extent, count) and
- * (displacement, count) pairs of the bins that are not empty. */
-enum { RO_HEAD = 10 };
+/* The figures travel from the receiver as doubles: the counts, then (extent, count),
+ * (displacement, count) and (offset, count) pairs of the bins that are not empty; head[8],
+ * head[9] and head[10] say how many pairs of each. */
+enum { RO_HEAD = 11 };
 
 static double *reorder_blob(const struct fb_reorder *r, size_t *len)
 {
-    size_t n = RO_HEAD + 2 * (size_t)(r->max_extent + 1) + 2 * (size_t)(2 * r->dt + 1);
+    size_t n = RO_HEAD + 2 * (size_t)(r->max_extent + 1) + 2 * (size_t)(2 * r->dt + 1) +
+               2 * (size_t)(r->max_offset + 1);
     double *b = calloc(n, sizeof(*b)), *p;
     if (!b)
         return NULL;
     double head[RO_HEAD] = {(double)r->sent, (double)r->arrivals, (double)r->received,
                             (double)r->duplicates, (double)r->lost, (double)r->out_of_range,
-                            (double)r->reordered, (double)r->rd_beyond, 0, 0};
+                            (double)r->reordered, (double)r->rd_beyond, 0, 0, 0};
     p = b + RO_HEAD;
     for (long e = 1; e <= r->max_extent; e++)
         if (r->extent_count[e]) {
@@ -1271,6 +1273,11 @@ static double *reorder_blob(const struct fb_reorder *r, size_t *len)
         if (r->rd_count[r->dt + k]) {
             *p++ = k, *p++ = (double)r->rd_count[r->dt + k];
             head[9]++;
+        }
+    for (long o = 1; o <= r->max_offset; o++)
+        if (r->offset_count[o]) {
+            *p++ = (double)o, *p++ = (double)r->offset_count[o];
+            head[10]++;
         }
     memcpy(b, head, sizeof(head));
     *len = (size_t)(p - b) * sizeof(*b);
@@ -1297,7 +1304,7 @@ static void reorder_end(struct fb_tp *t, size_t size, struct fb_tp_side *me)
     }
     size_t cap = (RO_HEAD + 4 * (size_t)sk->nlog + 4 * (size_t)t->cfg.displacement_dt + 64) *
                  sizeof(double);
-    cap += 2 * sizeof(double) * (size_t)(sk->timed_windows * t->opts.window);
+    cap += 4 * sizeof(double) * (size_t)(sk->timed_windows * t->opts.window);
     double *b = malloc(cap);
     if (!b)
         fb_tp_die(t, "out of memory");
@@ -1306,7 +1313,7 @@ static void reorder_end(struct fb_tp *t, size_t size, struct fb_tp_side *me)
     sk->rblob = b;
     sk->rblob_len = got / sizeof(double);
     if (got < RO_HEAD * sizeof(double) ||
-        sk->rblob_len != RO_HEAD + 2 * (size_t)(b[8] + b[9]))
+        sk->rblob_len != RO_HEAD + 2 * (size_t)(b[8] + b[9] + b[10]))
         fb_tp_die(t, "bad reordering figures from the receiver (%zu bytes)", got);
 }
 
@@ -1316,13 +1323,14 @@ static void reorder_result(struct fb_tp *t, struct fb_json *j, size_t size, long
     struct sockst *sk = t->priv;
     udp_stream_result(t, j, size, iters, c, s);
     const double *b = sk->rblob;
-    size_t ne = (size_t)b[8], nd = (size_t)b[9];
+    size_t ne = (size_t)b[8], nd = (size_t)b[9], no = (size_t)b[10];
     double received = b[2];
     fb_json_double(j, "reordered_ratio", received > 0 ? b[6] / received : 0, 6);
     fb_json_double(j, "reordered_rfc4737", b[6], 0);
     fb_json_double(j, "duplicates_rfc4737", b[3], 0);
     fb_json_double(j, "lost_rfc4737", b[4], 0);
-    double *v = malloc((ne + nd + 1) * sizeof(*v)), *w = malloc((ne + nd + 1) * sizeof(*w));
+    size_t nv = ne + nd + no + 1;
+    double *v = malloc(nv * sizeof(*v)), *w = malloc(nv * sizeof(*w));
     if (!v || !w)
         fb_tp_die(t, "out of memory");
     double max_e = 0;
@@ -1343,6 +1351,17 @@ static void reorder_result(struct fb_tp *t, struct fb_json *j, size_t size, long
     fb_json_double_array(j, "reorder_density_displacements", v, nd, 0);
     fb_json_double_array(j, "reorder_density", w, nd, 6);
     fb_json_double(j, "reorder_density_beyond", b[7], 0);
+    /* numbers below the highest received (what a resequencer's window must cover) */
+    const double *o = d + 2 * nd;
+    double max_o = 0;
+    for (size_t i = 0; i < no; i++) {
+        v[i] = o[2 * i];
+        w[i] = o[2 * i + 1];
+        max_o = v[i] > max_o ? v[i] : max_o;
+    }
+    fb_json_double(j, "reordering_offset_max", max_o, 0);
+    fb_json_double_array(j, "reordering_offsets", v, no, 0);
+    fb_json_double_array(j, "reordering_offset_counts", w, no, 0);
     free(v);
     free(w);
 }

@@ -33,7 +33,9 @@ def run_campaign(spec: CampaignSpec, scheduler: Scheduler, store_path: Path, *,
     if not plan:
         raise FabenchError("the spec expands to no runs (check ranks against the kernels: "
                            "e.g. mbw_mr needs an even number of ranks)")
-    with Store(store_path) as store:
+    with Store(store_path) as store:  # a damaged store is refused before anything else
+        for p in plan:  # every run's ranks against the slots, before the first run starts
+            scheduler.check_ranks(p)
         done: set[str] = set()
         if resume or resume_id is not None:
             cid = store.unfinished_campaign(id=resume_id, name=spec.name).id

@@ -6,6 +6,7 @@ import sys
 from . import __version__
 from .commands import register_all
 from .errors import FabenchError
+from .interrupts import Interrupted, raise_on_signals
 from .registry import plugin_error
 
 
@@ -31,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fabench: error: {exc}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
+    raise_on_signals()
     try:
         broken = plugin_error()
         if broken is not None and args.command != "doctor":
@@ -39,6 +41,15 @@ def main(argv: list[str] | None = None) -> int:
     except FabenchError as exc:
         print(f"fabench: error: {exc}", file=sys.stderr)
         return 2
+    except UnicodeDecodeError as exc:
+        # A file read somewhere without textfile.read_text: still a message, not a traceback.
+        print(f"fabench: error: an input is not UTF-8 text ({exc.reason} at byte {exc.start})",
+              file=sys.stderr)
+        return 2
+    except Interrupted as exc:
+        print(f"\nfabench: {exc}; the run in progress is marked interrupted, finished runs "
+              "are kept in the store", file=sys.stderr)
+        return exc.exit_status
     except KeyboardInterrupt:
         print("\nfabench: interrupted; finished runs are kept in the store", file=sys.stderr)
         return 130

@@ -13,6 +13,7 @@ a run, not between runs. So:
 - `no-ci`: neither side has spread (two imported aggregates): no verdict.
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,7 @@ from .selection import (
     select_runs,
 )
 from .stats import Interval, TwoSample, compare_medians, compare_medians_runs
-from .store import Store
+from .store import RunRow, Store
 from .textable import Col, header, row
 from .units import format_number
 
@@ -246,6 +247,50 @@ def _amount(sc: SizeComparison, unit: str) -> str:
     return f"{format_number(d)} {unit} ({format_number(lo)}–{format_number(hi)}, {ratio})"
 
 
+# A size range is told as one regime while its ratios, or its differences, stay within this
+# factor of each other: a reader can act on "small messages 6-9x slower" or "a fixed 5 us
+# more", not on a span from 6x to 60x.
+REGIME_SPREAD = 2.0
+
+
+def _spread(values: list[float]) -> float:
+    lo, hi = min(values), max(values)
+    return hi / lo if lo > 0 else float("inf")
+
+
+def _regimes(scs: list[SizeComparison]) -> list[list[SizeComparison]]:
+    """Consecutive sizes of one verdict, cut where both the ratio and the difference move into
+    another regime (a constant overhead is one regime even while its ratio falls)."""
+    out: list[list[SizeComparison]] = []
+    for sc in scs:
+        if out:
+            grp = [*out[-1], sc]
+            if min(_spread([x.two.ratio for x in grp]),
+                   _spread([abs(x.two.diff) for x in grp])) <= REGIME_SPREAD:
+                out[-1].append(sc)
+                continue
+        out.append([sc])
+    return out
+
+
+def _range_amount(scs: list[SizeComparison], unit: str) -> str:
+    """'by 3.6 us (3.5-3.8, 12x)' for one size; for a range the stable quantity first:
+    'by 5.9x-9.2x (3.5 to 4.3 us)' or 'by 5.29 to 5.36 us (6.21x-13.4x)'."""
+    if len(scs) == 1:
+        return f"by {_amount(scs[0], unit)}"
+    rs = sorted(x.two.ratio for x in scs)
+    ds = sorted(abs(x.two.diff) for x in scs)
+
+    def fx(r: float) -> str:
+        return f"{r:.2f}x" if r < 10 else f"{r:.1f}x"
+
+    ratios = f"{fx(rs[0])}-{fx(rs[-1])}"
+    diffs = f"{format_number(ds[0])} to {format_number(ds[-1])} {unit}"
+    if _spread(ds) < _spread(rs):
+        return f"by {diffs} ({ratios})"
+    return f"by {ratios} ({diffs})"
+
+
 def summary_sentence(c: Comparison) -> str:
     """'tcp vs shm (mpi.latency): slower by 4.8 us (4.6–5.0, 12x) at 1 B up to ... from 1 B to
     8 KiB; equal within noise (3%) from 1 MiB to 4 MiB; inconclusive at 16 KiB'."""
@@ -264,12 +309,9 @@ def summary_sentence(c: Comparison) -> str:
         sizes = [s.size for s in scs]
         if verdict in ("better", "worse"):
             word = better if verdict == "better" else worse
-            if len(scs) == 1:
-                amount = f"by {_amount(scs[0], c.metric.unit)}"
-            else:
-                amount = (f"by {_amount(scs[0], c.metric.unit)} up to "
-                          f"{_amount(scs[-1], c.metric.unit)}")
-            parts.append(f"{word} {amount} {_span(sizes)}")
+            for rng in _regimes(scs):
+                parts.append(f"{word} {_range_amount(rng, c.metric.unit)} "
+                             f"{_span([s.size for s in rng])}")
         elif verdict == "equal":
             parts.append(f"equal within noise ({c.tolerance:.0%}) {_span(sizes)}")
         elif verdict == "no-ci":
@@ -283,11 +325,18 @@ _COMPARE_COLUMNS = (Col("Size", 9), Col("A median", 11), Col("B median", 11), Co
                     Col("95% CI", 23), Col("B/A", 7), Col("95% CI", 17))
 
 
+def _on(runs: Sequence[RunRow]) -> str:
+    """Where the runs ran, as their launcher described it (a testbed with its rate, MTU and
+    impairments): a number from a rate-limited link must say so wherever it is shown."""
+    places = list(dict.fromkeys(str(r.provenance.get("launcher") or r.launcher) for r in runs))
+    return f" on {'; '.join(places)}" if places else ""
+
+
 def comparison_table(c: Comparison) -> list[str]:
     u = c.metric.unit
     lines = [f"# {c.kernel} {c.metric.name} [{u}, {c.metric.better.value} is better]",
-             f"# A: {c.name_a} (runs {', '.join(str(r.id) for r in c.a.runs)})",
-             f"# B: {c.name_b} (runs {', '.join(str(r.id) for r in c.b.runs)})",
+             f"# A: {c.name_a} (runs {', '.join(str(r.id) for r in c.a.runs)}){_on(c.a.runs)}",
+             f"# B: {c.name_b} (runs {', '.join(str(r.id) for r in c.b.runs)}){_on(c.b.runs)}",
              header(_COMPARE_COLUMNS, "  verdict")]
     for sc in c.sizes:
         t = sc.two

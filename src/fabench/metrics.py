@@ -18,13 +18,15 @@ class Metric:
 
     Kernels report times only; rates are derived here so that every kernel shares one
     methodology: bandwidth = bytes moved per sample / sample time (bytes/us == MB/s, MB = 1e6,
-    as OSU prints), message rate = messages per sample / sample time.
+    as OSU prints), message rate = messages per sample / sample time. A computing kernel
+    (hpcc's HPL, DGEMM, FFT) counts its work per sample in `messages_per_sample`, in units of
+    1e3 flop, so that work / time (us) is Gflop/s (source "work").
     """
 
     name: str
     unit: str
     better: Better
-    source: str  # "time", "bytes" or "messages"
+    source: str  # "time", "bytes", "messages" or "work"
 
     def values(self, times_us: Sequence[float] | np.ndarray, bytes_per_sample: float = 0,
                messages_per_sample: float = 0) -> np.ndarray:
@@ -40,8 +42,9 @@ class Metric:
 LATENCY = Metric("latency", "us", Better.LOWER, "time")
 BANDWIDTH = Metric("bandwidth", "MB/s", Better.HIGHER, "bytes")
 MESSAGE_RATE = Metric("message_rate", "Mmsg/s", Better.HIGHER, "messages")
+GFLOPS = Metric("gflops", "Gflops", Better.HIGHER, "work")
 
-METRICS = {m.name: m for m in (LATENCY, BANDWIDTH, MESSAGE_RATE)}
+METRICS = {m.name: m for m in (LATENCY, BANDWIDTH, MESSAGE_RATE, GFLOPS)}
 
 
 def get_metric(name: str) -> Metric:

@@ -52,6 +52,9 @@ def kernel_status(kernel: Kernel) -> tuple[bool, str]:
     """Whether a kernel is built here, and what it needs when it is not."""
     if kernel.plugin_path is not None:
         ok = kernel.plugin_path.is_file()
+        if kernel.starter:  # another program, run by the kernel's own starter (hpcc)
+            return ok, f"program {kernel.plugin_path}" + (
+                "" if ok else f" missing: needs {kernel.build_needs or 'its package'}")
         return ok, f"plugin program {kernel.plugin_path}" + ("" if ok else " missing")
     if kernel.needs_mpi:
         built = [m for m in mpi_flavours_built()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import KernelError
+from .process_identity import proc_start
 from .records import KernelOutput, ResultRecord, parse_line
 
 STDERR_KEEP = 64 * 1024
@@ -139,18 +140,63 @@ def run_streaming(argv: list[str], env: dict[str, str], timeout_s: float,
                           time.monotonic() - start, timed_out)
 
 
-def terminate(proc: subprocess.Popen[str]) -> None:
+def descendants(pid: int) -> list[tuple[int, int | None]]:
+    """Every process below ``pid`` now, with its start time: (pid, start ticks). Open MPI
+    puts each rank in a process group of its own, so the launch's group does not reach them;
+    their PIDs do, while the start time says a PID still names the same process."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        children.setdefault(int(fields[1]), []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append((c, proc_start(c)))
+            todo.append(c)
+    return out
+
+
+def _kill_same(procs: list[tuple[int, int | None]], sig: int) -> None:
+    for pid, start in procs:
+        if start is not None and proc_start(pid) == start:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def terminate(proc: subprocess.Popen[str], grace_s: float = 5.0) -> None:
+    """End a launch we started and everything below it: SIGTERM to its session's group (mpirun
+    then ends its ranks its own way), then, after ``grace_s``, SIGKILL to the group and to
+    every process that was below it, ranks in process groups of their own included."""
     if proc.poll() is not None:
         return
+    tree = descendants(proc.pid)
     try:
         os.killpg(proc.pid, signal.SIGTERM)
     except ProcessLookupError:
-        return
+        pass
+    _kill_same(tree, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
     try:
-        proc.wait(timeout=5)
+        proc.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
+        pass
+    # Ranks may outlive their mpirun by a moment; wait for them within the same grace.
+    while any(proc_start(p) == s for p, s in tree if s is not None) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if proc.poll() is None:  # still not reaped: its PID (and group) is still ours
+        tree += descendants(proc.pid)
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        proc.wait()
+    _kill_same(tree, signal.SIGKILL)
+    proc.wait()

@@ -1,6 +1,8 @@
 """Records that flow through the pipeline: kernel output -> store -> analysis."""
 
 import json
+import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +51,49 @@ class ResultRecord:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise KernelError(f"malformed result record ({exc}): {json.dumps(obj)[:200]}") from exc
+
+
+@dataclass
+class PairRecord:
+    """One measured direction of mpi.matrix (a `pair` record): ranks src -> dst, its 8-byte
+    ping-pong samples (us, half round trip) and its bandwidth samples (us per window of
+    bytes_per_sample bytes)."""
+
+    src: int
+    dst: int
+    src_host: str
+    dst_host: str
+    round: int
+    mode: str  # concurrent or isolated
+    size: int
+    window: int
+    bytes_per_sample: float
+    latency_us: list[float]
+    bandwidth_us: list[float]
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> "PairRecord":
+        try:
+            return cls(src=int(obj["src"]), dst=int(obj["dst"]), src_host=str(obj["src_host"]),
+                       dst_host=str(obj["dst_host"]), round=int(obj["round"]),
+                       mode=str(obj["mode"]), size=int(obj["size"]),
+                       window=int(obj["window"]),
+                       bytes_per_sample=float(obj["bytes_per_sample"]),
+                       latency_us=[float(v) for v in obj["latency_us"]],
+                       bandwidth_us=[float(v) for v in obj["bandwidth_us"]])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise KernelError(f"malformed pair record ({exc}): {json.dumps(obj)[:200]}") from exc
+
+    @property
+    def latency(self) -> float:
+        """Median half round trip, us."""
+        return statistics.median(self.latency_us) if self.latency_us else math.nan
+
+    @property
+    def bandwidth(self) -> float:
+        """Median bandwidth, MB/s (10^6 bytes per second)."""
+        rates = [self.bytes_per_sample / t for t in self.bandwidth_us if t > 0]
+        return statistics.median(rates) if rates else math.nan
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """Execute a plan: launch each run, write every result to the store as it arrives."""
 
+import re
 import shlex
 import time
 from collections.abc import Callable
@@ -31,19 +32,33 @@ class RunOutcome:
     flags: list[str] = field(default_factory=list)
 
 
+_KERNEL_LINE = re.compile(r"^fb-[\w.-]+: ")
+
+
 def _failure_reason(stderr: str, returncode: int, errors: list[dict[str, Any]]) -> str:
+    if errors and "reason" in errors[0]:  # a starter's own verdict (hpcc's residual)
+        return str(errors[0]["reason"])
     if errors:
         e = errors[0]
         return (f"validation mismatch: size {e.get('size')} iteration {e.get('iteration')} "
                 f"rank {e.get('rank')} offset {e.get('offset')}: expected {e.get('expected')}, "
                 f"got {e.get('got')}")
-    tail = [ln for ln in stderr.strip().splitlines() if ln.strip()][-6:]
-    return f"exit status {returncode}" + (": " + " | ".join(tail) if tail else "")
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    # The kernel's own words (`fb-NAME: --iterations wants ...`) say what to change; mpirun's
+    # banner after them only that a rank failed. Theirs first, deduplicated over the ranks.
+    own = list(dict.fromkeys(ln for ln in lines if _KERNEL_LINE.match(ln)))[:3]
+    tail = [ln for ln in lines[-6:] if not ln.startswith("---") and ln not in own]
+    return f"exit status {returncode}" + (": " + " | ".join([*own, *tail]) if own or tail
+                                          else "")
 
 
 def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
                 campaign_id: int | None,
-                on_result: Callable[[ResultRecord], None] | None = None) -> RunOutcome:
+                on_result: Callable[[ResultRecord], None] | None = None,
+                on_other: Callable[[int, dict[str, Any]], bool] | None = None) -> RunOutcome:
+    """One run, stored as it goes. `on_other` takes the kernel's records of other types
+    (mpi.matrix's `pair`) with the run's id and says whether one counts as a result."""
+    scheduler.check_ranks(planned)  # before the store records a run that never starts
     run_id = store.begin_run(
         campaign_id=campaign_id, key=planned.key, kernel=planned.kernel.name,
         transport=str(planned.transport), mpi=planned.mpi, ranks=planned.ranks,
@@ -53,9 +68,13 @@ def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
     t_start = time.monotonic()
     outcome = RunOutcome(run_id, planned, "failed")
     pooled_rounds = False
+    others = 0
 
     def on_record(obj: dict[str, Any]) -> None:
-        nonlocal pooled_rounds
+        nonlocal pooled_rounds, others
+        if on_other is not None and obj.get("type") not in ("result", "meta", "end", "error",
+                                                              "skip") and on_other(run_id, obj):
+            others += 1
         if obj.get("type") == "result":
             rec = ResultRecord.from_json(obj)
             if rec.extra.get("round", 0):
@@ -70,8 +89,8 @@ def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
 
     try:
         res = scheduler.run(planned, on_record)
-    except KeyboardInterrupt:
-        store.finish_run(run_id, status="interrupted", reason="interrupted by the user",
+    except KeyboardInterrupt as exc:
+        store.finish_run(run_id, status="interrupted", reason=str(exc) or "interrupted by the user",
                          provenance={"load_start": load_start, "load_end": load_snapshot(),
                                      **run_environment(planned.env)})
         outcome.status = "interrupted"
@@ -85,9 +104,9 @@ def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
     out = res.output
     if out.skip_reason or res.returncode == SKIP_EXIT:
         status, reason = "skipped", out.skip_reason or "kernel reported it cannot run here"
-    elif res.returncode == 0 and not out.errors and out.results:
+    elif res.returncode == 0 and not out.errors and (out.results or others):
         status, reason = "ok", None
-    elif res.returncode == 0 and not out.results:
+    elif res.returncode == 0 and not out.results and not others:
         status, reason = "failed", "kernel produced no results"
     else:
         status, reason = "failed", _failure_reason(res.stderr, res.returncode, out.errors)

@@ -1,5 +1,6 @@
 """Campaign specs: YAML, validated, with errors that name the key and the line."""
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -7,9 +8,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from .errors import FabenchError, SpecError
 from .kernels import get_kernel
+from .textfile import read_text
 from .transport import transport_for
 from .units import parse_sizes
 from .yamlconf import parse_yaml_model
+
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _listify(v: Any) -> Any:
@@ -71,6 +75,19 @@ class RunGroup(BaseModel):
                 raise ValueError(f"ranks must be >= 1, got {r}")
         return v
 
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, v: dict[str, str]) -> dict[str, str]:
+        # A name becomes `export NAME=...` in a Slurm job script and `-x NAME` on mpirun's
+        # line: only a shell variable name is one.
+        for k, val in v.items():
+            if not ENV_NAME_RE.match(k):
+                raise ValueError(f"env name {k[:60]!r}: letters, digits and '_', not starting "
+                                 "with a digit")
+            if "\0" in val:
+                raise ValueError(f"env {k}: a NUL byte cannot be in a value")
+        return v
+
     @field_validator("sizes")
     @classmethod
     def _sizes_parse(cls, v: str | None) -> str | None:
@@ -115,6 +132,7 @@ class CampaignSpec(BaseModel):
     mpi: str = "openmpi"
     launcher: str = "local"
     timeout_s: float = Field(default=1800.0, gt=0)
+    oversubscribe: bool = False  # consent to more ranks than the launcher's slots
     runs: list[RunGroup] = Field(min_length=1)
     congestion: CongestionBlock | None = None
 
@@ -123,6 +141,9 @@ DEFAULT_SPEC: dict[str, Any] = {
     "name": "default",
     "description": "The core experiment of the source documents at laptop scale: "
                    "point-to-point over shared memory and TCP, collectives at 2 and 4 ranks.",
+    # It must run on any host, a 2-core laptop included: its 4-rank collectives may have more
+    # ranks than cores there, and are then flagged `oversubscribed` in every output.
+    "oversubscribe": True,
     "runs": [
         {"kernel": ["mpi.latency", "mpi.bw", "mpi.bibw"], "transport": ["shm", "tcp"],
          "ranks": [2]},
@@ -137,9 +158,9 @@ def load_spec(path: str | Path | None) -> CampaignSpec:
         return CampaignSpec.model_validate(DEFAULT_SPEC)
     path = Path(path)
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SpecError(f"cannot read spec {path}: {exc.strerror}") from exc
+        text = read_text(path, "spec", SpecError)
+    except FileNotFoundError:
+        raise SpecError(f"cannot read spec {path}: no such file") from None
     return parse_spec(text, str(path))
 
 

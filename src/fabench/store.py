@@ -25,7 +25,7 @@ from typing import Any
 
 from .errors import FabenchError, StoreDamagedError, StoreError
 from .process_identity import ProcessOwner
-from .records import SERIES, ResultRecord
+from .records import SERIES, PairRecord, ResultRecord
 from .store_schema import SCHEMA_VERSION, MigrationDone, copy_database, prepare
 
 __all__ = ["SCHEMA_VERSION", "CampaignRow", "RunRow", "Store", "backup_path",
@@ -143,6 +143,7 @@ class _Cursor(sqlite3.Cursor):
 
 class _Connection(sqlite3.Connection):
     store_path: Path
+    deferred = False  # inside Store.transaction(): the writes commit together at its end
 
     def cursor(self, factory: Any = None) -> Any:
         return super().cursor(factory or _Cursor)
@@ -155,6 +156,8 @@ class _Connection(sqlite3.Connection):
             return super().executescript(script)
 
     def commit(self) -> None:
+        if self.deferred:
+            return
         with _guard(self.store_path):
             super().commit()
 
@@ -296,6 +299,24 @@ class Store:
     def close(self) -> None:
         self.db.close()
 
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Every write inside commits at its end, or none does: an import that fails half
+        way leaves the store as it was."""
+        if self.db.deferred:
+            yield
+            return
+        self.db.deferred = True
+        try:
+            yield
+        except BaseException:
+            self.db.deferred = False
+            self.db.rollback()
+            raise
+        self.db.deferred = False
+        self.db.commit()
+        self.checkpoint()
+
     def __enter__(self) -> "Store":
         return self
 
@@ -307,7 +328,7 @@ class Store:
         """Copy the write-ahead log into the database file. After each run, so the .sqlite
         alone holds every finished run (a copy made without its -wal loses only the run in
         flight), and the log stays short. PASSIVE: never waits for a reader."""
-        if self.wal:
+        if self.wal and not self.db.in_transaction:  # inside one, at its end (transaction())
             self.db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
 
     def check_health(self) -> None:
@@ -325,9 +346,12 @@ class Store:
 
     def refresh_backup(self) -> Path:
         """Replace `<store>.bak` with a copy of the store as it is now; only a store that
-        passed check_health() is copied, so a damaged file never replaces a sound backup."""
-        self.check_health()
+        passed check_health() is copied, so a damaged file never replaces a sound backup.
+        Inside a transaction with writes pending, the backup made before them stands."""
         target = backup_path(self.path)
+        if self.db.in_transaction:
+            return target
+        self.check_health()
         with _guard(self.path):
             copy_database(self.path, target)
         return target
@@ -569,3 +593,56 @@ class Store:
                 times=series.get("times", []), times_min=series.get("times_min"),
                 times_mean=series.get("times_mean"),
                 extra=_json(r["extra"], {}, f"result {r['id']} extra"))
+
+    # ---- the all-pairs matrix (fabench matrix) ------------------------------------------
+
+    def add_matrix_pair(self, run_id: int, rec: PairRecord) -> None:
+        lat, bw = _pack(rec.latency_us), _pack(rec.bandwidth_us)
+        self.db.execute(
+            "INSERT INTO matrix_pairs (run_id, src, dst, src_host, dst_host, round, mode, size,"
+            " window, bytes_per_sample, latency, latency_crc32, bandwidth, bandwidth_crc32)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, rec.src, rec.dst, rec.src_host, rec.dst_host, rec.round, rec.mode,
+             rec.size, rec.window, rec.bytes_per_sample, lat, zlib.crc32(lat), bw,
+             zlib.crc32(bw)))
+        self.db.commit()
+
+    def matrix_pairs(self, run_id: int) -> list[PairRecord]:
+        out = []
+        for r in self.db.execute("SELECT * FROM matrix_pairs WHERE run_id = ? ORDER BY id",
+                                 (run_id,)).fetchall():
+            series = []
+            for name in ("latency", "bandwidth"):
+                blob = r[name]
+                if not isinstance(blob, bytes) or len(blob) % 8 or \
+                        zlib.crc32(blob) != r[f"{name}_crc32"]:
+                    raise StoreDamagedError(damaged_message(
+                        self.path, f"the {name} samples of matrix pair {r['id']} (run {run_id})"
+                                   " do not match the checksum written with them"))
+                series.append(_unpack(blob))
+            out.append(PairRecord(
+                src=r["src"], dst=r["dst"], src_host=r["src_host"], dst_host=r["dst_host"],
+                round=r["round"], mode=r["mode"], size=r["size"], window=r["window"],
+                bytes_per_sample=r["bytes_per_sample"], latency_us=series[0],
+                bandwidth_us=series[1]))
+        return out
+
+    def save_matrix(self, campaign_id: int, hosts: list[str], judgement: dict[str, Any]) -> None:
+        self.db.execute("INSERT OR REPLACE INTO matrices (campaign_id, hosts, judgement, finished)"
+                        " VALUES (?, ?, ?, ?)",
+                        (campaign_id, json.dumps(hosts), json.dumps(judgement), time.time()))
+        self.db.commit()
+
+    def matrices(self) -> list[int]:
+        """Campaign ids that hold a judged matrix, oldest first."""
+        return [int(r[0]) for r in self.db.execute(
+            "SELECT campaign_id FROM matrices ORDER BY campaign_id")]
+
+    def matrix(self, campaign_id: int) -> tuple[list[str], dict[str, Any]]:
+        """A matrix's hosts (rank order) and its stored judgement."""
+        r = self.db.execute("SELECT * FROM matrices WHERE campaign_id = ?",
+                            (campaign_id,)).fetchone()
+        if r is None:
+            raise FabenchError(f"{self.path}: campaign {campaign_id} holds no matrix")
+        return (list(_json(r["hosts"], [], f"matrix {campaign_id} hosts")),
+                dict(_json(r["judgement"], {}, f"matrix {campaign_id} judgement")))

@@ -62,6 +62,21 @@ MIGRATIONS: tuple[Migration, ...] = (
         ("ALTER TABLE campaigns ADD COLUMN owner TEXT",
          "ALTER TABLE runs ADD COLUMN owner TEXT",
          "ALTER TABLE samples ADD COLUMN crc32 INTEGER")),
+    Migration(
+        3, "the all-pairs matrix (`fabench matrix`): each measured direction of a pair with "
+           "its latency and bandwidth samples (and their CRC-32) in `matrix_pairs`, under the "
+           "run that measured it; each matrix's hosts and judgement in `matrices`",
+        ("CREATE TABLE matrix_pairs ("
+         " id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id),"
+         " src INTEGER NOT NULL, dst INTEGER NOT NULL, src_host TEXT NOT NULL,"
+         " dst_host TEXT NOT NULL, round INTEGER NOT NULL, mode TEXT NOT NULL,"
+         " size INTEGER NOT NULL, window INTEGER NOT NULL, bytes_per_sample REAL NOT NULL,"
+         " latency BLOB NOT NULL, latency_crc32 INTEGER NOT NULL,"
+         " bandwidth BLOB NOT NULL, bandwidth_crc32 INTEGER NOT NULL)",
+         "CREATE INDEX matrix_pairs_run ON matrix_pairs(run_id, src, dst)",
+         "CREATE TABLE matrices ("
+         " campaign_id INTEGER PRIMARY KEY REFERENCES campaigns(id), hosts TEXT NOT NULL,"
+         " judgement TEXT NOT NULL, finished REAL NOT NULL)")),
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1].to_version if MIGRATIONS else BASE_VERSION

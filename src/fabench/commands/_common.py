@@ -17,11 +17,16 @@ def add_on_argument(p: argparse.ArgumentParser) -> None:
              "slurm[:mpirun] [SBATCH ARGS] (ranks started by srun, or by mpirun; sbatch "
              "options as one quoted word: --on \"slurm -N 2 --ntasks-per-node=1\"); "
              "`fabench doctor` lists every scheduler")
+    p.add_argument("--oversubscribe", action="store_true",
+                   help="start more ranks than the place has slots (cores here or on a "
+                        "testbed, a hostfile's slots); refused without it")
 
 
-def scheduler_from(values: list[str], out: Path | None = None) -> Scheduler:
+def scheduler_from(values: list[str], out: Path | None = None,
+                   oversubscribe: bool = False) -> Scheduler:
     scheduler = make_scheduler(values)
     scheduler.results_dir = str(out) if out is not None else None
+    scheduler.oversubscribe = oversubscribe
     return scheduler
 
 

@@ -8,7 +8,13 @@ from ..campaign import run_bench
 from ..errors import FabenchError
 from ..kernels import KERNELS, get_kernel
 from ..plan import DATATYPES, plan_run, settings_for
-from ..report.table import header_lines, kernel_tables, summaries_json, transport_details
+from ..report.table import (
+    header_lines,
+    kernel_tables,
+    own_fields,
+    summaries_json,
+    transport_details,
+)
 from . import COMMANDS
 from ._common import add_on_argument, add_out_argument, scheduler_from, store_path
 
@@ -75,7 +81,7 @@ def main(args: argparse.Namespace) -> int:
     planned = plan_run(kernel.name, transport=args.transport, ranks=args.ranks, mpi=args.mpi,
                        settings=settings, timeout_s=args.timeout, precision=args.precision,
                        budget_s=args.budget)
-    scheduler = scheduler_from(args.on, args.out)
+    scheduler = scheduler_from(args.on, args.out, args.oversubscribe)
     try:
         outcome = run_bench(planned, scheduler, store_path(args.out))
     finally:
@@ -97,7 +103,8 @@ def main(args: argparse.Namespace) -> int:
             print(line)
         for line in kernel_tables(kernel.name, outcome.results):
             print(line)
-        for line in transport_details(kernel.name, outcome.results):
+        for line in [*transport_details(kernel.name, outcome.results),
+                     *own_fields(kernel.name, outcome.results)]:
             print(line)
         print(f"# run {outcome.run_id} stored in {store_path(args.out)}")
     if outcome.status != "ok":

@@ -73,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
         settings=VictimSettings(iterations=args.iterations, bw_iterations=args.bw_iterations,
                                 bw_window=args.bw_window, mpi=args.mpi,
                                 transport=args.transport, timeout_s=args.timeout))
-    scheduler = scheduler_from(args.on, args.out)
+    scheduler = scheduler_from(args.on, args.out, args.oversubscribe)
     try:
         out = congestion_campaign(cfg, scheduler, store_path(args.out), args.name,
                                   progress=lambda m: print(f"fabench: {m}", file=sys.stderr))

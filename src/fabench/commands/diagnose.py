@@ -10,8 +10,11 @@ import json
 import sys
 from collections.abc import Callable
 
+from ..diagnose.reorder import DEFAULT_SIZE, ReorderOptions, run_reorder
+from ..diagnose.reorder_sweep import WINDOWS, SweepSettings
 from ..diagnose.session import TransportsOptions, run_transports
 from ..errors import FabenchError
+from ..hostnames import check_host
 from . import COMMANDS
 from ._common import add_on_argument, add_out_argument, scheduler_from, store_path
 
@@ -29,7 +32,8 @@ def action(fn: ActionFn) -> ActionFn:
 @COMMANDS.register("diagnose")
 def register(sub: Subparsers) -> None:  # type: ignore[valid-type]
     p = sub.add_parser("diagnose", help="diagnoses: transports (is the library choosing its "
-                                        "best path, per size?)",
+                                        "best path, per size?), reorder (how much does a "
+                                        "path reorder, what window repairs it?)",
                        description="Run measurements that answer one question each.")
     dsub = p.add_subparsers(dest="diagnose_command", metavar="ACTION")
     dsub.required = True
@@ -103,7 +107,8 @@ def transports_main(args: argparse.Namespace) -> int:
     if args.rounds < 1:
         raise FabenchError("--rounds must be >= 1")
     placement = args.placement or ("intra" if args.on == ["local"] else "inter")
-    hosts = [h.strip() for h in args.hosts.split(",")] if args.hosts else None
+    hosts = [check_host(h.strip(), "--hosts") for h in args.hosts.split(",")] \
+        if args.hosts else None
     if hosts and len(hosts) > (1 if placement == "intra" else 2):
         raise FabenchError(f"--hosts: {placement} takes "
                            f"{'one host' if placement == 'intra' else 'two hosts'}")
@@ -123,7 +128,7 @@ def transports_main(args: argparse.Namespace) -> int:
         thresholds=not args.no_thresholds, prove=not args.no_prove, ab_ranks=args.ab_ranks,
         ab_rounds=args.ab_rounds, ab_sizes=args.ab_sizes, ab_iterations=args.ab_iterations,
         tolerance=args.tolerance, timeout_s=args.timeout, prove_settings=settings)
-    scheduler = scheduler_from(args.on, args.out)
+    scheduler = scheduler_from(args.on, args.out, args.oversubscribe)
     try:
         outcome = run_transports(opts, scheduler, store_path(args.out),
                                  lambda m: print(f"fabench: {m}", file=sys.stderr))
@@ -136,3 +141,89 @@ def transports_main(args: argparse.Namespace) -> int:
         for line in outcome.lines():
             print(line)
     return outcome.exit_code
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: integers such as 0,16,64") from None
+
+
+@action
+def reorder_parser(dsub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    r = dsub.add_parser(
+        "reorder", help="measure a path's reordering (udp.reorder) and recommend document "
+                        "001's receive window W, with the evidence",
+        description="Send numbered datagrams from one host to another (udp.reorder, through "
+                    "the normal runner, every run stored), pool the rounds into the "
+                    "distribution of how far each reordered datagram arrived behind "
+                    "(offset: numbers below the highest received, what window W must cover; "
+                    "RFC 4737's extent: arrivals back) and recommend the smallest W covering "
+                    "--percentile %% of them (W=0: none needed). --sweep, on a testbed: TCP "
+                    "throughput and reorder events at candidate W, with and without loss, "
+                    "on copies of the path. Exit 3 when the path reorders. "
+                    "See docs/diagnose.md.")
+    add_on_argument(r)
+    add_out_argument(r)
+    r.add_argument("--hosts", metavar="SENDER,RECEIVER",
+                   help="the direction to measure (default: the first two hosts)")
+    r.add_argument("--percentile", type=float, default=99.0,
+                   help="share of reordered datagrams the window must cover (default 99: "
+                        "all but the rare stalls; a window sized for the largest offset "
+                        "holds every real loss that much longer)")
+    r.add_argument("--size", type=int, default=DEFAULT_SIZE,
+                   help=f"datagram payload in bytes (default {DEFAULT_SIZE}: full frames at "
+                        "MTU 1500, as a bulk TCP stream's)")
+    r.add_argument("--iterations", type=int, default=200,
+                   help="windows of datagrams per round (default 200)")
+    r.add_argument("--window", type=int, help="datagrams per window (the probe's burst; "
+                                              "default the kernel's, 64)")
+    r.add_argument("--rounds", type=int, default=3, help="probe runs (default 3)")
+    r.add_argument("--sweep", action="store_true",
+                   help="testbed only: TCP throughput and reorder events/s at candidate W "
+                        "(and the recommended one), with and without loss")
+    r.add_argument("--sweep-windows", type=_ints, default=WINDOWS,
+                   help=f"candidate W (default {','.join(map(str, WINDOWS))})")
+    r.add_argument("--sweep-loss", default="1%",
+                   help="loss of the lossy rows (default 1%%; 0%% for none)")
+    r.add_argument("--sweep-streams", type=_ints, default=(1, 4),
+                   help="TCP streams per point (default 1,4)")
+    r.add_argument("--sweep-seconds", type=float, default=2.0,
+                   help="seconds per TCP run (default 2)")
+    r.add_argument("--sweep-rounds", type=int, default=1,
+                   help="rounds over the W values, forward and backward in turn (default 1)")
+    r.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
+    r.add_argument("--json", action="store_true",
+                   help="JSON lines: probe rounds, the offset and extent distributions, "
+                        "sweep points, the recommendation")
+    r.set_defaults(func=reorder_main)
+
+
+def reorder_main(args: argparse.Namespace) -> int:
+    hosts = [h.strip() for h in args.hosts.split(",")] if args.hosts else None
+    if args.sweep_rounds < 1 or args.sweep_seconds <= 0:
+        raise FabenchError("--sweep-rounds must be >= 1 and --sweep-seconds above 0")
+    if any(n < 1 for n in args.sweep_streams) or not args.sweep_streams:
+        raise FabenchError("--sweep-streams: one or more stream counts >= 1")
+    loss = args.sweep_loss.strip()
+    sweep = SweepSettings(windows=args.sweep_windows,
+                          losses=("0%",) if loss in ("0", "0%") else ("0%", loss),
+                          streams=args.sweep_streams, seconds=args.sweep_seconds,
+                          rounds=args.sweep_rounds)
+    opts = ReorderOptions(hosts=hosts, percentile=args.percentile, size=args.size,
+                          iterations=args.iterations, window=args.window, rounds=args.rounds,
+                          timeout_s=args.timeout, sweep=args.sweep, sweep_settings=sweep)
+    scheduler = scheduler_from(args.on, args.out)
+    try:
+        diag = run_reorder(opts, scheduler, store_path(args.out),
+                           lambda m: print(f"fabench: {m}", file=sys.stderr))
+    finally:
+        scheduler.close()
+    if args.json:
+        for rec in diag.records():
+            print(json.dumps(rec))
+    else:
+        for line in diag.lines():
+            print(line)
+    return diag.exit_code

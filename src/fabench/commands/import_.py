@@ -1,6 +1,7 @@
 """`fabench import osu|imb|iperf3|sockperf FILE...`: peer tools' output into the store."""
 
 import argparse
+import sys
 from pathlib import Path
 
 from ..importers import IMPORTERS, import_file
@@ -24,8 +25,11 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                                        "default: the tool's name or protocol")
     p.add_argument("--label", help="a name for these results in reports (e.g. 'cluster A')")
     p.add_argument("--mpi", default="unknown", help="MPI library of OSU/IMB results")
-    p.add_argument("--ranks", type=int, help="ranks of collective results (default: from "
-                                             "the file, else 2)")
+    p.add_argument("--ranks", type=int, help="ranks of results whose file does not say (OSU "
+                                             "collectives and mbw_mr); required for them")
+    p.add_argument("--strict", action="store_true",
+                   help="reject the whole import when any row fails the value checks "
+                        "(default: reject that row, naming its line)")
     p.add_argument("--size", type=parse_size, help="message size, for output that does not "
                                                  "print it (sockperf's summary)")
     add_store_argument(p)
@@ -34,12 +38,17 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 def main(args: argparse.Namespace) -> int:
     spath = resolve_store(args.store, must_exist=False)
-    with Store(spath) as store:
+    with Store(spath) as store, store.transaction():  # every file, or none
+        done = []
         for f in args.files:
             cid, ids = import_file(store, args.tool, f, transport=args.transport,
                                    label=args.label, mpi=args.mpi, ranks=args.ranks,
-                                   size=args.size)
+                                   size=args.size, strict=args.strict,
+                                   warn=lambda m: print(f"fabench: warning: {m}",
+                                                        file=sys.stderr))
             kernels = ", ".join(sorted({store.run(i).kernel for i in ids}))
-            print(f"# {f}: campaign c{cid}, runs {' '.join(map(str, ids))} ({kernels})")
+            done.append(f"# {f}: campaign c{cid}, runs {' '.join(map(str, ids))} ({kernels})")
+    for line in done:
+        print(line)
     print(f"# store: {spath}")
     return 0

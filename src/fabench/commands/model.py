@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import FabenchError
+from ..model.apps import APPS, compare_app_run
 from ..model.calibrate import calibrate
 from ..model.catalog import list_fabrics, load_fabric, save_fabric
 from ..model.collectives import ALGORITHMS, predict_all
@@ -17,13 +18,22 @@ from ..model.decisions import MPI_LIBRARIES
 from ..model.define import Figure, Published, define_fabric
 from ..model.fabric import Fabric
 from ..model.families import FAMILIES, IN_NETWORK_KINDS, in_network_defaults
-from ..model.hpl import fit_node_cv, hpl_curve, load_node_table, params_from, peak_gflops
+from ..model.hpl import (
+    MeasuredHpl,
+    fit_node_cv,
+    hpl_curve,
+    load_node_table,
+    measured_hpl,
+    params_from,
+    peak_gflops,
+)
 from ..model.published import corpus_lines, run_corpus
 from ..model.tables import (
     calibration_lines,
     comparison_lines,
     fabric_lines,
     hpl_lines,
+    hpl_measured_lines,
     prediction_json,
     prediction_lines,
     validation_lines,
@@ -227,6 +237,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="solve the node spread so that efficiency at NODES is EFF: the result "
                         "is fitted, not predicted")
     h.add_argument("--band-samples", type=int, default=SAMPLES)
+    h.add_argument("--from-run", type=int, metavar="RUN",
+                   help="a stored 1-node hpcc.hpl run: its efficiency and per-node peak")
+    h.add_argument("--measured", type=int, nargs="+", metavar="RUN",
+                   help="stored hpcc.hpl runs to show beside the model's row of their node "
+                        "count")
+    h.add_argument("--cores", type=int,
+                   help="nodes emulated on one machine (a testbed) share this many cores: a "
+                        "node's rate is shared once the nodes outnumber them")
     add_out_argument(h)
     h.set_defaults(func=cmd_hpl)
 
@@ -352,9 +370,30 @@ def cmd_hpl(args: argparse.Namespace) -> int:
         except ValueError:
             raise FabenchError(f"--peak {args.peak!r}: expected SOCKETS,CORES,GHZ,FPC") from None
     table = load_node_table(args.node_table) if args.node_table else None
-    prm = params_from(peak=peak, efficiency=args.efficiency_1node, mem_gb=args.mem_gb,
+    efficiency = args.efficiency_1node
+    measured: list[MeasuredHpl] = []
+    if args.from_run is not None or args.measured:
+        with Store(store_path(args.out)) as store:
+            if args.from_run is not None:
+                one = measured_hpl(store, args.from_run)
+                if one.nodes != 1:
+                    raise FabenchError(f"--from-run {args.from_run} ran on {one.nodes} nodes; "
+                                       "it must be a 1-node run")
+                peak = peak if peak is not None else one.node_peak_gflops
+                efficiency = efficiency if efficiency is not None else one.efficiency
+            measured = [measured_hpl(store, r) for r in args.measured or []]
+    prm = params_from(peak=peak, efficiency=efficiency, mem_gb=args.mem_gb,
                       table=table, mem_fraction=args.mem_fraction, nb=args.nb,
                       overlap=args.overlap, node_cv=args.node_cv)
+    if args.from_run is not None:
+        src = f"stored run {args.from_run} (1 node)"
+        prm.sources.update({k: src for k in ("peak", "efficiency_1node")
+                            if prm.sources.get(k) == "given" and not (
+                                k == "peak" and (args.node_gflops or args.peak)) and not (
+                                k == "efficiency_1node" and args.efficiency_1node)})
+    if args.cores:
+        prm = replace(prm, cores=args.cores,
+                      sources={**prm.sources, "cores": f"given: {args.cores} shared cores"})
     fitted = None
     if args.fit_at:
         try:
@@ -382,6 +421,9 @@ def cmd_hpl(args: argparse.Namespace) -> int:
              f"{prm.node_cv * 100:.2f} %")
     for line in hpl_lines(points, title, prm, fitted):
         print(line)
+    if measured:
+        for line in hpl_measured_lines(points, measured):
+            print(line)
     return 0
 
 
@@ -397,8 +439,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
         comps = []
         for rid in args.runs:
             nodes = args.nodes or max(1, store.run(rid).ranks // args.ppn)
-            comps.append(compare_run(store, rid, fabric, cluster_from_args(args, nodes),
-                                     args.algorithm, args.band_samples))
+            cluster = cluster_from_args(args, nodes)
+            comps.append(compare_app_run(store, rid, fabric, cluster, args.band_samples)
+                         if store.run(rid).kernel in APPS else
+                         compare_run(store, rid, fabric, cluster, args.algorithm,
+                                     args.band_samples))
         merged = merge_repeats(comps)
         sims = {}
         for sid in args.simulated or []:

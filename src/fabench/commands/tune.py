@@ -172,11 +172,13 @@ def ab_main(args: argparse.Namespace) -> int:
                             settings=settings, timeout_s=args.timeout)]
         tb = targets[0].meta.get("testbed")
         on = ["testbed", tb] if tb else ["local"]
+        consent = False
     else:
         spec = load_spec(args.campaign)
         planned = [p for p in make_plan(spec, quick=args.quick) if p.repeat == 0]
         on = [spec.launcher]
-    launcher = scheduler_from(on, args.out)
+        consent = spec.oversubscribe
+    launcher = scheduler_from(on, args.out, consent)
     launcher_name = launcher.name
     if args.netns and not targets[0].meta.get("testbed"):
         print("fabench: note: the benchmark runs through the "

@@ -159,7 +159,9 @@ def run_congestion(cfg: CongestionConfig, scheduler: Scheduler, store: Store,
         say(f"warning: {warning}")
 
     def alloc_for(run: PlannedRun, hosts: list[str]) -> Allocation:
-        return tb.on_hosts(hosts).allocation(run)
+        view = tb.on_hosts(hosts)
+        view.check_ranks(run)  # more aggressor ranks than cores: only with --oversubscribe
+        return view.allocation(run)
 
     outcomes: list[RunOutcome] = []
     stopped: list[dict[str, Any]] = []

@@ -53,6 +53,10 @@ class PlacedScheduler(DirectScheduler):
                                f"offers {', '.join(offered)}")
         return names
 
+    def names_for(self, run: PlannedRun) -> list[str]:
+        """The hosts this run would be placed on, in order (a pair kernel: client, server)."""
+        return self._names(self.inner.allocation(run))
+
     def allocation(self, run: PlannedRun) -> Allocation:
         alloc = self.inner.allocation(run)
         names = self._names(alloc)

@@ -9,6 +9,7 @@ into values. Benchmarks fabench has no kernel for (Sendrecv, Exchange, ...) are 
 named in the notes of the first run.
 """
 
+import math
 import re
 
 from ..records import ResultRecord
@@ -18,6 +19,7 @@ _KERNELS = {"pingpong": "mpi.latency", "uniband": "mpi.bw", "biband": "mpi.bibw"
             "allreduce": "mpi.allreduce", "alltoall": "mpi.alltoall",
             "allgather": "mpi.allgather", "gather": "mpi.gather", "bcast": "mpi.bcast",
             "reduce": "mpi.reduce", "barrier": "mpi.barrier"}
+_PAIRS = {"pingpong", "uniband", "biband"}
 _BENCH = re.compile(r"^#\s*Benchmarking\s+(\S+)")
 _PROCS = re.compile(r"^#\s*#processes\s*=\s*(\d+)")
 _VERSION = re.compile(r"Intel\(R\) MPI Benchmarks\s+([\w.]+)")
@@ -34,7 +36,7 @@ class ImbImporter(Importer):
         version = ""
         cur: ImportedRun | None = None
         cols: list[str] = []
-        for raw in text.splitlines():
+        for n, raw in enumerate(text.splitlines(), 1):
             line = raw.rstrip()
             if not version and (m := _VERSION.search(line)):
                 version = m.group(1)
@@ -46,7 +48,9 @@ class ImbImporter(Importer):
                     skipped.append(name)
                     continue
                 metrics = ["bandwidth"] if kernel in ("mpi.bw", "mpi.bibw") else ["latency"]
-                cur = ImportedRun(kernel, 2, [], metrics,
+                # PingPong, Uniband and Biband run between two ranks; a collective's count is
+                # its "#processes" line (none: --ranks must say).
+                cur = ImportedRun(kernel, 2 if name.lower() in _PAIRS else None, [], metrics,
                                   meta={"benchmark": name, "version": version})
                 runs.append(cur)
                 continue
@@ -72,7 +76,10 @@ class ImbImporter(Importer):
                 continue
             rec = self._row(cur, cols, stripped.split())
             if rec is not None:
+                rec.extra["line"] = n
                 cur.results.append(rec)
+            else:
+                cur.rejected.append(f"line {n}: not a result row: {stripped[:80]!r}")
         if skipped and runs:
             runs[0].notes.append("IMB benchmarks without a fabench kernel, not imported: "
                                  + ", ".join(skipped))
@@ -84,15 +91,15 @@ class ImbImporter(Importer):
             return None
         try:
             vals = {c: float(v) for c, v in zip(cols, fields, strict=True)}
+            size = int(fields[cols.index("#bytes")]) if "#bytes" in cols else 0
+            reps = int(fields[cols.index("#repetitions")]) if "#repetitions" in cols else 1
         except ValueError:
             return None
-        size = int(vals.get("#bytes", 0))
-        reps = int(vals.get("#repetitions", 1))
         extra = {k: v for k, v in vals.items() if k not in ("#bytes", "#repetitions")}
         if run.kernel in ("mpi.bw", "mpi.bibw"):
-            mbs = vals.get("Mbytes/sec", 0.0)
-            if mbs <= 0 or size <= 0:
-                return None
+            mbs = vals.get("Mbytes/sec", math.nan)
+            if not (math.isfinite(mbs) and mbs > 0) or size <= 0:
+                mbs = math.nan  # refused by the value checks, with this row's line number
             return aggregate(run.kernel, size, size / mbs, "mean (IMB Mbytes/sec)",
                              iterations=reps, bytes_per_sample=size, extra=extra)
         t = vals.get("t[usec]", vals.get("t_max[usec]"))

@@ -7,6 +7,7 @@ kept in `extra`. Bandwidth rows are stored as the time per message that gives OS
 (size / MB/s), so bandwidth and message rate derive exactly as for fabench's own runs.
 """
 
+import math
 import re
 
 from ..records import ResultRecord
@@ -14,24 +15,29 @@ from .base import ImportedRun, Importer, aggregate, register_importer
 
 _TITLE = re.compile(r"^#\s*OSU\s+(?:MPI|OpenSHMEM|UPC\+?\+?)[- ]?(.*?)\s+Test(?:\s+v?([\w.]+))?",
                     re.IGNORECASE)
-_KERNELS = (  # title words -> fabench kernel (first match wins)
-    ("bi-directional bandwidth", "mpi.bibw"), ("multiple bandwidth", "mpi.mbw_mr"),
-    ("bandwidth", "mpi.bw"), ("allreduce", "mpi.allreduce"), ("alltoall", "mpi.alltoall"),
-    ("allgather", "mpi.allgather"), ("reduce", "mpi.reduce"), ("gather", "mpi.gather"),
-    ("broadcast", "mpi.bcast"), ("bcast", "mpi.bcast"), ("barrier", "mpi.barrier"),
-    ("latency", "mpi.latency"),
-)
+# The first word of OSU's title names the benchmark (OSU 7.4: "Latency", "Bandwidth",
+# "Bi-Directional Bandwidth", "Multiple Bandwidth / Message Rate", "Allreduce Latency",
+# "All-to-All Personalized Exchange Latency", "Broadcast Latency", ...).
+_FIRST_WORD = {
+    "latency": "mpi.latency", "bandwidth": "mpi.bw", "bi-directional": "mpi.bibw",
+    "multiple": "mpi.mbw_mr", "allreduce": "mpi.allreduce", "all-to-all": "mpi.alltoall",
+    "alltoall": "mpi.alltoall", "allgather": "mpi.allgather", "reduce": "mpi.reduce",
+    "gather": "mpi.gather", "broadcast": "mpi.bcast", "bcast": "mpi.bcast",
+    "barrier": "mpi.barrier",
+}
+# Benchmarks that share words with those above but measure something else (vector and
+# non-blocking collectives, many pairs, one-sided, device buffers): not imported as them.
+_OTHER = re.compile(r"\b(non-?blocking|multi|allgatherv|alltoallv|all-to-allv|gatherv|scatterv?|"
+                    r"reduce[_-]scatter|put|get|accumulate|neighbou?rhood|persistent)\b")
 _BW_KERNELS = {"mpi.bw", "mpi.bibw", "mpi.mbw_mr"}
+_PAIR_KERNELS = {"mpi.latency", "mpi.bw", "mpi.bibw"}  # exactly two ranks by definition
 
 
 def _kernel(title: str) -> str | None:
-    t = title.lower()
-    if "multi" in t and "latency" in t:
-        return None  # osu_multi_lat: many pairs, no fabench equivalent yet
-    for words, kernel in _KERNELS:
-        if words in t:
-            return kernel
-    return None
+    t = title.lower().strip()
+    if not t or _OTHER.search(t):
+        return None
+    return _FIRST_WORD.get(t.split()[0])
 
 
 def _columns(header: str) -> list[str]:
@@ -46,7 +52,7 @@ class OsuImporter(Importer):
         runs: list[ImportedRun] = []
         cur: ImportedRun | None = None
         cols: list[str] = []
-        for raw in text.splitlines():
+        for n, raw in enumerate(text.splitlines(), 1):
             line = raw.strip()
             m = _TITLE.match(line)
             if m:
@@ -57,7 +63,8 @@ class OsuImporter(Importer):
                     continue
                 metrics = (["bandwidth", "message_rate"] if kernel == "mpi.mbw_mr" else
                            ["bandwidth"] if kernel in _BW_KERNELS else ["latency"])
-                cur = ImportedRun(kernel, 2, [], metrics,
+                # OSU does not print how many ranks ran a collective or mbw_mr: --ranks says
+                cur = ImportedRun(kernel, 2 if kernel in _PAIR_KERNELS else None, [], metrics,
                                   meta={"title": line, "version": m.group(2) or ""})
                 runs.append(cur)
                 continue
@@ -71,9 +78,10 @@ class OsuImporter(Importer):
                 continue
             rec = self._row(cur, cols, line.split())
             if rec is not None:
+                rec.extra["line"] = n
                 cur.results.append(rec)
             else:
-                cur.notes.append(f"unparsed line: {line[:80]}")
+                cur.rejected.append(f"line {n}: not a result row: {line[:80]!r}")
         return runs
 
     @staticmethod
@@ -96,14 +104,15 @@ class OsuImporter(Importer):
             except ValueError:
                 extra[c] = v
         it = extra.get("Iterations")
-        iters = int(it) if isinstance(it, float) and it >= 1 else 1
+        iters = int(it) if isinstance(it, float) and 1 <= it < 2**63 else 1
         validated = None
         if isinstance(extra.get("Validation"), str):
             validated = str(extra["Validation"]).lower().startswith("pass")
         if run.kernel in _BW_KERNELS:
-            if main <= 0:
-                return None
-            rec = aggregate(run.kernel, size, size / main, "mean (OSU bandwidth)",
+            # a bandwidth that is not finite and positive gives no time: the value checks
+            # refuse the row, with its line number
+            t = size / main if math.isfinite(main) and main > 0 else math.nan
+            rec = aggregate(run.kernel, size, t, "mean (OSU bandwidth)",
                             bytes_per_sample=size, messages_per_sample=1, iterations=iters,
                             extra={"osu_value": main, **extra})
         else:

@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..metrics import BANDWIDTH, LATENCY, MESSAGE_RATE, Metric
+from ..metrics import BANDWIDTH, GFLOPS, LATENCY, MESSAGE_RATE, Metric
 from ..registry import Registry
 
 
@@ -16,7 +16,7 @@ from ..registry import Registry
 class Kernel:
     name: str  # "mpi.latency"
     family: str  # "mpi", "tcp", "udp", "ucx", "ofi", "verbs"
-    kind: str  # "pt2pt" or "collective"
+    kind: str  # "pt2pt", "collective" or "app" (an application: proxies, hpcc)
     executable: str  # file name under fabench/_native/<dir>/, or an absolute path (plugins)
     metrics: tuple[Metric, ...]
     default_sizes: str
@@ -27,6 +27,11 @@ class Kernel:
     # and a client that meet over a TCP rendezvous, no MPI).
     start: str = "mpi"
     build_needs: str = ""  # what a missing build needs (doctor's reason)
+    # The starter this kernel needs whatever the scheduler's default (hpcc's: it runs a
+    # program that reads an input file and writes its results to a file); "" for the default.
+    starter: str = ""
+    # Fields of its result records that its JSON summaries carry (HPL's efficiency).
+    summary_fields: tuple[str, ...] = ()
     extra: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -80,6 +85,7 @@ COLLECTIVE_SIZES = "1:1M"
 __all__ = [
     "BANDWIDTH",
     "COLLECTIVE_SIZES",
+    "GFLOPS",
     "KERNELS",
     "LATENCY",
     "MESSAGE_RATE",

@@ -20,7 +20,7 @@ from ..native import native_root
 TABLE_NAME = "kernels.list"
 # Each family has its build section in native/ and its registering module here.
 FAMILIES = ("mpi", "tcp", "udp", "ucx", "ofi", "verbs")
-KINDS = ("pt2pt", "collective")
+KINDS = ("pt2pt", "collective", "app")
 RANKS = ("any", "even", "pair")
 
 _NAME = re.compile(r"[a-z]+\.[a-z0-9_]+")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import FabenchError
+from ..textfile import read_text
 from .fabric import Fabric
 from .presets import PRESETS
 from .schema import NAME_RE, fabric_json, parse_fabric_text
@@ -28,7 +29,10 @@ def save_fabric(fabric: Fabric, out: Path) -> Path:
 
 
 def read_fabric_file(path: Path) -> Fabric:
-    return parse_fabric_text(path.read_text(), str(path))
+    try:
+        return parse_fabric_text(read_text(path, "fabric file"), str(path))
+    except FileNotFoundError:
+        raise FabenchError(f"cannot read fabric file {path}: no such file") from None
 
 
 def load_fabric(name: str, out: Path | None = None) -> Fabric:

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..errors import FabenchError
+from ..store import Store
+from ..textfile import read_text
 from .fabric import Fabric
 
 
@@ -70,7 +72,10 @@ class NodeTable:
 def load_node_table(path: Path) -> NodeTable:
     """A node table from a file: JSON {"nodes": {"name": gflops, ...}, "peak_gflops": x,
     "mem_gb": y} or CSV with columns node,gflops (optionally peak_gflops, mem_gb)."""
-    text = path.read_text()
+    try:
+        text = read_text(path, "node table")
+    except FileNotFoundError:
+        raise FabenchError(f"cannot read node table {path}: no such file") from None
     src = str(path)
     try:
         if path.suffix == ".json":
@@ -102,6 +107,10 @@ class HplParams:
     node_cv: float = 0.0
     hops: int = 3  # switches on the typical path (cross-spine on a leaf/spine tree)
     sources: dict[str, str] = field(default_factory=dict)  # parameter -> where it came from
+    # Nodes emulated on one machine (fabench's testbed) share these cores: each node's rate
+    # is its single-node rate x cores / nodes once the nodes outnumber them. None: a real
+    # cluster, every node its own cores.
+    cores: int | None = None
 
 
 def params_from(*, peak: float | None, efficiency: float | None, mem_gb: float | None,
@@ -175,6 +184,8 @@ def hpl_point(fabric: Fabric, nodes: int, prm: HplParams) -> HplPoint:
     flops = 2.0 / 3.0 * n**3 + 1.5 * n**2
     gamma = prm.efficiency_1node * prm.node_peak_gflops * 1e9  # flop/s per node
     slow = 1.0 - prm.node_cv * math.sqrt(2 * math.log(nodes)) if nodes > 1 else 1.0
+    if prm.cores and nodes > prm.cores:
+        gamma *= prm.cores / nodes  # time-shared: the single-node rate was one node alone
     t_comp = flops / (nodes * gamma * max(slow, 0.05))
     t_bw = t_lat = 0.0
     if nodes > 1:
@@ -214,3 +225,41 @@ def fit_node_cv(fabric: Fabric, nodes: int, target_efficiency: float,
         else:
             hi = mid
     return (lo + hi) / 2
+
+
+@dataclass(frozen=True)
+class MeasuredHpl:
+    """A stored hpcc.hpl result, as the model compares it."""
+
+    run_id: int
+    nodes: int
+    n: int
+    gflops: float
+    efficiency: float
+    node_peak_gflops: float  # Rpeak of the ranks run on one node
+
+
+def measured_hpl(store: Store, run_id: int) -> MeasuredHpl:
+    run = store.run(run_id)
+    if run.kernel != "hpcc.hpl" or run.status != "ok":
+        raise FabenchError(f"run {run_id} is not a finished hpcc.hpl run ({run.kernel}, "
+                           f"{run.status})")
+    recs = list(store.results(run_id))
+    if not recs:
+        raise FabenchError(f"run {run_id} stored no HPL result")
+    rec = recs[-1]
+    nodes = int(rec.extra.get("nodes") or _placed_hosts(run.notes))
+    peak = float(rec.extra.get("peak_gflops") or 0)
+    eff = rec.extra.get("efficiency")
+    if not peak or eff is None:
+        raise FabenchError(f"run {run_id}: no peak or efficiency stored with its result")
+    return MeasuredHpl(run_id, nodes, rec.size, float(rec.extra.get("gflops") or 0),
+                       float(eff), peak / nodes)
+
+
+def _placed_hosts(notes: list[str]) -> int:
+    """Hosts of a run stored before its records carried them: the placement note."""
+    for n in notes:
+        if n.startswith("placement: "):
+            return len(n.removeprefix("placement: ").split("(")[0].split(","))
+    return 1

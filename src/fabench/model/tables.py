@@ -11,9 +11,9 @@ from ..units import format_number, format_size
 from .calibrate import Calibration, segs_time
 from .collectives import Prediction, fastest
 from .fabric import Fabric
-from .hpl import HplParams, HplPoint
+from .hpl import HplParams, HplPoint, MeasuredHpl
 from .params import PARAMS
-from .validate import Comparison
+from .validate import Validation
 
 
 def _us(v: float) -> str:
@@ -197,13 +197,32 @@ def hpl_lines(points: list[HplPoint], title: str, prm: HplParams | None = None,
     return lines
 
 
-def _band_cell(c: Comparison, i: int) -> str:
+def hpl_measured_lines(points: list[HplPoint], measured: list[MeasuredHpl]) -> list[str]:
+    """Stored HPL runs beside the model's row of the same node count."""
+    at = {p.nodes: p for p in points}
+    cols = [Col("run", 6), Col("nodes", 6), Col("N", 9), Col("Gflops", 10), Col("eff %", 7),
+            Col("model %", 8), Col("error", 8), Col("model N", 9)]
+    lines = ["# measured (stored hpcc.hpl runs) against the model", header(cols)]
+    for m in measured:
+        p = at.get(m.nodes)
+        cells = [str(m.run_id), str(m.nodes), str(m.n), f"{m.gflops:.3f}",
+                 f"{m.efficiency * 100:.2f}"]
+        if p is None:
+            cells += ["-", "-", "-"]
+        else:
+            cells += [f"{p.efficiency * 100:.2f}",
+                      f"{(p.efficiency - m.efficiency) / m.efficiency * 100:+.1f}%", str(p.n)]
+        lines.append(row(cols, cells))
+    return lines
+
+
+def _band_cell(c: Validation, i: int) -> str:
     if not c.low:
         return "-"
     return f"{_us(c.low[i])}-{_us(c.high[i])}"
 
 
-def comparison_lines(c: Comparison) -> list[str]:
+def comparison_lines(c: Validation) -> list[str]:
     kind = "simulated" if c.simulated else "measured"
     lines = [f"# run {c.run_id}: {c.kernel} {c.algorithm} ({kind}, {c.ranks} ranks) vs model: "
              f"median |error| {c.median_abs_error * 100:.1f} %"
@@ -217,7 +236,7 @@ def comparison_lines(c: Comparison) -> list[str]:
     return lines
 
 
-def validation_lines(c: Comparison, sim: Comparison) -> list[str]:
+def validation_lines(c: Validation, sim: Validation) -> list[str]:
     """Measured against the model and against the simulator (the same calibration)."""
     sim_at = dict(zip(sim.sizes, sim.predicted, strict=True))
     lines = [f"# run {c.run_id}: {c.kernel} {c.algorithm} ({c.ranks} ranks): median |error| "
@@ -235,7 +254,7 @@ def validation_lines(c: Comparison, sim: Comparison) -> list[str]:
     return lines
 
 
-def validation_summary(tables: list[tuple[Comparison, Comparison | None]]) -> list[str]:
+def validation_summary(tables: list[tuple[Validation, Validation | None]]) -> list[str]:
     cols = [Col("collective", 14, text=True), Col("algorithm", 20, text=True), Col("ranks", 6),
             Col("sizes", 5), Col("model", 7), Col("SimGrid", 8)]
     lines = ["# summary: median |error| across sizes", header(cols)]

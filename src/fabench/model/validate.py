@@ -18,7 +18,10 @@ from .uncertainty import SAMPLES, variants
 
 
 @dataclass
-class Comparison:
+class Validation:
+    """One measured run against the model's prediction for it (``compare.Comparison`` is
+    the other kind: two measured series against each other)."""
+
     run_id: int
     kernel: str
     algorithm: str
@@ -90,7 +93,7 @@ def predicted_times(fabric: Fabric, cluster: Cluster, collective: str, algos: li
 
 
 def compare_run(store: Store, run_id: int, fabric: Fabric, cluster: Cluster,
-                algorithm: str | None = None, band_samples: int = SAMPLES) -> Comparison:
+                algorithm: str | None = None, band_samples: int = SAMPLES) -> Validation:
     run = store.run(run_id)
     collective = run.kernel.partition(".")[2]
     if collective not in ALGORITHMS:
@@ -126,13 +129,13 @@ def compare_run(store: Store, run_id: int, fabric: Fabric, cluster: Cluster,
         arr = np.array(rows)
         low = [float(x) for x in np.percentile(arr, 5, axis=0)]
         high = [float(x) for x in np.percentile(arr, 95, axis=0)]
-    return Comparison(run_id, run.kernel, algo, "simulated" in run.flags, sizes, observed,
+    return Validation(run_id, run.kernel, algo, "simulated" in run.flags, sizes, observed,
                       predicted, notes, run.ranks, low, high)
 
 
-def merge_repeats(comps: list[Comparison]) -> list[Comparison]:
+def merge_repeats(comps: list[Validation]) -> list[Validation]:
     """Repeats of one configuration (kernel, algorithm, simulated): the median per size."""
-    groups: dict[tuple[str, str, bool, int], list[Comparison]] = {}
+    groups: dict[tuple[str, str, bool, int], list[Validation]] = {}
     for c in comps:
         groups.setdefault((c.kernel, c.algorithm, c.simulated, c.ranks), []).append(c)
     out = []
@@ -144,14 +147,14 @@ def merge_repeats(comps: list[Comparison]) -> list[Comparison]:
         low = [first.low[first.sizes.index(s)] for s in sizes] if first.low else []
         high = [first.high[first.sizes.index(s)] for s in sizes] if first.high else []
         notes = sorted({n for c in cs for n in c.notes})
-        out.append(Comparison(first.run_id, kernel, algo, sim, sizes, obs, pred,
+        out.append(Validation(first.run_id, kernel, algo, sim, sizes, obs, pred,
                               [*notes, f"median of runs {', '.join(str(c.run_id) for c in cs)}"],
                               ranks, low, high))
     return out
 
 
-def simulated_as_prediction(store: Store, comp: Comparison, sim_run_id: int,
-                            skew: float = 0.0) -> Comparison:
+def simulated_as_prediction(store: Store, comp: Validation, sim_run_id: int,
+                            skew: float = 0.0) -> Validation:
     """The same measured curve, with a stored simulated run's medians as the prediction.
 
     `skew`: the barrier exit skew to add. The simulated kernel's ranks leave its barrier
@@ -167,5 +170,5 @@ def simulated_as_prediction(store: Store, comp: Comparison, sim_run_id: int,
     algo = run_algorithm(run, run.kernel.partition(".")[2]) or "?"
     notes = comp.notes + ([f"simulated + {skew:.1f} us barrier exit skew (ranks sharing "
                             "cores; SimGrid schedules no CPU)"] if skew else [])
-    return Comparison(sim_run_id, comp.kernel, f"{algo}, SimGrid run {sim_run_id}", False,
+    return Validation(sim_run_id, comp.kernel, f"{algo}, SimGrid run {sim_run_id}", False,
                       sizes, obs, [sim[s] + skew for s in sizes], notes, comp.ranks)

@@ -23,7 +23,7 @@ CSV_FIELDS = ("scope", "kernel", "configuration", "transport", "selected", "mpi"
               "source", "label", "metric", "unit", "better", "size", "run_ids", "runs", "n",
               "median", "ci_low", "ci_high", "confidence", "ci_method", "mean", "min", "max",
               "p5", "p95", "p99", "stdev", "cv", "robust_cv", "outliers_low", "outliers_high",
-              "repeat_cv", "median_rank_mean", "osu_avg")
+              "repeat_cv", "median_rank_mean", "osu_avg", "on")
 
 
 def _clean(v: Any) -> Any:
@@ -40,6 +40,25 @@ def _clean(v: Any) -> Any:
     return v
 
 
+# OWASP "CSV Injection": a cell starting with one of these is a formula to a spreadsheet.
+_FORMULA_LEAD = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(v: Any) -> Any:
+    """A value safe in a spreadsheet: labels, notes and names come from users and peer tools,
+    so a text cell that a spreadsheet would run as a formula gets a leading `'` (OWASP). Numbers,
+    negative ones included, stay numbers."""
+    if v is None:
+        return ""
+    if not isinstance(v, str) or not v.startswith(_FORMULA_LEAD):
+        return v
+    try:
+        float(v)
+        return v  # "-1.5" is a number, not a formula
+    except ValueError:
+        return "'" + v
+
+
 def rows(report: Report) -> list[dict[str, Any]]:
     out = []
     for s in report.series:
@@ -48,7 +67,9 @@ def rows(report: Report) -> list[dict[str, Any]]:
                 "selected": r0.selected_transport or "", "mpi": r0.mpi, "ranks": r0.ranks,
                 "source": run_source(r0), "label": r0.settings.get("label") or "",
                 "metric": s.metric.name, "unit": s.metric.unit,
-                "better": s.metric.better.value}
+                "better": s.metric.better.value,
+                # where it ran, with a testbed's rate, MTU and impairments
+                "on": r0.provenance.get("launcher") or r0.launcher}
         timed = s.metric.source == "time"
         for p in s.points:
             d = p.as_dict()
@@ -72,7 +93,7 @@ def write_csv(report: Report, path: Path) -> Path:
         w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
         w.writeheader()
         for r in rows(report):
-            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in CSV_FIELDS})
+            w.writerow({k: csv_cell(r.get(k)) for k in CSV_FIELDS})
     return path
 
 
@@ -102,6 +123,7 @@ def as_json(report: Report, samples: bool = False) -> dict[str, Any]:
         "title": report.title, "generated": report.generated, "campaigns": report.campaigns,
         "runs": runs, "summary_table": table, "warnings": report.warnings,
         "comparisons": [c.as_dict() for c in report.comparisons], "rows": rows(report),
+        "tcp_counters": [t.as_dict() for t in report.tcp],
         "congestion": [r.to_json() for r in report.congestion]}
     if samples:
         seen: dict[int, list[Any]] = {}

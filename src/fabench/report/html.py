@@ -16,8 +16,10 @@ from ..selection import Series, SizeEstimate, config_label
 from ..units import format_number
 from .charts import Line, line_chart, size_label
 from .congestion import html_section
+from .matrix import matrix_section
 from .model import TABLE_COLUMNS, Report
 from .prediction import prediction_section
+from .tcp import COLUMNS as TCP_COLUMNS
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1400px;color:#222;
@@ -225,6 +227,26 @@ def _stats_tables(report: Report) -> str:
     return "".join(parts)
 
 
+def _tcp_counters(report: Report) -> list[str]:
+    """Each host's TCP events per second over each run (fabench.tcpstats)."""
+    if not report.tcp:
+        return []
+    head = "".join(f'<th title="{escape(title)}">{escape(col)}/s</th>'
+                   for col, _, title in TCP_COLUMNS)
+    rows = ['<p class=muted>The kernel\'s TCP counters inside each host over the run '
+            "(nstat's /proc/net/netstat and snmp), per second. Reordering is detected by the "
+            "sending host, out-of-order queueing (TCPOFOQueue) by the receiving one.</p>"
+            '<table><tr><th>run</th><th class="l">kernel</th><th class="l">configuration</th>'
+            f'<th class="l">host</th><th>s</th>{head}</tr>']
+    for t in report.tcp:
+        cells = "".join(f"<td>{t.per_second(col):.0f}</td>" for col, _, _ in TCP_COLUMNS)
+        rows.append(f"<tr><td>{t.run_id}</td><td class=l>{escape(t.kernel)}</td>"
+                    f"<td class=l>{escape(t.configuration)}</td><td class=l>"
+                    f"{escape(t.host)}</td><td>{t.seconds:.1f}</td>{cells}</tr>")
+    rows.append("</table>")
+    return ["<h2>TCP counters</h2>", "".join(rows)]
+
+
 def _prediction(report: Report) -> list[str]:
 
     section = prediction_section(report.series)
@@ -240,9 +262,12 @@ def render_html(report: Report) -> str:
         "confidence intervals; nothing dropped (see docs/statistics.md).</p>",
         "<h2>Warnings</h2>", _warnings(report),
         "<h2>Summary</h2>", _summary_table(report),
+        *(["<h2>All-pairs matrix</h2>", matrix_section(report.matrices)]
+          if report.matrices else []),
         "<h2>Comparisons</h2>", _comparisons(report),
         "<h2>Charts</h2>", _charts(report),
         *_prediction(report),
+        *_tcp_counters(report),
         html_section(report.congestion),
         "<h2>Statistics per size</h2>", _stats_tables(report),
         "<h2>Provenance</h2>", _provenance(report),

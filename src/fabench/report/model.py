@@ -20,6 +20,7 @@ from ..selection import (
     run_source,
 )
 from ..store import RunRow, Store
+from .tcp import TcpRow, tcp_rows
 
 SMALL_SIZE = 8  # document 004 tabulates small-message latency ...
 LARGE_SIZE = 4 << 20  # ... and bandwidth at 4 MiB
@@ -45,6 +46,10 @@ class Report:
     warnings: list[str]
     campaigns: list[dict[str, Any]]
     generated: float = field(default_factory=time.time)
+    tcp: list[TcpRow] = field(default_factory=list)  # each host's TCP counters per run
+    # judged all-pairs matrices of the selected campaigns (fabench matrix), each with its
+    # campaign_id
+    matrices: list[dict[str, Any]] = field(default_factory=list)
     congestion: list[ImpactRow] = field(default_factory=list)  # congestion runs selected
 
 
@@ -146,7 +151,8 @@ def host_state_warning(runs: list[RunRow]) -> str | None:
 def build_report(store: Store, runs: list[RunRow], excluded: list[RunRow] | None = None,
                  title: str = "fabench report", compare: bool = True) -> Report:
     results = load_results(store, runs)
-    series = group_series(runs, results)
+    # a run without result records (mpi.matrix keeps its samples in matrix_pairs) has no chart
+    series = [s for s in group_series(runs, results) if s.points]
     series.sort(key=lambda s: (s.kernel, s.metric.name, s.runs[0].ranks, s.runs[0].id))
     comparisons = _baseline_comparisons(series) if compare else []
     cids = sorted({r.campaign_id for r in runs if r.campaign_id is not None})
@@ -173,9 +179,11 @@ def build_report(store: Store, runs: list[RunRow], excluded: list[RunRow] | None
         warnings.append(f"run {r.id} ({config_label(r, with_kernel=True)}) {r.status}: "
                         f"{r.reason or 'no reason recorded'}")
     warnings += _stat_warnings(series)
+    held = set(store.matrices())
+    matrices = [{"campaign_id": c, **store.matrix(c)[1]} for c in cids if c in held]
     return Report(title, runs, list(excluded or []), series, comparisons,
-                  summary_table(series), warnings, campaigns,
-                  congestion=impact_rows(runs, results))
+                  summary_table(series), warnings, campaigns, tcp=tcp_rows(runs),
+                  matrices=matrices, congestion=impact_rows(runs, results))
 
 
 def _campaign_provenance(store: Store, cid: int) -> dict[str, Any]:

@@ -60,13 +60,15 @@ def summaries_json(kernel_name: str, results: list[ResultRecord],
     out = []
     kernel = get_kernel(kernel_name)
     for metric in kernel.metrics:
-        for r in summarize_results(kernel_name, results, metric):
+        for rec, r in zip(results, summarize_results(kernel_name, results, metric),
+                          strict=True):
+            own = {f: rec.extra.get(f) for f in kernel.summary_fields}
             out.append(json.dumps({
                 **context, "size": r.size, "metric": metric.name, "unit": metric.unit,
                 "better": metric.better.value, "iterations": r.iterations,
                 "validated": r.validated, "datatype": r.datatype, **r.summary.as_dict(),
                 **({"median_rank_mean": r.median_rank_mean, "osu_avg": r.osu_avg}
-                   if kernel.kind == "collective" else {})}))
+                   if kernel.kind == "collective" else {}), **own}))
     return out
 
 
@@ -81,6 +83,25 @@ _DETAIL_COLUMNS = (
     ("loss_ratio", "loss", "{:.2%}"),
     ("reordered", "reorder", "{:.0f}"),
 )
+
+
+def own_fields(kernel_name: str, results: list[ResultRecord]) -> list[str]:
+    """The fields a kernel's records carry beside its samples (HPL's efficiency and residual,
+    a proxy's communication fraction), one line per record."""
+    fields = get_kernel(kernel_name).summary_fields
+    lines = []
+    for r in results:
+        cells = []
+        for f in fields:
+            v = r.extra.get(f)
+            if v is None:
+                continue
+            if isinstance(v, float):
+                v = f"{v:.2%}" if "efficiency" in f or f.endswith("fraction") else f"{v:.4g}"
+            cells.append(f"{f} {v}")
+        if cells:
+            lines.append(f"# {format_size(r.size)}: " + ", ".join(cells))
+    return lines
 
 
 def transport_details(kernel_name: str, results: list[ResultRecord]) -> list[str]:

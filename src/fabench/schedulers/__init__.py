@@ -36,6 +36,9 @@ class Scheduler(ABC):
 
     def __init__(self, starter: str | None = None) -> None:
         self.starter_name = starter
+        # The user's consent (--oversubscribe, a spec's `oversubscribe: true`) to start more
+        # ranks than the placement has slots.
+        self.oversubscribe = False
         # The campaign's results directory (--out), for schedulers that leave files a user
         # keeps with the results (Slurm's job scripts); None when unknown.
         self.results_dir: str | None = None
@@ -48,7 +51,15 @@ class Scheduler(ABC):
         return cls(starter=starter)
 
     def starter_for(self, kernel: Kernel) -> Starter:
-        """The starter for this kernel: the one named for MPI kernels, else the default."""
+        """The starter for this kernel: its own (hpcc's), the one named for MPI kernels, else
+        the default."""
+        if kernel.starter:
+            # A kernel's own starter runs under mpirun from here: not inside a batch job or a
+            # simulator.
+            if self.default_starters.get(kernel.start) != "mpirun":
+                raise FabenchError(f"{kernel.name} runs under mpirun (local, testbed, hosts); "
+                                   f"the {self.name} scheduler cannot start it")
+            return get_starter(kernel.starter)
         name = self.starter_name if self.starter_name and kernel.start == "mpi" \
             else self.default_starters.get(kernel.start)
         if name is None:
@@ -64,6 +75,23 @@ class Scheduler(ABC):
 
     def describe(self) -> str:
         return self.name
+
+    def slots(self) -> tuple[int, str] | None:
+        """The ranks this place runs without oversubscribing and what they are (cores of this
+        host, a hostfile's slots); None where the place decides itself (a batch system, a
+        simulation)."""
+        return None
+
+    def check_ranks(self, run: PlannedRun) -> None:
+        """Refuse more ranks than slots without the user's consent: mpirun's own rule, which
+        fabench otherwise waives (`--ranks 100000` once started 100,000 processes on 2 cores)."""
+        slots = self.slots()
+        if slots is None or self.oversubscribe or run.ranks <= slots[0]:
+            return
+        raise FabenchError(f"{run.label_text}: {run.ranks} ranks, but {self.describe()} has "
+                           f"{slots[0]} slots ({slots[1]}); --oversubscribe (or "
+                           "`oversubscribe: true` in a spec) runs them anyway, ranks sharing "
+                           "cores")
 
     def close(self) -> None:  # noqa: B027 - most schedulers make nothing to give back
         """Give back what the scheduler made for this process (an ephemeral testbed)."""
@@ -97,7 +125,9 @@ class DirectScheduler(Scheduler):
         results: list[ResultRecord] = []
 
         def collect(obj: dict[str, object]) -> None:
-            if obj.get("type") == "result":
+            # A program run by its own starter (hpcc) counts work, not the bytes it sends:
+            # its records cannot say what the links should have carried.
+            if obj.get("type") == "result" and not run.kernel.starter:
                 results.append(ResultRecord.from_json(obj))
             if on_record is not None:
                 on_record(obj)  # type: ignore[arg-type]

@@ -10,18 +10,20 @@ import os
 from pathlib import Path
 
 from ..errors import FabenchError
+from ..hostnames import check_host
 from ..netcounters import IfCounters, read_host_counters
 from ..placement import Allocation, HostExec, HostSlots, place_ranks
 from ..plan import PlannedRun
+from ..textfile import read_text
 from . import SCHEDULERS, DirectScheduler, Scheduler
 
 
 def parse_hostfile(path: str | Path) -> list[HostSlots]:
     """`name [slots=N]` per line, `#` comments; the format mpirun's own hostfiles use."""
     try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise FabenchError(f"cannot read hostfile {path}: {exc.strerror}") from exc
+        text = read_text(path, "hostfile")
+    except FileNotFoundError:
+        raise FabenchError(f"cannot read hostfile {path}: no such file") from None
     hosts = []
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
@@ -37,7 +39,7 @@ def parse_hostfile(path: str | Path) -> list[HostSlots]:
             else:
                 raise FabenchError(f"{path} line {n}: unknown option {opt!r} "
                                    "(a line is: HOST [slots=N])")
-        hosts.append(HostSlots(name, slots))
+        hosts.append(HostSlots(check_host(name, f"{path} line {n}"), slots))
     if not hosts:
         raise FabenchError(f"hostfile {path} names no host")
     return hosts
@@ -66,8 +68,15 @@ class HostsScheduler(DirectScheduler):
         return (f"hosts {self.hostfile} ({', '.join(h.name for h in self.hosts)}; "
                 f"agent {self.agent})")
 
+    def slots(self) -> tuple[int, str] | None:
+        return sum(h.slots for h in self.hosts), f"slots of {self.hostfile}"
+
     def _exec(self, name: str) -> HostExec:
-        return HostExec(name=name, address=name, prefix=(self.agent, name))
+        # ssh takes `--` before its operands: a name can never become an option there. An
+        # agent's contract is `AGENT HOST COMMAND...`; the name was checked (RFC 1123 or an IP).
+        ssh = os.path.basename(self.agent) == "ssh"
+        return HostExec(name=name, address=name,
+                        prefix=(self.agent, "--", name) if ssh else (self.agent, name))
 
     @property
     def _ifname(self) -> str | None:

@@ -2,7 +2,7 @@
 
 from typing import ClassVar
 
-from ..placement import Allocation, HostExec, HostSlots
+from ..placement import Allocation, HostExec, HostSlots, cpu_count
 from ..plan import PlannedRun
 from . import SCHEDULERS, DirectScheduler
 
@@ -14,6 +14,9 @@ class LocalScheduler(DirectScheduler):
     description = "this host (the default)"
     usage = "local"
     ranks_here: ClassVar[bool] = True
+
+    def slots(self) -> tuple[int, str] | None:
+        return cpu_count(), "cores this process may run on"
 
     def allocation(self, run: PlannedRun) -> Allocation:
         return Allocation(placed=[HostSlots(LOCALHOST.name, run.ranks)],

@@ -29,6 +29,7 @@ from ..starters import STARTERS, Starter
 from . import SCHEDULERS, Scheduler
 from .slurm_netdev import NETDEV_FUNCTION, check_slurm_crossing, snapshot_line
 
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _STATE_RE = re.compile(r"JobState=(\S+)")
 _EXIT_RE = re.compile(r"ExitCode=(\d+):(\d+)")
 _NODES_RE = re.compile(r"NumNodes=(\d+)")
@@ -142,6 +143,9 @@ class SlurmScheduler(Scheduler):
         env = {**launch.env, **run.env}
         lines = [f"# {run.kernel.name} transport={run.transport} np={run.ranks} mpi={run.mpi}",
                  snapshot_line(stem, "before")]
+        for k in env:
+            if not _ENV_NAME_RE.match(k):  # the name is not quoted in `export NAME=...`
+                raise FabenchError(f"environment name {k[:60]!r} cannot go into a job script")
         lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
         # The ranks' exit status, kept past the snapshot so the job still reports it.
         lines += [shlex.join(launch.argv), "fabench_rc=$?"]

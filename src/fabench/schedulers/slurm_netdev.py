@@ -11,6 +11,7 @@ from mixing its copies with fabench's.
 import shlex
 from pathlib import Path
 
+from ..hostnames import host_problem
 from ..launched import LaunchResult
 from ..netcounters import IfCounters, crossing_flag, delta, link_counters
 
@@ -45,7 +46,11 @@ def read_snapshots(wd: Path, stem: str, job: str, phase: str,
     prefix = f"{stem}.{job}.{phase}."
     nodes = {}
     for f in wd.glob(f"{prefix}*.netdev"):
-        nodes[f.name[len(prefix):-len(".netdev")]] = link_counters(f.read_text(), ifname)
+        node = f.name[len(prefix):-len(".netdev")]
+        # A node name from the job's own file names is data that reaches reports: anything
+        # but a host name (another file dropped in the shared directory) is not a node.
+        if host_problem(node) is None:
+            nodes[node] = link_counters(f.read_text(errors="replace"), ifname)
     err = wd / f"{prefix}err"
     why = err.read_text(errors="replace").strip()[-500:] if err.exists() else ""
     return nodes, why

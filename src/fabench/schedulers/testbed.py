@@ -31,6 +31,7 @@ from ..testbed import (
     load_state,
 )
 from ..testbed.links import LinkWatch
+from ..testbed.state import NAME_RE
 from . import SCHEDULERS, DirectScheduler, Scheduler
 from .local import LocalScheduler
 
@@ -101,6 +102,9 @@ class TestbedScheduler(DirectScheduler):
     def from_words(cls, words: list[str], starter: str | None = None) -> Scheduler:
         if len(words) > 1:
             raise FabenchError(f"--on testbed takes one testbed name (got {' '.join(words)})")
+        if words and not NAME_RE.match(words[0]):
+            raise FabenchError(f"--on testbed {words[0][:40]!r}: a testbed name is 1-16 "
+                               "lower-case letters/digits, starting with a letter")
         return cls(testbed=words[0] if words else None, starter=starter)
 
     def describe(self) -> str:
@@ -134,6 +138,9 @@ class TestbedScheduler(DirectScheduler):
 
     def tcp_watched(self, alloc: Allocation, names: list[str]) -> list[str]:
         return [h.name for h in self.state.hosts] if self.only else names
+    def slots(self) -> tuple[int, str] | None:
+        # Every testbed host runs on this machine's cores.
+        return cpu_count(), "this machine's cores, shared by its hosts"
 
     def close(self) -> None:
         if self.ephemeral and self.state in _EPHEMERAL:
@@ -200,6 +207,13 @@ class AutoScheduler(Scheduler):
     @property
     def ranks_here(self) -> bool:  # type: ignore[override]
         return self.inner.ranks_here
+
+    def slots(self) -> tuple[int, str] | None:
+        return self.inner.slots()
+
+    def check_ranks(self, run: PlannedRun) -> None:
+        self.inner.oversubscribe = self.oversubscribe
+        self.inner.check_ranks(run)
 
     def describe(self) -> str:
         if self.why:

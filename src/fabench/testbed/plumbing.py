@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from ..errors import FabenchError
-from ..process_identity import proc_start, wait_gone
+from ..process_identity import host_netns, netns_of, proc_start, wait_gone
 from . import links
 from .impair import parse_impairs
 from .state import (
@@ -396,20 +396,6 @@ def _pids_in_netns(ctx: list[str], netns: str) -> list[int]:
     return [int(x) for x in p.stdout.split() if x.isdigit()]
 
 
-def _netns_of(pid: int | str) -> str | None:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/net")
-    except OSError:
-        return None
-
-
-def host_netns() -> set[str]:
-    """The network namespaces that are not the testbed's: this process's own and PID 1's
-    (the latter unreadable without root; then ours stands for it). Nothing in them is ever
-    killed, whatever else matches."""
-    return {ns for ns in (_netns_of("self"), _netns_of(1)) if ns}
-
-
 def _kill_all(pids: list[int]) -> None:
     """SIGKILL processes found inside the testbed's namespaces (ranks, daemons the tool
     started there), by PID; never one in the host's own network namespace."""
@@ -417,7 +403,7 @@ def _kill_all(pids: list[int]) -> None:
     for pid in pids:
         if pid == os.getpid():
             continue
-        ns = _netns_of(pid)
+        ns = netns_of(pid)
         if ns is None or ns in host:
             continue
         try:
@@ -462,7 +448,7 @@ def destroy(state: TestbedState) -> list[str]:
 def _pids_sharing_netns(pid: int) -> list[int]:
     """Processes in the network namespace of `pid` (a host holder); none when that is the
     host's own namespace (the outer holder of an unprivileged testbed lives there)."""
-    target = _netns_of(pid)
+    target = netns_of(pid)
     if target is None or target in host_netns():
         return []
     out = []

@@ -67,6 +67,13 @@ class TestbedConfig:
                                                   self.rate.lower()):
             raise FabenchError(f"--rate {self.rate!r}: use tc units such as 100mbit, 1gbit")
         queue_us(self.queue)
+        if self.burst is not None:
+            # tc's size units (tc(8) "SIZES"); the value goes onto a tc line in a host script.
+            if self.rate is None:
+                raise FabenchError("--burst is the rate limit's bucket: give --rate too")
+            if not re.match(r"^\d+(\.\d+)?([kmg]?(b|bit)?|[kmg]ib(it)?)$", self.burst.lower()):
+                raise FabenchError(f"--burst {self.burst!r}: a size in tc units such as "
+                                   "15k, 64kb, 1mbit")
         if not 1 <= self.switches <= min(self.hosts, 16):
             raise FabenchError(f"--switches must be 1..{min(self.hosts, 16)} (at most one per "
                                f"host, at most 16), got {self.switches}")

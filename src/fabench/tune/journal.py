@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FabenchError
+from ..textfile import read_text
 from .target import Target
 
 JOURNAL_ENV = "FABENCH_TUNE_JOURNAL"
@@ -87,7 +88,7 @@ def save(path: Path, journal: Journal) -> None:
 
 def load(path: Path) -> Journal | None:
     try:
-        text = path.read_text()
+        text = read_text(path, "tuning journal (it holds the values to restore)")
     except FileNotFoundError:
         return None
     try:

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import FabenchError
+from ..textfile import read_text
 from ..yamlconf import parse_yaml_model
 
 PROFILE_DIRS_ENV = "FABENCH_PROFILE_PATH"  # extra directories of user profiles, ':'-separated
@@ -263,9 +264,9 @@ def load_profile(name_or_path: str) -> Profile:
                                f"{', '.join(known) or 'none'} (or give a YAML file)")
         path = known[name_or_path]
     try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ProfileError(f"cannot read profile {path}: {exc.strerror}") from exc
+        text = read_text(path, "profile", ProfileError)
+    except FileNotFoundError:
+        raise ProfileError(f"cannot read profile {path}: no such file") from None
     return parse_profile(text, str(path))
 
 

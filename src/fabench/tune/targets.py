@@ -10,6 +10,7 @@ from ..registry import Registry
 from ..schedulers import OnWords
 from ..testbed import list_states, load_state
 from ..testbed.plumbing import outer_ctx
+from ..testbed.state import NAME_RE
 from .target import Target
 
 TargetsFn = Callable[[list[str]], list[Target]]
@@ -20,11 +21,20 @@ TUNE_TARGETS: Registry[TargetsFn] = Registry("tune target")
 def testbed_targets_from(words: list[str]) -> list[Target]:
     if len(words) > 1:
         raise FabenchError("--on testbed takes one testbed name")
+    if words and not NAME_RE.match(words[0]):
+        raise FabenchError(f"--on testbed {words[0][:40]!r}: a testbed name is 1-16 lower-case "
+                           "letters/digits, starting with a letter")
     return testbed_targets(words[0] if words else None)
 
 
 @TUNE_TARGETS.register("netns")
 def netns_targets(words: list[str]) -> list[Target]:
+    for ns in words:
+        # A name is a file of /run/netns (ip-netns(8)) and an operand of `ip netns exec`:
+        # no '/', not '.' or '..', never an option.
+        if not ns or ns.startswith("-") or "/" in ns or ns in (".", "..") or len(ns) > 255 \
+                or any(ord(c) < 33 or ord(c) == 127 for c in ns):
+            raise FabenchError(f"--netns {ns[:60]!r}: not a network namespace name")
     return [Target.namespace(ns) for ns in words]
 
 

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Issue 14's trials: `fabench matrix` on an 8-host testbed holding one random fault per trial.
+
+Each trial's fault is drawn from a seed (printed, so any trial can be rerun alone with
+--seed S --trials 1): none, one bad link (hA-hB:rate=50mbit, both directions), one slow host
+(hA:rate=200mbit) or one one-way link (hA>hB:rate=50mbit). The testbed is made for the trial
+and removed after it (also on failure). A trial is right when every expected verdict line is
+printed and no other one: a bad link gives `bad link hA -> hB` and `hB -> hA`, a one-way link
+`bad link hA -> hB` (an `asymmetric link hA -> hB` beside it is expected too), a slow host
+`slow node hA`, no fault nothing. Per trial: the fault, the verdicts, the exit status, the
+first-pass suspects and how many the retest cleared, the wall time of the whole matrix.
+
+Prints numbers, never asserts them; exits 0 when every trial ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+KINDS = ("none", "bad link", "slow host", "one-way link")
+
+
+def fabench(*args: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fabench", *args], capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def draw(seed: int, hosts: int) -> tuple[str, list[str], set[str], set[str]]:
+    """(kind, --impair words, verdict lines expected, verdict lines also allowed)."""
+    rng = random.Random(seed)
+    kind = rng.choice(KINDS)
+    a, b = (f"h{x}" for x in rng.sample(range(1, hosts + 1), 2))
+    if kind == "bad link":
+        return kind, ["--impair", f"{a}-{b}:rate=50mbit"], \
+            {f"bad link {a} -> {b}", f"bad link {b} -> {a}"}, set()
+    if kind == "slow host":
+        return kind, ["--impair", f"{a}:rate=200mbit"], {f"slow node {a}"}, set()
+    if kind == "one-way link":
+        return kind, ["--impair", f"{a}>{b}:rate=50mbit"], {f"bad link {a} -> {b}"}, \
+            {f"asymmetric link {a} -> {b}"}
+    return kind, [], set(), set()
+
+
+def trial(seed: int, hosts: int, work: Path, extra: list[str]) -> dict[str, object]:
+    kind, impair, expected, allowed = draw(seed, hosts)
+    name = f"mt{os.getpid() % 10000}s{seed}"
+    up = fabench("testbed", "up", "--name", name, "--hosts", str(hosts), *impair)
+    if up.returncode != 0:
+        return {"seed": seed, "kind": kind, "error": up.stderr.strip()[-300:]}
+    try:
+        out = work / f"seed{seed}"
+        t0 = time.monotonic()
+        proc = fabench("matrix", "--on", "testbed", name, "--out", str(out), "--json", *extra)
+        wall = time.monotonic() - t0
+    finally:
+        fabench("testbed", "down", name)
+    if proc.returncode not in (0, 3):
+        return {"seed": seed, "kind": kind, "impair": impair, "error":
+                f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"}
+    j = json.loads(proc.stdout)
+    got = {v["line"].split(":")[0] for v in j["verdicts"]}
+    sus = j["suspects"]
+    return {"seed": seed, "kind": kind, "impair": " ".join(impair[1:]),
+            "expected": sorted(expected), "verdicts": sorted(got),
+            "found": expected <= got, "false": sorted(got - expected - allowed),
+            "false_evidence": [v["line"] for v in j["verdicts"]
+                               if v["line"].split(":")[0] not in expected | allowed],
+            "exit": proc.returncode,
+            "suspects": len(sus["links"]) + len(sus["nodes"]), "cleared": len(j["cleared"]),
+            "passes": [(p["mode"], p["directions"], p["wall_s"]) for p in j["passes"]],
+            "wall_s": round(wall, 1)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=14, help="first seed (default 14)")
+    ap.add_argument("--trials", type=int, default=10)
+    ap.add_argument("--hosts", type=int, default=8)
+    ap.add_argument("--matrix-args", default="", help="more options for fabench matrix")
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="fb-matrix-trials-") as tmp:
+        for seed in range(args.seed, args.seed + args.trials):
+            r = trial(seed, args.hosts, Path(tmp), args.matrix_args.split())
+            print(json.dumps(r), flush=True)
+            rows.append(r)
+    ran = [r for r in rows if "error" not in r]
+    faults = [r for r in ran if r["kind"] != "none"]
+    clean = [r for r in ran if r["kind"] == "none"]
+    print(f"# trials run: {len(ran)}/{len(rows)}; faults found: "
+          f"{sum(bool(r['found']) for r in faults)}/{len(faults)}; trials with a false verdict: "
+          f"{sum(bool(r['false']) for r in ran)} (of them no-fault trials: "
+          f"{sum(bool(r['false']) for r in clean)}/{len(clean)}); first-pass suspects "
+          f"{sum(int(r['suspects']) for r in ran)}, cleared by the retest "
+          f"{sum(int(r['cleared']) for r in ran)}; matrix wall time "
+          f"{min((r['wall_s'] for r in ran), default=0)}-"
+          f"{max((r['wall_s'] for r in ran), default=0)} s")
+    return 0 if len(ran) == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

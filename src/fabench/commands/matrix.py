@@ -1,0 +1,138 @@
+"""`fabench matrix`: measure every pair of hosts, flag bad links and slow nodes (exit 3), infer
+the switch groups; `fabench matrix advise --nodes K`: where a K-host job should run;
+`fabench matrix csv`: a stored matrix as CSV."""
+
+import argparse
+import json
+import sys
+
+from ..matrix.advise import advise
+from ..matrix.diff import diff
+from ..matrix.export import matrix_csv, summary_lines
+from ..matrix.measure import MatrixOptions, measure_matrix, parse_pairs
+from ..matrix.stored import load_matrix
+from . import COMMANDS
+from ._common import (
+    add_on_argument,
+    add_out_argument,
+    add_store_argument,
+    resolve_store,
+    scheduler_from,
+    store_path,
+)
+
+
+@COMMANDS.register("matrix")
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser(
+        "matrix", help="all-pairs latency and bandwidth: bad links, slow nodes, switch groups",
+        description="Measure every ordered pair of hosts with mpi.matrix (one rank per host, "
+                    "N-1 round-robin rounds), judge each link and node by a robust score "
+                    "(modified z-score > 3.5, Iglewicz & Hoaglin), retest the suspects one "
+                    "pair at a time, print one line per verdict. Exit status: 0 nothing "
+                    "flagged, 3 a link or node flagged, 1 the measurement failed, 2 usage "
+                    "(docs/matrix.md).")
+    add_on_argument(p)
+    p.add_argument("--size", default="1M", help="bandwidth message size (default: 1M)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--concurrent", dest="mode", action="store_const", const="concurrent",
+                      help="all pairs of a round at once (default)")
+    mode.add_argument("--isolated", dest="mode", action="store_const", const="isolated",
+                      help="one pair at a time, the others wait at a barrier")
+    p.add_argument("--pairs", metavar="I:J,...",
+                   help="only these ordered pairs (rank numbers or host names)")
+    p.add_argument("--no-retest", action="store_true",
+                   help="flag on the first pass alone (no isolated retest of the suspects)")
+    p.add_argument("--hosts", type=int, metavar="N",
+                   help="hosts in the allocation (Slurm; a testbed or hostfile says itself)")
+    p.add_argument("--window", type=int, default=4, help="messages per window (default: 4)")
+    p.add_argument("--iterations", type=int, default=4,
+                   help="bandwidth windows per direction (default: 4)")
+    p.add_argument("--lat-iterations", type=int, default=200,
+                   help="8-byte ping-pongs per direction (default: 200)")
+    p.add_argument("--mpi", default="openmpi", help="openmpi | mpich (default: openmpi)")
+    p.add_argument("--transport", default="tcp", help="MPI transport (default: tcp)")
+    p.add_argument("--topology", metavar="FILE",
+                   help="declared topology (Slurm topology.conf or `SWITCH: HOST ...` lines) "
+                        "to compare the inferred groups with")
+    p.add_argument("--groups", type=int, metavar="K",
+                   help="cut the clustering into K switch groups (default: inferred)")
+    p.add_argument("--timeout", type=float, default=1800.0, help="seconds per pass")
+    p.add_argument("--resume", type=int, metavar="CAMPAIGN",
+                   help="measure only the directions a stored matrix lacks (a host died "
+                        "mid-matrix), then judge them all")
+    p.add_argument("--json", action="store_true", help="the whole judgement as one JSON object")
+    add_out_argument(p)
+    p.set_defaults(func=main, mode="concurrent")
+
+    sp = p.add_subparsers(dest="matrix_action", metavar="{advise,csv,compare}")
+    a = sp.add_parser("advise", help="the K hosts with the best measured connectivity")
+    a.add_argument("--nodes", type=int, required=True, metavar="K")
+    a.add_argument("--campaign", type=int, help="the matrix's campaign id (default: latest)")
+    add_store_argument(a)
+    a.set_defaults(func=main_advise)
+    c = sp.add_parser("csv", help="a stored matrix as CSV (one row per direction)")
+    c.add_argument("--campaign", type=int, help="the matrix's campaign id (default: latest)")
+    add_store_argument(c)
+    c.set_defaults(func=main_csv)
+    d = sp.add_parser("compare", help="two stored matrices (before and after a repair), per link")
+    d.add_argument("before", type=int, help="campaign id of the first matrix")
+    d.add_argument("after", type=int, help="campaign id of the second")
+    d.add_argument("--all", action="store_true", help="also the links that stayed the same")
+    add_store_argument(d)
+    d.set_defaults(func=main_compare)
+
+
+def main(args: argparse.Namespace) -> int:
+    opts = MatrixOptions(size=args.size, window=args.window, iterations=args.iterations,
+                         lat_iterations=args.lat_iterations,
+                         lat_warmup=max(1, args.lat_iterations // 10), mode=args.mode,
+                         pairs=parse_pairs(args.pairs) if args.pairs else None,
+                         retest=not args.no_retest, mpi=args.mpi, transport=args.transport,
+                         hosts=args.hosts, timeout_s=args.timeout, topology=args.topology,
+                         groups=args.groups)
+    scheduler = scheduler_from(args.on, args.out)
+    try:
+        out = measure_matrix(store_path(args.out), scheduler, opts, args.resume)
+    finally:
+        scheduler.close()
+    for u in out.unreachable:
+        print(f"fabench: {u.line}", file=sys.stderr)
+    if any(p.status != "ok" for p in out.passes):
+        print(f"fabench: a pass did not finish; the directions it lacks are marked "
+              f"unreachable: `fabench matrix --resume {out.campaign_id}` with the same --on "
+              "measures them", file=sys.stderr)
+    if args.json:
+        print(json.dumps(out.to_json()))
+    else:
+        for line in summary_lines(out.to_json(), scheduler.describe()):
+            print(line)
+        print(f"# matrix stored in {store_path(args.out)} (campaign {out.campaign_id})")
+    return out.exit_status
+
+
+def main_advise(args: argparse.Namespace) -> int:
+    _, judgement = load_matrix(resolve_store(args.store), args.campaign)
+    for line in advise(judgement, args.nodes).lines():
+        print(line)
+    return 0
+
+
+def main_csv(args: argparse.Namespace) -> int:
+    _, judgement = load_matrix(resolve_store(args.store), args.campaign)
+    sys.stdout.write(matrix_csv(judgement))
+    return 0
+
+
+def main_compare(args: argparse.Namespace) -> int:
+    """Exit 3 when the second matrix has a verdict (still bad, or broken), as `matrix`."""
+    path = resolve_store(args.store)
+    _, before = load_matrix(path, args.before)
+    _, after = load_matrix(path, args.after)
+    changes = diff(before, after)
+    for c in changes:
+        if args.all or c.verdict != "same":
+            print(c.line)
+    same = sum(c.verdict == "same" for c in changes)
+    print(f"# {len(changes)} directions and nodes compared, {same} the same")
+    return 3 if after["verdicts"] else 0

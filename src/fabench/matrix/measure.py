@@ -1,0 +1,332 @@
+"""Measure an all-pairs matrix: plan mpi.matrix over a scheduler's hosts (one rank per host),
+run the first pass, retest the suspects one pair at a time, judge, store.
+
+A matrix is one campaign in the store (`matrix`): the first pass and the retest are its runs
+(kernel mpi.matrix), each measured direction a row of `matrix_pairs` with its samples, and the
+judgement (verdicts with their evidence, the groups) a row of `matrices`.
+"""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import FabenchError
+from ..placement import cpu_count
+from ..plan import KernelSettings, PlannedRun, Sizes, plan_run
+from ..provenance import host_provenance
+from ..records import PairRecord
+from ..report.model import load_warning
+from ..runner import execute_run
+from ..schedulers import Scheduler
+from ..schedulers.hosts import HostsScheduler
+from ..schedulers.testbed import TestbedScheduler
+from ..store import Store
+from .judge import Judgement, Link, Matrix, Suspects, find_suspects, judge
+from .topology import Topology, infer_topology, read_topology
+
+KERNEL = "mpi.matrix"
+# Isolated retests a suspect must survive, each measuring only the survivors of the one before
+# (ClusterKit retests in rounds too). One retest of a healthy direction on a loaded host still
+# scores above 3.5 now and then (a burst of other work during its few windows); needing two
+# makes that the product of two small chances, and costs time only where a fault is.
+RETESTS = 2
+MODES = ("concurrent", "isolated")
+
+
+@dataclass(frozen=True)
+class MatrixOptions:
+    """What one matrix measures. The defaults keep an 8-host matrix on a 2-core testbed to tens
+    of seconds: 4 windows of 4 x 1 MiB per direction (16 MiB) and 200 ping-pongs."""
+
+    size: str = "1M"
+    window: int = 4
+    iterations: int = 4
+    warmup: int = 1
+    lat_iterations: int = 200
+    lat_warmup: int = 20
+    mode: str = "concurrent"
+    pairs: tuple[Link, ...] | None = None  # only these directions (rank numbers)
+    retest: bool = True
+    mpi: str = "openmpi"
+    transport: str = "tcp"
+    hosts: int | None = None  # the number of hosts, where the scheduler cannot say
+    timeout_s: float = 1800.0
+    topology: str | None = None  # a declared topology file
+    groups: int | None = None  # switch groups to cut the clustering into; None: inferred
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise FabenchError(f"matrix mode {self.mode!r}: concurrent or isolated")
+        for name in ("window", "iterations", "lat_iterations"):
+            if getattr(self, name) < 1:
+                raise FabenchError(f"--{name.replace('_', '-')} must be >= 1")
+        Sizes.parse(self.size)
+
+
+def host_count(scheduler: Scheduler, asked: int | None) -> int:
+    """One rank per host: how many hosts the scheduler offers."""
+    if isinstance(scheduler, TestbedScheduler):
+        n = len(scheduler.state.hosts)
+    elif isinstance(scheduler, HostsScheduler):
+        n = len(scheduler.hosts)
+    elif asked is None:
+        raise FabenchError(f"{scheduler.name}: say how many hosts the matrix spans (--hosts N, "
+                           "one rank per host; for Slurm also -N N --ntasks-per-node=1)")
+    else:
+        n = asked
+    if asked is not None and asked != n:
+        raise FabenchError(f"--hosts {asked}: {scheduler.describe()} has {n} hosts")
+    if n < 2:
+        raise FabenchError(f"a matrix needs at least 2 hosts, {scheduler.describe()} has {n}")
+    return n
+
+
+PROBE_TIMEOUT_S = 20.0  # an ssh that has not run `true` by then will not carry a matrix either
+
+
+@dataclass(frozen=True)
+class Unreachable:
+    host: str
+    why: str
+
+    @property
+    def line(self) -> str:
+        return f"host {self.host} unreachable ({self.why}): measured the others without it"
+
+
+def probe_hosts(scheduler: Scheduler) -> list[Unreachable]:
+    """Hosts of a hostfile that do not run `true` through the scheduler's agent (ssh), each
+    with the agent's last words. A testbed's hosts are made here; Slurm gives what it
+    allocated."""
+    if not isinstance(scheduler, HostsScheduler):
+        return []
+    bad = []
+    for h in scheduler.hosts:
+        if h.name.startswith("-"):  # would be read as an option of ssh or the agent
+            bad.append(Unreachable(h.name, "a host name may not start with '-'"))
+            continue
+        try:
+            p = subprocess.run([scheduler.agent, h.name, "true"], capture_output=True,
+                               text=True, timeout=PROBE_TIMEOUT_S, check=False,
+                               stdin=subprocess.DEVNULL)
+            if p.returncode != 0:
+                tail = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+                bad.append(Unreachable(h.name, f"{scheduler.agent}: {tail[:200]}"))
+        except subprocess.TimeoutExpired:
+            bad.append(Unreachable(h.name, f"{scheduler.agent} did not answer in "
+                                           f"{PROBE_TIMEOUT_S:.0f} s"))
+        except OSError as exc:
+            raise FabenchError(f"cannot run {scheduler.agent}: {exc.strerror}") from None
+    return bad
+
+
+def without(scheduler: Scheduler, gone: list[Unreachable]) -> Scheduler:
+    """The same hostfile scheduler without the unreachable hosts."""
+    if not gone or not isinstance(scheduler, HostsScheduler):
+        return scheduler
+    names = {u.host for u in gone}
+    left = copy.copy(scheduler)
+    left.hosts = [h for h in scheduler.hosts if h.name not in names]
+    return left
+
+
+def parse_pairs(text: str, hosts: Sequence[str] | None = None) -> tuple[Link, ...]:
+    """`i:j,...` (rank numbers, or host names where hosts are known) as ordered pairs."""
+    out = []
+    for word in (w.strip() for w in text.split(",")):
+        a, sep, b = word.partition(":")
+        if not sep:
+            raise FabenchError(f"--pairs {text!r}: each pair is SRC:DST (e.g. 0:3,3:0)")
+        ends = []
+        for x in (a.strip(), b.strip()):
+            if x.isdigit():
+                ends.append(int(x))
+            elif hosts is not None and x in hosts:
+                ends.append(list(hosts).index(x))
+            else:
+                raise FabenchError(f"--pairs {text!r}: {x!r} is neither a rank number nor a "
+                                   "host of this matrix")
+        if ends[0] == ends[1]:
+            raise FabenchError(f"--pairs {text!r}: a pair needs two different hosts")
+        out.append((ends[0], ends[1]))
+    return tuple(out)
+
+
+def plan_pass(n: int, opts: MatrixOptions, mode: str,
+              pairs: Sequence[Link] | None) -> PlannedRun:
+    extra = ["--mode", mode, "--lat-iterations", str(opts.lat_iterations),
+             "--lat-warmup", str(opts.lat_warmup)]
+    if pairs is not None:
+        if any(not (0 <= i < n and 0 <= j < n) for i, j in pairs):
+            raise FabenchError(f"--pairs: rank numbers are 0 .. {n - 1} here")
+        extra += ["--pairs", ",".join(f"{i}:{j}" for i, j in pairs)]
+    settings = KernelSettings(sizes=Sizes.parse(opts.size), iterations=opts.iterations,
+                              warmup=opts.warmup, window=opts.window, extra=tuple(extra))
+    return plan_run(KERNEL, transport=opts.transport, ranks=n, mpi=opts.mpi, settings=settings,
+                    timeout_s=opts.timeout_s)
+
+
+@dataclass
+class Pass:
+    run_id: int
+    mode: str
+    role: str  # first (the matrix, or the part a resume added) or retest
+    status: str
+    reason: str | None
+    pairs: list[PairRecord]
+    hosts: list[str]
+    wall_s: float
+
+
+def run_pass(store: Store, scheduler: Scheduler, planned: PlannedRun, campaign_id: int,
+             mode: str, role: str = "first") -> Pass:
+    pairs: list[PairRecord] = []
+
+    def on_pair(run_id: int, obj: dict[str, Any]) -> bool:
+        if obj.get("type") != "pair":
+            return False
+        rec = PairRecord.from_json(obj)
+        store.add_matrix_pair(run_id, rec)
+        pairs.append(rec)
+        return True
+
+    t0 = time.monotonic()
+    oc = execute_run(store, scheduler, planned, campaign_id, on_other=on_pair)
+    meta = store.run(oc.run_id).kernel_meta or {}
+    hosts = [str(h) for h in meta.get("hosts", [])]
+    return Pass(oc.run_id, mode, role, oc.status, oc.reason, pairs, hosts,
+                time.monotonic() - t0)
+
+
+@dataclass
+class MatrixOutcome:
+    campaign_id: int
+    hosts: list[str]
+    judgement: Judgement
+    topology: Topology
+    passes: list[Pass] = field(default_factory=list)
+    unreachable: list[Unreachable] = field(default_factory=list)
+    # the host was loaded while the ranks ran here (a testbed): latency verdicts then can
+    # come from the load, not the fabric (seen at load average 11 on 2 cores)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def exit_status(self) -> int:
+        """0: nothing flagged; 3: a link or node flagged (the status a nightly job pages on)."""
+        return 3 if self.judgement.flagged else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"campaign_id": self.campaign_id, "hosts": self.hosts,
+                **self.judgement.to_json(), "topology": self.topology.to_json(),
+                "passes": [{"run_id": p.run_id, "mode": p.mode, "role": p.role,
+                            "status": p.status,
+                            "reason": p.reason, "directions": len(p.pairs),
+                            "wall_s": round(p.wall_s, 3)} for p in self.passes],
+                "unreachable": [asdict(u) for u in self.unreachable],
+                "warnings": self.warnings,
+                "exit_status": self.exit_status}
+
+
+def survivors(verdict: Judgement, asked: Suspects) -> Suspects:
+    """The suspects a retest confirmed, to be retested again (unreachable ones are not)."""
+    idx = {h: i for i, h in enumerate(verdict.hosts)}
+    links = frozenset((idx[v.src], idx[v.dst]) for v in verdict.verdicts
+                      if v.dst is not None and v.kind != "unreachable")
+    nodes = frozenset(idx[v.src] for v in verdict.verdicts if v.kind == "slow node")
+    return Suspects(links, nodes, asked.references)
+
+
+def _names(n: int, meta_hosts: list[str], pairs: list[PairRecord]) -> list[str]:
+    """Host names by rank: the kernel's meta record, else the pair records."""
+    by_rank = {p.src: p.src_host for p in pairs} | {p.dst: p.dst_host for p in pairs}
+    hosts = meta_hosts if len(meta_hosts) == n else [by_rank.get(r, f"rank{r}")
+                                                     for r in range(n)]
+    # two ranks on one host name (a node's processor name repeated): tell them apart by rank
+    return hosts if len(set(hosts)) == n else [f"{h}#{r}" for r, h in enumerate(hosts)]
+
+
+def _resumed(store: Store, cid: int, n: int, total: int,
+             asked: list[Link]) -> tuple[list[PairRecord], list[Link]]:
+    """The directions a stored matrix's first pass measured, and those it still lacks."""
+    hosts, old = store.matrix(cid)
+    earlier = [rec for p in old.get("passes", []) if p.get("role") == "first"
+               for rec in store.matrix_pairs(int(p["run_id"]))]
+    if len(hosts) != total:
+        raise FabenchError(f"matrix {cid} spans {len(hosts)} hosts, this place {total}: "
+                           "resume it where it ran")
+    done = {(p.src, p.dst) for p in earlier}
+    return earlier, [link for link in asked if link not in done and max(link) < n]
+
+
+def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
+                   resume: int | None = None) -> MatrixOutcome:
+    """Measure, retest, judge and store a matrix; `resume` (a matrix's campaign id) measures
+    only the directions its first pass lacks (a host died mid-matrix) and judges them all."""
+    gone = probe_hosts(scheduler)
+    total = host_count(scheduler, opts.hosts)
+    scheduler = without(scheduler, gone)
+    # the reachable hosts are ranks 0 .. n-1; the unreachable ones follow, with no link
+    n = total - len(gone)
+    if n < 2:
+        raise FabenchError("fewer than 2 hosts reachable: " +
+                           "; ".join(u.line for u in gone))
+    declared = read_topology(opts.topology) if opts.topology else None
+    asked = list(opts.pairs) if opts.pairs is not None else \
+        [(i, j) for i in range(total) for j in range(total) if i != j]
+    with Store(store_path) as store:
+        earlier: list[PairRecord] = []
+        if resume is None:
+            spec = {"matrix": {**asdict(opts), "pairs": opts.pairs and list(opts.pairs)},
+                    "on": scheduler.describe()}
+            cid = store.begin_campaign("matrix", spec, host_provenance())
+            todo: list[Link] | None = list(opts.pairs) if opts.pairs is not None else None
+        else:
+            cid = resume
+            earlier, todo = _resumed(store, cid, n, total, asked)
+            if not todo:
+                raise FabenchError(f"matrix {cid} lacks no direction: nothing to resume")
+            store.reopen_campaign(cid)
+        try:
+            first = run_pass(store, scheduler, plan_pass(n, opts, opts.mode, todo), cid,
+                             opts.mode)
+            if first.status != "ok" and not first.pairs and not earlier:
+                store.end_campaign(cid, "failed")
+                raise FabenchError(f"{KERNEL} failed before measuring any pair: {first.reason}")
+            hosts = _names(n, first.hosts, [*earlier, *first.pairs]) + [u.host for u in gone]
+            m1 = Matrix.of(hosts, [*earlier, *first.pairs])
+            suspects = find_suspects(m1)
+            passes = [first]
+            verdict = judge(m1, None, suspects, asked)
+            current, cleared = suspects, []
+            for _ in range(RETESTS if opts.retest else 0):
+                if current.empty:
+                    break
+                rplan = plan_pass(n, opts, "isolated", current.retest_pairs(n))
+                again = run_pass(store, scheduler, rplan, cid, "isolated", "retest")
+                passes.append(again)
+                verdict = judge(m1, Matrix.of(hosts, again.pairs), current, asked)
+                cleared += verdict.cleared
+                current = survivors(verdict, current)
+            verdict.suspects, verdict.cleared = suspects, cleared
+            topo = infer_topology(m1, opts.groups, declared)
+            loaded = load_warning([store.run(p.run_id) for p in passes], cpu_count()) \
+                if scheduler.ranks_here else None
+            out = MatrixOutcome(cid, hosts, verdict, topo, passes, gone,
+                                [loaded] if loaded else [])
+            j = out.to_json()
+            if resume is not None:
+                # the runs of the earlier attempt stay part of the matrix
+                _, old = store.matrix(cid)
+                j["passes"] = [*old.get("passes", []), *j["passes"]]
+            store.save_matrix(cid, hosts, j)
+            store.end_campaign(cid, "finished" if first.status == "ok" else first.status)
+        except KeyboardInterrupt:
+            store.end_campaign(cid, "interrupted")
+            raise
+    return out

@@ -1,0 +1,173 @@
+"""Infer switch groups from a matrix, and compare them with a declared topology.
+
+Hosts that share a switch reach each other over fewer hops and no shared uplink: lower latency
+and higher bandwidth than across switches. The distance between two hosts is the cost of their
+link, both directions averaged: log(latency / best latency) + log(best bandwidth / bandwidth)
+(zero for the best link on both counts, relative, so latency and bandwidth weigh alike).
+scipy's hierarchical clustering (average linkage) over that distance gives a tree; a cut into
+k groups is accepted when the groups are real: the closest pair of hosts in different groups is
+an outlier against the distances inside the groups (modified z-score above 3.5, the same rule
+as the link verdicts, judge.py). The largest k that passes is reported; none: one group.
+
+A declared topology is Slurm's topology.conf (`SwitchName=S Nodes=h[1-4],h9`: leaf switches,
+those naming Nodes) or, in a plain file, `SWITCH: HOST HOST ...` per line.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.cluster.hierarchy import fcluster, linkage
+from scipy.spatial.distance import squareform
+
+from ..errors import FabenchError
+from .judge import THRESHOLD, Matrix, Scale
+
+MAX_GROUPS = 16
+
+
+@dataclass
+class Topology:
+    groups: list[list[str]]  # inferred, hosts in rank order within each
+    declared: dict[str, list[str]] | None = None  # switch -> hosts
+    misplaced: list[str] = field(default_factory=list)  # one line each
+
+    def group_of(self, host: str) -> int:
+        return next((g for g, hs in enumerate(self.groups) if host in hs), -1)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"groups": self.groups, "declared": self.declared, "misplaced": self.misplaced}
+
+
+def distances(m: Matrix) -> np.ndarray:
+    n = len(m.hosts)
+    lat = [v for v in m.latency.values() if v > 0 and math.isfinite(v)]
+    bw = [v for v in m.bandwidth.values() if v > 0 and math.isfinite(v)]
+    best_lat, best_bw = (min(lat) if lat else 1.0), (max(bw) if bw else 1.0)
+    d = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            costs = []
+            for a, b in ((i, j), (j, i)):
+                lv, bv = m.latency.get((a, b)), m.bandwidth.get((a, b))
+                if lv and bv and lv > 0 and bv > 0:
+                    costs.append(math.log(lv / best_lat) + math.log(best_bw / bv))
+            d[i, j] = d[j, i] = float(np.mean(costs)) if costs else np.nan
+    finite = d[np.isfinite(d)]
+    # an unmeasured pair (unreachable) counts as far as the farthest measured one
+    d[~np.isfinite(d)] = finite.max() if finite.size else 0.0
+    np.fill_diagonal(d, 0.0)
+    return d
+
+
+def _separated(d: np.ndarray, labels: np.ndarray) -> bool:
+    n = len(labels)
+    inside = [d[i, j] for i in range(n) for j in range(i + 1, n) if labels[i] == labels[j]]
+    across = [d[i, j] for i in range(n) for j in range(i + 1, n) if labels[i] != labels[j]]
+    if not inside or not across:
+        return False
+    # distances are >= 0 and may be 0: shift by 1 so the log scale of Scale applies
+    sc = Scale.of([1.0 + x for x in inside])
+    return sc.score(1.0 + min(across), worse_up=True) > THRESHOLD
+
+
+def cluster(m: Matrix, groups: int | None = None) -> list[list[str]]:
+    n = len(m.hosts)
+    if n < 4 and groups is None:
+        return [list(m.hosts)]
+    d = distances(m)
+    z = linkage(squareform(d, checks=False), method="average")
+    if groups is not None:
+        labels = fcluster(z, groups, criterion="maxclust")
+    else:
+        labels = np.ones(n, dtype=int)
+        for k in range(2, min(MAX_GROUPS, n // 2) + 1):
+            cut = fcluster(z, k, criterion="maxclust")
+            # every group at least 2 hosts: one odd host is a slow node, not a switch
+            sizes = np.bincount(cut)[1:]
+            if len(sizes) == k and sizes.min() >= 2 and _separated(d, cut):
+                labels = cut
+    order: dict[int, list[str]] = {}
+    for h, lab in zip(m.hosts, labels, strict=True):
+        order.setdefault(int(lab), []).append(h)
+    return sorted(order.values(), key=lambda g: m.hosts.index(g[0]))
+
+
+def _expand(nodes: str) -> list[str]:
+    """Slurm host lists: `h[1-4,7],x9`."""
+    out: list[str] = []
+    for m in re.finditer(r"([^,\[]+)(?:\[([^\]]+)\])?", nodes):
+        prefix, ranges = m.group(1), m.group(2)
+        if not ranges:
+            out.append(prefix)
+            continue
+        for part in ranges.split(","):
+            lo, _, hi = part.partition("-")
+            width = len(lo)
+            for k in range(int(lo), int(hi or lo) + 1):
+                out.append(f"{prefix}{k:0{width}d}")
+    return out
+
+
+def read_topology(path: str | Path) -> dict[str, list[str]]:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise FabenchError(f"cannot read topology file {path}: {exc.strerror}") from None
+    switches: dict[str, list[str]] = {}
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if line.lower().startswith("switchname="):
+            kv = dict(w.split("=", 1) for w in line.split() if "=" in w)
+            name = kv.get("SwitchName") or kv.get("switchname") or ""
+            if "Nodes" in kv:
+                try:
+                    switches[name] = _expand(kv["Nodes"])
+                except ValueError:
+                    raise FabenchError(f"{path} line {n}: cannot read Nodes="
+                                       f"{kv['Nodes']!r}") from None
+            continue
+        name, sep, rest = line.partition(":")
+        if not sep or not rest.split():
+            raise FabenchError(f"{path} line {n}: a line is `SWITCH: HOST HOST ...` or "
+                               "Slurm's `SwitchName=S Nodes=...`")
+        switches[name.strip()] = rest.split()
+    if not switches:
+        raise FabenchError(f"topology file {path} names no switch with hosts")
+    return switches
+
+
+def compare(groups: list[list[str]], declared: dict[str, list[str]]) -> list[str]:
+    """Hosts whose measured group is mostly another declared switch: one line each."""
+    where = {h: s for s, hs in declared.items() for h in hs}
+    switches = {where[h] for g in groups for h in g if h in where}
+    if len(groups) < len(switches):
+        # fewer groups measured than switches declared: which host is "misplaced" would be
+        # a guess; say so instead
+        return [f"declared {len(switches)} switches over these hosts, measured "
+                f"{len(groups)} group{'s' if len(groups) > 1 else ''}: the links do not "
+                "separate them"]
+    lines = []
+    for g in groups:
+        known = [where[h] for h in g if h in where]
+        if not known:
+            continue
+        major = max(set(known), key=known.count)
+        for h in g:
+            if h in where and where[h] != major:
+                lines.append(f"misplaced host {h}: declared on {where[h]}, measured with "
+                             f"the hosts of {major}")
+    return lines
+
+
+def infer_topology(m: Matrix, groups: int | None = None,
+                   declared: dict[str, list[str]] | None = None) -> Topology:
+    g = cluster(m, groups)
+    return Topology(g, declared, compare(g, declared) if declared else [])

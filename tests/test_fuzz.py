@@ -1,0 +1,205 @@
+"""A seeded fuzz test (issue 19): hostile command-line values, campaign specs and peer-tool
+output files, generated for a bounded time, each run through the CLI's own entry point in this
+process. Every generated input is invalid by construction; each must be refused with exit
+status 2 and a `fabench: error:` message (peer files may also import, status 0), and none may
+escape as an exception (a traceback for the user).
+
+FABENCH_FUZZ_SECONDS bounds the time (default 20), FABENCH_FUZZ_SEED picks the inputs (a
+failure prints its seed and input, so it replays).
+"""
+
+import contextlib
+import io
+import os
+import random
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fabench.cli import main
+from fabench.interrupts import CAUGHT
+
+SECONDS = float(os.environ.get("FABENCH_FUZZ_SECONDS", "20"))
+SEED = int(os.environ.get("FABENCH_FUZZ_SEED", "19"))
+
+_NASTY = ["nan", "NaN", "inf", "-inf", "1e999", "-1", "0", "-0", "", " ", "'", '"', "\\",
+          "$(touch /tmp/fuzz-pwned)", "`id`", ";id", "|id", "&& id", "-oProxyCommand=id",
+          "--help-me", "0x10", "1.5.5", "9" * 40, "-" + "9" * 30, "\u00e9\u4e2d\U0001f4a5",
+          "\t", "\r\n", "%s%n", "../../../etc/passwd", "a" * 300]
+
+
+def _junk(rng: random.Random, n: int = 12) -> str:
+    alphabet = "abcXYZ019-_.:,;'\"$`(){}[]<>|&*?!~#%^=+@ \t\\/\u00e9\u4e2d"
+    return "".join(rng.choice(alphabet) for _ in range(rng.randint(0, n)))
+
+
+def _bad_int(rng: random.Random, low: int) -> str:
+    """An integer option's value below its range, or not an integer at all."""
+    return rng.choice([str(rng.randint(-10**6, low - 1)), rng.choice(_NASTY[:18]),
+                       _junk(rng) + "x"])
+
+
+def _bad_float(rng: random.Random) -> str:
+    return rng.choice(["nan", "inf", "-inf", "-1e-9", "0", "-5", "1e999", _junk(rng) + "x"])
+
+
+def _bench_case(rng: random.Random, tmp: Path) -> list[str]:
+    """`fabench bench` with one hostile option; the others valid."""
+    cases: list[Callable[[], list[str]]] = [
+        lambda: ["--ranks", _bad_int(rng, 1)],
+        lambda: ["--ranks", str(rng.randint(10**5, 10**9))],  # beyond any slot count here
+        lambda: ["--iterations", rng.choice([_bad_int(rng, 1), str(2**63 + rng.randint(0, 9))])],
+        lambda: ["--warmup", _bad_int(rng, 0)],
+        lambda: ["--window", rng.choice([_bad_int(rng, 1), str(10**6 + rng.randint(1, 10**9))])],
+        lambda: ["--rounds", rng.choice([_bad_int(rng, 1), str(1001 + rng.randint(0, 10**9))])],
+        lambda: ["--sizes", rng.choice(["", ",", ":", "8:1", "-8", "1T", "4G", "8,x",
+                                        "x" + _junk(rng), "1:" + "9" * 30])],
+        lambda: ["--timeout", _bad_float(rng)],
+        lambda: ["--precision", rng.choice(["nan", "inf", "1", "2", "0", "-0.5",
+                                            _junk(rng) + "x"])],
+        lambda: ["--precision", "0.1", "--budget", _bad_float(rng)],
+        lambda: ["--kernel-args", rng.choice(["'", '"', "--x 'y"])  # never closed
+                 + _junk(rng).translate(str.maketrans("", "", "'\"\\"))],
+        lambda: ["--on", rng.choice(["hosts 'x", "zz" + _junk(rng, 5).replace(" ", ""),
+                                     f"hosts {tmp / 'missing'}", "testbed ../x",
+                                     "testbed -" + _junk(rng, 5).replace(" ", "")])],
+        lambda: ["--transport", "zz" + _junk(rng)],
+        lambda: ["--mpi", "zz" + _junk(rng)],
+        lambda: ["--datatype", "zz" + _junk(rng)],
+    ]
+    args = rng.choice(cases)()
+    timeout = [] if "--timeout" in args else ["--timeout", "20"]
+    # --mpi and --datatype apply to MPI kernels (collectives) only
+    kernel = rng.choice(["mpi.allreduce"] if args[0] in ("--mpi", "--datatype") else
+                        ["mpi.latency", "mpi.allreduce", "tcp.latency", "mpi.bw"])
+    return ["bench", kernel, *args, *timeout, "--out", str(tmp / "out")]
+
+
+_VALID_GROUP = {"kernel": "mpi.latency", "sizes": "8", "iterations": 5}
+
+
+def _spec_case(rng: random.Random, tmp: Path) -> list[str]:
+    """`fabench run SPEC` with a spec broken in one place (or not a spec at all)."""
+    group = dict(_VALID_GROUP)
+    top: dict[str, object] = {"name": "fuzz", "timeout_s": 20}
+    kind = rng.randrange(6)
+    if kind == 0:
+        key, value = rng.choice([
+            ("kernel", "zz." + _junk(rng)), ("ranks", rng.randint(-10**6, 0)),
+            ("ranks", 10**6), ("sizes", "x" + _junk(rng)), ("iterations", rng.randint(-9, 0)),
+            ("warmup", -1), ("rounds", rng.choice([0, 1001, "x"])), ("transport", "zz"),
+            ("env", {_junk(rng) + ";id": "1"}), ("precision", rng.choice([0, 1, 2, "x"])),
+            ("budget_s", rng.choice([0, -1, "x"])), ("zz_unknown", 1),
+            ("validate", {"a": 1}), ("args", {"x": 1}), ("kernel", [])])
+        group[key] = value
+    elif kind == 1:
+        top[rng.choice(["timeout_s", "repeats"])] = rng.choice([0, -1, "x", float("nan"),
+                                                                 float("inf")])
+    if kind < 2:
+        text = yaml.safe_dump({**top, "runs": [group]})
+    elif kind == 2:
+        text = yaml.safe_dump({**top, "runs": [group]})
+        text = text[:rng.randrange(1, len(text))] + rng.choice(["\n  - [", ": :", "\t{"])
+    elif kind == 3:
+        text = "runs: &a [*a]\n" if rng.random() < 0.5 else "a: &a [1]\nb: *a\n" * 3
+    elif kind == 4:
+        text = rng.choice(["", "---", "[]", "42", "runs: []", "runs: 7", _junk(rng, 80)])
+    else:
+        data = bytearray(yaml.safe_dump({**top, "runs": [group]}).encode())
+        data[rng.randrange(len(data))] = rng.choice([0xff, 0xfe, 0xc3, 0x80])
+        spec = tmp / "spec.yaml"
+        spec.write_bytes(bytes(data))
+        return ["run", str(spec), "--no-progress", "--out", str(tmp / "out")]
+    spec = tmp / "spec.yaml"
+    spec.write_text(text)
+    return ["run", str(spec), "--no-progress", "--out", str(tmp / "out")]
+
+
+_OSU_TITLES = ["Latency", "Bandwidth", "Bi-Directional Bandwidth", "Allreduce Latency",
+               "All-to-All Personalized Exchange Latency", "Barrier Latency",
+               "Multiple Bandwidth / Message Rate", "Allgatherv Latency"]
+
+
+def _peer_line(rng: random.Random) -> str:
+    cells = [rng.choice([str(rng.randint(-10, 10**7)), rng.choice(_NASTY[:12]),
+                         f"{rng.uniform(-1e3, 1e3):.3f}", _junk(rng, 6)])
+             for _ in range(rng.randint(0, 6))]
+    return "   ".join(cells)
+
+
+def _peer_case(rng: random.Random, tmp: Path) -> list[str]:
+    """`fabench import TOOL FILE` with a file of plausible structure and hostile rows."""
+    tool = rng.choice(["osu", "imb", "iperf3", "sockperf"])
+    lines: list[str] = []
+    if tool == "osu":
+        lines += [f"# OSU MPI {rng.choice(_OSU_TITLES)} Test v7.4",
+                  "# Size      Avg Latency(us)   Min Latency(us)   Iterations"]
+    elif tool == "imb":
+        lines += ["# Benchmarking " + rng.choice(["PingPong", "Allreduce", "Uniband", "Zz"]),
+                  "# #processes = " + rng.choice(["2", "0", "-3", "x", "99999999999999999999"]),
+                  "       #bytes #repetitions      t[usec]   Mbytes/sec"]
+    elif tool == "iperf3":
+        lines += ['{"start": {"test_start": {"protocol": "TCP"}}, "intervals": '
+                  + rng.choice(["[", "[{}]", '[{"sum": {"seconds": "nan"}}]', "null"])]
+    else:
+        lines += ["sockperf: ====> avg-latency=" + rng.choice(_NASTY[:12]) + " (std-dev=1)"]
+    lines += [_peer_line(rng) for _ in range(rng.randint(0, 8))]
+    data = "\n".join(lines).encode()
+    if rng.random() < 0.2:
+        data += bytes(rng.randrange(256) for _ in range(rng.randint(1, 40)))
+    f = tmp / "peer.txt"
+    f.write_bytes(data)
+    extra = rng.choice([[], ["--ranks", "4"], ["--strict"], ["--ranks", rng.choice(["0", "-2"])],
+                        ["--size", rng.choice(["64", "-1", "x", "1T"])]])
+    return ["import", tool, str(f), *extra, "--store", str(tmp / "out")]
+
+
+@contextlib.contextmanager
+def _own_signals() -> Iterator[None]:
+    """main() installs fabench's signal handlers; pytest's own come back after each call."""
+    saved = {s: signal.getsignal(s) for s in CAUGHT}
+    try:
+        yield
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
+
+
+def _run(argv: list[str]) -> tuple[int, str]:
+    err = io.StringIO()
+    with _own_signals(), contextlib.redirect_stderr(err), \
+            contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse's own refusals
+            code = exc.code if isinstance(exc.code, int) else 2
+    return code, err.getvalue()
+
+
+@pytest.mark.parametrize("kind", ["bench", "spec", "peer"])
+def test_fuzz_refuses_hostile_input(tmp_path: Path, kind: str) -> None:
+    make = {"bench": _bench_case, "spec": _spec_case, "peer": _peer_case}[kind]
+    rng = random.Random(f"{SEED}-{kind}")
+    deadline = time.monotonic() + SECONDS / 3
+    n = 0
+    while time.monotonic() < deadline or n < 5:
+        argv = make(rng, tmp_path)
+        try:
+            code, err = _run(argv)
+        except BaseException as exc:  # what the user would see as a traceback
+            raise AssertionError(f"seed {SEED} case {n}: fabench {argv!r} raised "
+                                 f"{type(exc).__name__}: {exc}") from exc
+        where = f"seed {SEED} case {n}: fabench {argv!r}"
+        assert "Traceback" not in err, f"{where}\n{err}"
+        if kind == "peer" and code == 0:
+            n += 1
+            continue
+        assert code == 2, f"{where} exited {code}\n{err}"
+        assert "error:" in err and len(err.strip()) > 10, f"{where}: no message\n{err}"
+        n += 1
+    print(f"fuzz {kind}: {n} inputs, seed {SEED}")
+    assert n >= 5

@@ -1,0 +1,377 @@
+"""HPL and HPC Challenge through Debian's hpcc: the parser on real hpcc output files
+(tests/fixtures/hpcc/README.md says how each was made), the input, the peak, and real hpcc
+runs through the CLI (small N, 1-2 ranks) including the failures that must store nothing."""
+
+import json
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from conftest import fabench_cli, missing, own_testbeds
+from fabench.errors import FabenchError
+from fabench.hpc.blas import BlasSeen, classify, fallback_warning, openblas_core
+from fabench.hpc.convert import records_for
+from fabench.hpc.hpccinf import Asked, make_input, problem_size, process_grid, read_input
+from fabench.hpc.output import HpccRunError, check_hpl, check_parameters, parse_output
+from fabench.hpc.peak import CpuInfo, Peak, flops_per_cycle, frequency, peak_of, read_peak
+from fabench.kernels import get_kernel
+from fabench.metrics import GFLOPS
+from fabench.model.apps import dims_create, fft_time, halo3d_time, halo_distances
+from fabench.model.collectives import alltoall_pairwise
+from fabench.model.cost import Cluster, Model
+from fabench.model.hpl import hpl_point, load_node_table, params_from
+from fabench.model.presets import PRESETS
+from fabench.model.topology import TopologySpec
+from fabench.native import kernel_status
+from fabench.records import ResultRecord
+from fabench.store import Store
+from fabench.testbed import TestbedConfig, create
+
+FIX = Path(__file__).parent / "fixtures" / "hpcc"
+GOOD = FIX / "n800-2ranks-openblas.txt"
+OPENBLAS = Path("/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3")
+REFERENCE_DIR = Path("/usr/lib/x86_64-linux-gnu/blas")
+
+
+def _peak() -> Peak:  # this host's, as the starter computes it
+    return read_peak()
+
+
+def _blas() -> BlasSeen:
+    return BlasSeen("OpenBLAS", str(OPENBLAS), "fixture")
+
+
+# --- the parser, on real output -----------------------------------------------------------
+
+def test_parse_a_real_run() -> None:
+    res = parse_output(GOOD.read_text())
+    [t] = check_hpl(res)
+    assert (t.n, t.nb, t.p, t.q, t.passed) == (800, 128, 1, 2, True)
+    assert t.residual is not None and 0 < t.residual < 16
+    # the time from the rate agrees with HPL's 2-decimal time
+    assert abs(t.seconds - t.time_s) <= 0.006
+    assert len(res.ptrans_gbs) == 5 and res.ptrans_passed and res.ptrans_n == 400
+    assert set(res.stardgemm) == {"min", "avg", "max"}
+    assert res.mpifft["n"] == 65536 and res.mpifft["gflops"] > 0
+    assert {(r.order, r.size) for r in res.ring} == {
+        ("natural", 8), ("random", 8), ("natural", 2000000), ("random", 2000000)}
+    # the Summary section agrees with the sections the records come from
+    assert res.number("HPL_N") == 800
+    assert abs(res.number("StarDGEMM_Gflops") - res.stardgemm["avg"]) < 1e-4
+    check_parameters(res, Asked((800,), 128, 1, 2))
+
+
+def test_records_derive_the_rates_hpcc_printed() -> None:
+    res = parse_output(GOOD.read_text())
+    peak = _peak()
+    [hpl] = records_for("hpcc.hpl", res, 2, peak, _blas())
+    rec = ResultRecord.from_json(hpl)
+    [g] = GFLOPS.values(rec.times, rec.bytes_per_sample, rec.messages_per_sample)
+    assert g == pytest.approx(res.hpl[0].gflops, rel=1e-9)
+    assert rec.extra["efficiency"] == pytest.approx(g / (2 * peak.per_core_gflops))
+    assert rec.extra["efficiency_stardgemm"] == pytest.approx(g / (2 * res.stardgemm["avg"]))
+    [fft] = records_for("hpcc.mpifft", res, 2, peak, _blas())
+    r = ResultRecord.from_json(fft)
+    assert GFLOPS.values(r.times, 0, r.messages_per_sample)[0] == pytest.approx(
+        res.mpifft["gflops"])
+    [pt] = records_for("hpcc.ptrans", res, 2, peak, _blas())
+    assert len(pt["times"]) == 5
+    # bytes/us is MB/s: 1000 x hpcc's GB/s
+    assert pt["bytes_per_sample"] / pt["times"][0] == pytest.approx(res.ptrans_gbs[0] * 1e3)
+    ring = records_for("hpcc.ring", res, 2, peak, _blas())
+    nat = next(x for x in ring if x["order"] == "natural" and x["size"] == 2000000)
+    bw = next(r.bandwidth_MBps for r in res.ring if (r.order, r.size) == ("natural", 2000000))
+    assert nat["bytes_per_sample"] / nat["times"][0] == pytest.approx(bw, rel=1e-5)
+
+
+def test_a_failed_residual_is_no_result() -> None:
+    # a real run whose threshold was 1e-9: HPL itself printed FAILED
+    res = parse_output((FIX / "n800-threshold-1e-9-failed.txt").read_text())
+    with pytest.raises(HpccRunError, match=r"FAILED its residual check.*0\.0054303"):
+        check_hpl(res)
+    for kernel in ("hpcc.hpl", "hpcc.ptrans", "hpcc.ring"):
+        with pytest.raises(HpccRunError):
+            records_for(kernel, res, 2, _peak(), _blas())
+    # crafted from the passing run: only the verdict changed
+    text = GOOD.read_text()
+    assert text.count("...... PASSED") == 1
+    crafted = parse_output(text.replace("...... PASSED", "...... FAILED"))
+    with pytest.raises(HpccRunError, match="nothing is stored"):
+        check_hpl(crafted)
+
+
+def test_hpcc_fallback_on_a_bad_input_value_is_refused() -> None:
+    res = parse_output((FIX / "nb-minus5-fallback.txt").read_text())
+    # hpcc ran, at its own defaults, and HPL passed: only the check against the input sees it
+    assert check_hpl(res)[0].n == 3520
+    stderr = (FIX / "nb-minus5-fallback.stderr").read_text()
+    with pytest.raises(HpccRunError, match=r"Value of NB less than 1.*N 3520 \(asked 800\)"):
+        check_parameters(res, Asked((800,), -5, 1, 2), stderr)
+
+
+def test_truncated_output_is_an_error() -> None:
+    text = GOOD.read_text()
+    with pytest.raises(HpccRunError, match="no Summary section"):
+        parse_output(text[:text.index("Begin of Summary section.")])
+
+
+# --- the input -----------------------------------------------------------------------------
+
+def test_grid_and_problem_size() -> None:
+    assert [process_grid(r) for r in (1, 2, 3, 4, 6, 8, 12, 16, 240)] == [
+        (1, 1), (1, 2), (1, 3), (2, 2), (2, 3), (2, 4), (3, 4), (4, 4), (15, 16)]
+    n = problem_size(64 * 2**30, 0.8, 192)
+    assert n % 192 == 0 and 8 * n * n <= 0.8 * 64 * 2**30 < 8 * (n + 192) ** 2
+    with pytest.raises(FabenchError, match="memory-fraction"):
+        problem_size(2**30, 1.5, 128)
+
+
+def test_input_round_trip_and_bad_values() -> None:
+    inp = make_input(6, [1000, 2000], nb=96)
+    assert read_input(inp.text()) == Asked((1000, 2000), 96, 2, 3)
+    lines = inp.text().splitlines()
+    lines[7] = "abc          NBs"
+    with pytest.raises(FabenchError, match=r"line 8 \(NB\): 'abc' is not a number"):
+        read_input("\n".join(lines))
+
+
+# --- the peak ------------------------------------------------------------------------------
+
+def _cpu(vendor: str, family: int, model: int, flags: str, name: str = "x") -> CpuInfo:
+    return CpuInfo(vendor, family, model, name, frozenset(flags.split()), 2, 24, None)
+
+
+def test_flops_per_cycle_from_flags_and_table() -> None:
+    assert flops_per_cycle(_cpu("GenuineIntel", 6, 0x3F, "sse2 avx avx2 fma"))[0] == 16
+    assert flops_per_cycle(_cpu("GenuineIntel", 6, 0x2D, "sse2 avx"))[0] == 8
+    assert flops_per_cycle(_cpu("GenuineIntel", 6, 0x1A, "sse2"))[0] == 4
+    # where the flags do not tell: the FMA units per SKU, AMD's half-width AVX-512
+    plat = "Intel(R) Xeon(R) Platinum 8168 CPU @ 2.70GHz"
+    silver = "Intel(R) Xeon(R) Silver 4114 CPU @ 2.20GHz"
+    assert flops_per_cycle(_cpu("GenuineIntel", 6, 0x55, "avx2 fma avx512f", plat))[0] == 32
+    assert flops_per_cycle(_cpu("GenuineIntel", 6, 0x55, "avx2 fma avx512f", silver))[0] == 16
+    assert flops_per_cycle(_cpu("AuthenticAMD", 0x19, 0x11, "avx2 fma avx512f"))[0] == 16
+    assert flops_per_cycle(_cpu("AuthenticAMD", 0x17, 0x01, "avx2 fma"))[0] == 8
+    assert flops_per_cycle(_cpu("GenuineIntel", 6, 0xCF, "avx2 fma avx512f"))[0] == 32
+    # document 000: 2 sockets x 12 cores x 2.7 GHz x 8 = 518.4
+    cpu = _cpu("GenuineIntel", 6, 0x3E, "sse2 avx", "Intel(R) Xeon(R) CPU E5-2697 v2 @ 2.70GHz")
+    ghz, src = frequency(cpu, None)
+    assert (ghz, src) == (2.7, "model name (base clock)")
+    assert frequency(cpu, "3500000\n")[0] == 3.5
+
+
+def test_peak_of_this_host() -> None:
+    p = peak_of(Path("/proc/cpuinfo").read_text(), None)
+    assert p.gflops == pytest.approx(p.cores * p.ghz * p.flops_per_cycle)
+    assert p.ghz_source and p.fpc_source and p.cores >= 1
+
+
+def test_openblas_kernels_read_from_the_run() -> None:
+    stderr = "[vm:1] something\nCore: Prescott\nHPL WARNING ...\n"
+    assert openblas_core(stderr) == "Prescott" and openblas_core("no core line") is None
+    flag = fallback_warning("Prescott", "avx512f")
+    assert flag and "OPENBLAS FALLBACK" in flag and "--openblas-coretype SkylakeX" in flag
+    assert fallback_warning("SkylakeX", "avx512f") is None
+    assert fallback_warning("Prescott", "sse2") is None  # nothing better to run there
+
+
+def test_blas_names() -> None:
+    assert classify("/usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3") == "OpenBLAS"
+    assert classify("/usr/lib/x86_64-linux-gnu/blas/libblas.so.3.11.0").startswith("reference")
+    assert classify("/usr/lib/x86_64-linux-gnu/blis-pthread/libblas.so.3") == "BLIS"
+
+
+# --- real hpcc runs ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def hpcc() -> str:
+    if shutil.which("hpcc") is None or shutil.which("mpirun.openmpi") is None:
+        missing("Debian's hpcc with Open MPI is not installed (scripts/debian-packages.txt)")
+    if not OPENBLAS.is_file():
+        missing("OpenBLAS is not installed (libopenblas0-pthread)")
+    return "hpcc"
+
+
+def _runs(out: Path) -> list:
+    with Store(out / "fabench.sqlite") as st:
+        return [(r, list(st.results(r.id))) for r in st.runs(st.campaigns()[-1]["id"])]
+
+
+def test_bench_hpcc_hpl_json(hpcc: str, tmp_path: Path) -> None:
+    p = fabench_cli("bench", "hpcc.hpl", "--ranks", "2", "--sizes", "640", "--json",
+                    "--out", str(tmp_path))
+    [line] = p.stdout.splitlines()
+    rec = json.loads(line)
+    assert rec["unit"] == "Gflops" and rec["metric"] == "gflops" and rec["size"] == 640
+    assert rec["status"] == "ok" and rec["blas"].startswith("OpenBLAS")
+    assert 0 < rec["efficiency"] < 1 and rec["efficiency"] == pytest.approx(
+        rec["median"] / rec["peak_gflops"])
+    assert rec["efficiency_stardgemm"] > 0 and (rec["p"], rec["q"]) == (1, 2)
+    [(run, results)] = _runs(tmp_path)
+    assert run.status == "ok" and run.kernel_meta["blas"]["name"] == "OpenBLAS"
+    # OpenBLAS named its kernels in the run (OPENBLAS_VERBOSE=2) and the record carries them
+    core = run.provenance["blas"]["core"]
+    assert core and rec["blas"] == f"OpenBLAS ({core} kernels)"
+    assert "HPL_Tflops" in run.kernel_meta["summary"]
+    assert "Rpeak" in " ".join(run.notes)
+    assert results[0].extra["nodes"] == 1
+    # the model takes the measured node and shows the measurement beside its row
+    m = fabench_cli("model", "hpl", "-f", "tcp-40g", "--nodes", "1,2", "--from-run",
+                    str(run.id), "--measured", str(run.id), "--mem-gb", "0.0033",
+                    "--mem-fraction", "1", "--nb", "64", "--band-samples", "1",
+                    "--out", str(tmp_path))
+    assert f"efficiency_1node: stored run {run.id}" in m.stdout
+    mine = next(ln.split() for ln in m.stdout.splitlines() if ln.split()[:2] == [str(run.id), "1"])
+    assert mine[4] == mine[5] and mine[6] == "+0.0%"  # the 1-node row is the measurement
+
+
+def test_other_hpcc_kernels_one_rank(hpcc: str, tmp_path: Path) -> None:
+    p = fabench_cli("bench", "hpcc.stardgemm", "--ranks", "1", "--sizes", "500", "--json",
+                    "--out", str(tmp_path))
+    rec = json.loads(p.stdout.splitlines()[0])
+    assert rec["unit"] == "Gflops" and rec["median"] > 0 and rec["efficiency"] > 0
+
+
+def test_failed_residual_fails_the_run_and_stores_nothing(hpcc: str, tmp_path: Path) -> None:
+    p = fabench_cli("bench", "hpcc.hpl", "--ranks", "1", "--sizes", "500",
+                    "--kernel-args=--threshold 1e-9", "--out", str(tmp_path), check=False)
+    assert p.returncode == 1
+    assert "FAILED its residual check" in p.stderr and "nothing is stored" in p.stderr
+    [(run, results)] = _runs(tmp_path)
+    assert run.status == "failed" and results == []
+    assert "FAILED its residual check" in (run.reason or "")
+
+
+def test_bad_hpccinf_value_fails_the_run(hpcc: str, tmp_path: Path) -> None:
+    lines = make_input(1, [500]).text().splitlines()
+    lines[7] = "-5           NBs"
+    bad = tmp_path / "hpccinf.txt"
+    bad.write_text("\n".join(lines) + "\n")
+    p = fabench_cli("bench", "hpcc.hpl", "--ranks", "1", f"--kernel-args=--hpccinf {bad}",
+                    "--out", str(tmp_path), check=False)
+    assert p.returncode == 1
+    assert "Value of NB less than 1" in p.stderr and "asked -5" in p.stderr
+    [(run, results)] = _runs(tmp_path)
+    assert run.status == "failed" and results == []
+    # not a number: refused before hpcc runs (it would crash on it)
+    lines[7] = "abc          NBs"
+    bad.write_text("\n".join(lines) + "\n")
+    p = fabench_cli("bench", "hpcc.hpl", "--ranks", "1", f"--kernel-args=--hpccinf {bad}",
+                    "--out", str(tmp_path), check=False)
+    assert p.returncode == 1 and "'abc' is not a number" in p.stderr
+
+
+def test_reference_blas_is_flagged(hpcc: str, tmp_path: Path) -> None:
+    if not (REFERENCE_DIR / "libblas.so.3").is_file():
+        missing("the reference BLAS is not installed (libblas3)")
+    p = fabench_cli("bench", "hpcc.hpl", "--ranks", "1", "--sizes", "400",
+                    f"--kernel-args=--blas {REFERENCE_DIR}", "--out", str(tmp_path))
+    assert "FLAG REFERENCE BLAS" in p.stdout
+    [(run, results)] = _runs(tmp_path)
+    assert run.kernel_meta["blas"]["reference"] is True and results[0].extra["blas"].startswith(
+        "reference")
+
+
+def test_hpl_nodes_local(hpcc: str, tmp_path: Path) -> None:
+    p = fabench_cli("hpl", "nodes", "--sizes", "400", "--ranks-per-node", "1", "--json",
+                    "--out", str(tmp_path))
+    rep = json.loads(p.stdout)
+    assert list(rep["nodes"]) == ["localhost"] and rep["flagged"] == []
+    table = tmp_path / "nodes.json"
+    table.write_text(p.stdout)
+    assert load_node_table(table).median == rep["median"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs on a root testbed (CI is root)")
+def test_hpl_nodes_on_a_testbed(hpcc: str, tmp_path: Path) -> None:
+    with own_testbeds(f"fbh{os.getpid() % 100000}"):
+        create("nodes", TestbedConfig(hosts=3))
+        p = fabench_cli("hpl", "nodes", "--on", "testbed", "nodes", "--sizes", "400",
+                        "--ranks-per-node", "1", "--threshold", "0.9", "--out", str(tmp_path))
+        # N from memory on three namespaces of one machine at once would overcommit it
+        q = fabench_cli("hpl", "nodes", "--on", "testbed", "nodes", "--out", str(tmp_path),
+                        check=False)
+        assert q.returncode == 2 and "one machine" in q.stderr
+    lines = p.stdout.splitlines()
+    for h in ("h1", "h2", "h3"):
+        assert any(ln.split()[:2] == [h, "1"] and ln.rstrip().endswith("ok") for ln in lines)
+    assert any(ln.startswith("# 3 of 3 nodes: min") and "CV" in ln for ln in lines)
+    runs = _runs(tmp_path)
+    assert len(runs) == 3 and all(r.status == "ok" and len(res) == 1 for r, res in runs)
+    assert {r.settings["label"] for r, _ in runs} == {"h1", "h2", "h3"}
+    assert all(f"node {r.settings['label']}" in r.provenance["launcher"] for r, _ in runs)
+
+
+# --- application proxies (native/mpi/app.c) -----------------------------------------------
+
+def _app(kernel: str, openmpi: str, tmp_path: Path, *args: str, check: bool = True,
+         env: dict[str, str] | None = None) -> tuple[int, list[dict], str]:
+    ok, why = kernel_status(get_kernel(kernel))
+    if not ok:
+        missing(f"{kernel}: {why}")
+    p = fabench_cli("bench", kernel, *args, "--json", "--out", str(tmp_path), check=check,
+                    env=env)
+    return p.returncode, [json.loads(ln) for ln in p.stdout.splitlines()], p.stderr
+
+
+def test_halo3d_grid_faces_and_validation(openmpi: str, tmp_path: Path) -> None:
+    for ranks, grid, faces in (("2", "2x1x1", 1), ("4", "2x2x1", 2)):
+        _, recs, _ = _app("mpi.halo3d", openmpi, tmp_path, "--ranks", ranks, "--sizes",
+                          "1K,16K", "--iterations", "50", "--validate")
+        assert [r["size"] for r in recs] == [1024, 16384]
+        for r in recs:
+            assert r["validated"] is True and r["grid"] == grid and r["faces"] == faces
+            assert 0 < r["comm_fraction"] <= 1 and r["compute_us"] == 0
+    # the compute phase is inside the step: no step is shorter than it
+    _, [r], _ = _app("mpi.halo3d", openmpi, tmp_path, "--ranks", "2", "--sizes", "1K",
+                     "--iterations", "20", "--kernel-args=--compute-us 300")
+    assert r["compute_us"] == 300 and r["min"] >= 300 and r["comm_fraction"] < 1
+    rc, _, err = _app("mpi.halo3d", openmpi, tmp_path, "--ranks", "2", "--sizes", "1K",
+                      "--iterations", "5", "--validate", check=False,
+                      env={"FABENCH_CORRUPT": "1"})
+    assert rc == 1 and "validation mismatch" in err
+
+
+def test_fft_transposes_and_validation(openmpi: str, tmp_path: Path) -> None:
+    _, [r], _ = _app("mpi.fft", openmpi, tmp_path, "--ranks", "4", "--sizes", "64K",
+                     "--iterations", "30", "--validate", "--kernel-args=--local-fft")
+    assert r["validated"] is True and r["transposes"] == 2 and r["grid"] == "2x2x1"
+    assert 0 < r["comm_fraction"] < 1  # the local FFTs take part of the step
+    _, [r], _ = _app("mpi.fft", openmpi, tmp_path, "--ranks", "4", "--sizes", "16K",
+                     "--iterations", "30", "--validate", "--kernel-args=--dims 2")
+    assert r["transposes"] == 1 and r["grid"] == "4x1x1"
+    rc, _, err = _app("mpi.fft", openmpi, tmp_path, "--ranks", "4", "--sizes", "1K",
+                      "--iterations", "5", "--validate", check=False,
+                      env={"FABENCH_CORRUPT": "1"})
+    assert rc == 1 and "validation mismatch" in err
+    rc, _, err = _app("mpi.fft", openmpi, tmp_path, "--ranks", "3", "--sizes", "1K",
+                      "--iterations", "5", check=False)
+    [(run, results)] = _runs(tmp_path)
+    assert rc == 1 and run.status == "failed" and results == []
+    assert "not a multiple of 3 ranks" in (run.stderr_tail or "")
+
+
+def test_app_model_geometry_and_monotone_predictions() -> None:
+    # the grids MPI_Dims_create gives (as the kernels report them: 2x1x1, 2x2x1)
+    assert [dims_create(n, 3) for n in (2, 4, 8, 12, 27)] == [
+        [2, 1, 1], [2, 2, 1], [2, 2, 2], [3, 2, 2], [3, 3, 3]]
+    assert halo_distances(2) == [1] and halo_distances(27) == [9, 9, 3, 3, 1, 1]
+    fabric = PRESETS["tcp-40g"]()
+    md = Model(fabric, Cluster(4, 1, TopologySpec(kind="single").build(4)))
+    t_small, t_big = halo3d_time(md, 1024.0), halo3d_time(md, 1 << 20)
+    assert 0 < t_small < t_big and halo3d_time(md, 1024.0, 100.0) == t_small + 100.0
+    assert 0 < fft_time(md, 16384.0) < fft_time(md, float(1 << 22))
+    # slabs: one all-to-all over every rank
+    assert fft_time(md, 65536.0, dims=2) == pytest.approx(alltoall_pairwise(md, 65536.0 / 4))
+
+
+def test_model_hpl_shares_emulated_nodes_cores() -> None:
+    fabric = PRESETS["tcp-40g"]()
+    prm = params_from(peak=67.2, efficiency=0.5, mem_gb=0.02, table=None, nb=128)
+    shared = replace(prm, cores=2)
+    assert hpl_point(fabric, 2, shared).efficiency == hpl_point(fabric, 2, prm).efficiency
+    assert hpl_point(fabric, 4, shared).efficiency < hpl_point(fabric, 4, prm).efficiency

@@ -1,0 +1,386 @@
+"""fabench matrix: the judge on synthetic matrices (cheap), the mpi.matrix kernel under real
+MPI ranks, and end to end on real testbeds with real faults (slow)."""
+
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import fabench_cli, own_testbeds
+from fabench.errors import FabenchError
+from fabench.matrix.advise import advise
+from fabench.matrix.diff import diff
+from fabench.matrix.export import matrix_csv
+from fabench.matrix.judge import THRESHOLD, Matrix, Scale, find_suspects, judge
+from fabench.matrix.measure import parse_pairs
+from fabench.matrix.topology import compare, infer_topology, read_topology
+from fabench.native import native_root
+from fabench.store import Store
+from fabench.testbed import TestbedConfig, create
+from test_report import browse, console_errors
+
+HOSTS = [f"h{i + 1}" for i in range(8)]
+
+
+def synthetic(n: int = 8, seed: int = 1, lat: float = 20.0, bw: float = 1000.0,
+              noise: float = 0.05) -> Matrix:
+    """A healthy fabric: every direction near `lat` us and `bw` MB/s, lognormal noise."""
+    rng = random.Random(seed)
+    m = Matrix(HOSTS[:n])
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                m.latency[(i, j)] = lat * rng.lognormvariate(0, noise)
+                m.bandwidth[(i, j)] = bw * rng.lognormvariate(0, noise)
+    return m
+
+
+def lines(j: Matrix, retest: Matrix | None = None) -> list[str]:
+    return [v.line.split(":")[0] for v in judge(j, retest).verdicts]
+
+
+def test_healthy_fabric_has_no_verdict_after_the_retest() -> None:
+    # First-pass suspects do happen on a healthy fabric (about 150 scores per 8-host matrix,
+    # each a small chance above 3.5); the retest, on fresh samples, clears them.
+    first_pass = 0
+    for seed in range(40):
+        m = synthetic(seed=seed)
+        first_pass += bool(lines(m))
+        fresh = synthetic(seed=seed + 1000)
+        sus = find_suspects(m)
+        r = Matrix(m.hosts)
+        for link in sus.retest_pairs(8):
+            r.latency[link], r.bandwidth[link] = fresh.latency[link], fresh.bandwidth[link]
+        assert judge(m, r, sus).verdicts == [], seed
+    assert first_pass < 40
+
+
+def test_bad_link_both_directions() -> None:
+    m = synthetic()
+    m.bandwidth[(1, 4)] /= 20
+    m.bandwidth[(4, 1)] /= 20
+    assert lines(m) == ["bad link h2 -> h5", "bad link h5 -> h2"]
+    v = judge(m).verdicts[0]
+    ev = v.evidence[0]
+    assert ev.metric == "bandwidth" and ev.score > THRESHOLD and ev.first < ev.threshold
+
+
+def test_one_way_link_is_bad_and_asymmetric() -> None:
+    m = synthetic()
+    m.bandwidth[(1, 4)] /= 20
+    assert lines(m) == ["bad link h2 -> h5", "asymmetric link h2 -> h5"]
+
+
+def test_slow_node_is_one_verdict_not_fourteen() -> None:
+    m = synthetic()
+    for o in range(8):
+        if o != 2:
+            m.bandwidth[(2, o)] /= 5
+            m.bandwidth[(o, 2)] /= 5
+    assert lines(m) == ["slow node h3"]
+
+
+def test_high_latency_link() -> None:
+    m = synthetic()
+    m.latency[(0, 7)] *= 3
+    m.latency[(7, 0)] *= 3
+    assert lines(m) == ["bad link h1 -> h8", "bad link h8 -> h1"]
+
+
+def test_retest_clears_a_transient_and_confirms_a_fault() -> None:
+    m = synthetic()
+    m.bandwidth[(0, 1)] /= 10  # transient: fine when measured again
+    m.bandwidth[(2, 3)] /= 10  # real
+    sus = find_suspects(m)
+    assert {(0, 1), (2, 3)} <= sus.links and len(sus.references) == 6
+    # the retest, isolated: everything faster by 3x (no co-runners), the fault still slow
+    r = Matrix(m.hosts)
+    for link in sus.retest_pairs(8):
+        r.latency[link] = m.latency[link] * 0.5
+        r.bandwidth[link] = m.bandwidth[link] * 3
+    r.bandwidth[(0, 1)] = 3000.0
+    r.latency[(0, 1)] = 10.0
+    j = judge(m, r, sus)
+    assert [v.line.split(":")[0] for v in j.verdicts] == ["bad link h3 -> h4",
+                                                          "asymmetric link h3 -> h4"]
+    assert "link h1 -> h2" in j.cleared
+    ev = j.verdicts[0].evidence[0]
+    assert ev.retest is not None and ev.retest_score is not None and ev.retest_score > THRESHOLD
+
+
+def test_unreachable_host_and_link() -> None:
+    m = synthetic()
+    for o in range(8):
+        if o != 5:
+            m.latency.pop((5, o)), m.bandwidth.pop((5, o))
+            m.latency.pop((o, 5)), m.bandwidth.pop((o, 5))
+    m.latency.pop((0, 1)), m.bandwidth.pop((0, 1))
+    assert lines(m) == ["unreachable h6", "unreachable h1 -> h2"]
+
+
+def test_identical_links_fall_back_to_mean_absolute_deviation() -> None:
+    # a simulator gives identical numbers: MAD = 0, the score divides by 1.2533 x MeanAD
+    m = synthetic(noise=0.0)
+    m.bandwidth[(3, 6)] /= 2
+    assert Scale.of(m.bandwidth.values()).spread > 0
+    assert "bad link h4 -> h7" in lines(m)
+    assert lines(synthetic(noise=0.0)) == []
+
+
+def two_switches(seed: int = 3) -> Matrix:
+    m = synthetic(seed=seed)
+    for (i, j) in m.bandwidth:
+        if (i < 4) != (j < 4):
+            m.bandwidth[(i, j)] /= 8
+            m.latency[(i, j)] *= 1.5
+    return m
+
+
+def test_topology_finds_two_groups_and_a_misplaced_host(tmp_path: Path) -> None:
+    topo = infer_topology(two_switches())
+    assert topo.groups == [HOSTS[:4], HOSTS[4:]]
+    assert infer_topology(synthetic()).groups == [HOSTS]
+    conf = tmp_path / "topology.conf"
+    conf.write_text("SwitchName=s1 Nodes=h[1-3],h5\nSwitchName=s2 Nodes=h4,h[6-8]\n"
+                    "SwitchName=spine Switches=s[1-2]\n")
+    declared = read_topology(conf)
+    assert declared == {"s1": ["h1", "h2", "h3", "h5"], "s2": ["h4", "h6", "h7", "h8"]}
+    assert compare(topo.groups, declared) == [
+        "misplaced host h4: declared on s2, measured with the hosts of s1",
+        "misplaced host h5: declared on s1, measured with the hosts of s2"]
+
+
+def test_advise_stays_in_one_group_and_avoids_verdicts() -> None:
+    m = two_switches()
+    m.bandwidth[(1, 2)] /= 50
+    m.bandwidth[(2, 1)] /= 50
+    j = judge(m).to_json()
+    j["topology"] = infer_topology(m).to_json()
+    a = advise(j, 3)
+    assert a.group is not None and set(a.hosts) <= set(HOSTS[:4]) or set(a.hosts) <= set(
+        HOSTS[4:])
+    assert not {"h2", "h3"} & set(a.hosts)
+    with pytest.raises(FabenchError):
+        advise(j, 9)
+    csv = matrix_csv(j).splitlines()
+    assert csv[0].startswith("src,dst,latency_us") and len(csv) == 1 + 56
+    assert any(r.startswith("h2,h3,") and r.endswith("bad link") for r in csv)
+
+
+def test_pairs_are_parsed_by_rank_or_host() -> None:
+    assert parse_pairs("0:3,3:0") == ((0, 3), (3, 0))
+    assert parse_pairs("h2:h5", HOSTS) == ((1, 4),)
+    for bad in ("1", "1:1", "x:2", "0;1"):
+        with pytest.raises(FabenchError):
+            parse_pairs(bad)
+
+
+# ---- the kernel, under real MPI ranks on this host ------------------------------------------
+
+def _kernel(openmpi: str, ranks: int, *args: str) -> list[dict]:
+    exe = native_root() / openmpi / "fb-mpi-matrix"
+    if not exe.exists():
+        pytest.skip(f"{exe} not built")
+    env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_mpi_yield_when_idle": "1"}
+    proc = subprocess.run(["mpirun.openmpi", "--oversubscribe", "-np", str(ranks), "--",
+                           str(exe), "--lat-iterations", "5", "--lat-warmup", "1",
+                           "--iterations", "2", "--warmup", "0", "--window", "2",
+                           "--sizes", "4K", *args],
+                          capture_output=True, text=True, timeout=120, env=env, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+
+
+@pytest.mark.parametrize("ranks", [4, 5])
+def test_kernel_visits_every_ordered_pair_once(openmpi: str, ranks: int) -> None:
+    recs = _kernel(openmpi, ranks)
+    pairs = [(r["src"], r["dst"]) for r in recs if r["type"] == "pair"]
+    assert sorted(pairs) == [(i, j) for i in range(ranks) for j in range(ranks) if i != j]
+    rounds = {r["round"] for r in recs if r["type"] == "pair"}
+    assert len(rounds) == (ranks if ranks % 2 else ranks - 1)  # odd: one bye per round
+    p = next(r for r in recs if r["type"] == "pair")
+    assert len(p["latency_us"]) == 5 and len(p["bandwidth_us"]) == 2
+    assert p["bytes_per_sample"] == 2 * 4096 and p["mode"] == "concurrent"
+
+
+def test_kernel_measures_only_the_pairs_asked(openmpi: str) -> None:
+    recs = _kernel(openmpi, 4, "--mode", "isolated", "--pairs", "1:2,3:0,2:1")
+    pairs = sorted((r["src"], r["dst"]) for r in recs if r["type"] == "pair")
+    assert pairs == [(1, 2), (2, 1), (3, 0)]
+    assert {r["mode"] for r in recs if r["type"] == "pair"} == {"isolated"}
+
+
+def test_kernel_refuses_bad_options(openmpi: str) -> None:
+    exe = native_root() / openmpi / "fb-mpi-matrix"
+    if not exe.exists():
+        pytest.skip(f"{exe} not built")
+    for args in (["--mode", "sideways"], ["--lat-iterations", "0"]):
+        proc = subprocess.run([str(exe), *args], capture_output=True, text=True, check=False)
+        assert proc.returncode == 2 and "mpi.matrix" in proc.stderr
+
+
+# ---- end to end on real testbeds ------------------------------------------------------------
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mpirun.openmpi") is None,
+                                reason="a root testbed and Open MPI")
+
+
+def _matrix(out: Path, name: str, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
+    proc = fabench_cli("matrix", "--on", "testbed", name, "--out", str(out), *args,
+                       check=False, timeout=900)
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr
+    with Store(out / "fabench.sqlite") as st:
+        cid = st.matrices()[-1]
+        _, j = st.matrix(cid)
+        runs = st.runs(cid)
+        assert runs and len(st.matrix_pairs(runs[0].id)) == len(j["latency_us"])
+    return proc, j
+
+
+@needs_root
+@pytest.mark.slow
+def test_testbed_bad_link_found_and_healthy_testbed_passes(openmpi: str, tmp_path: Path) -> None:
+    with own_testbeds(f"fbm{os.getpid() % 100000}"):
+        fabench_cli("testbed", "up", "--name", "bad", "--hosts", "6",
+                    "--impair", "h2-h3:rate=50mbit")
+        proc, j = _matrix(tmp_path / "bad", "bad")
+        assert proc.returncode == 3, proc.stdout
+        flagged = [ln for ln in proc.stdout.splitlines() if ln.startswith("bad link")]
+        assert [ln.split(":")[0] for ln in flagged] == ["bad link h2 -> h3", "bad link h3 -> h2"]
+        assert "retest" in flagged[0]
+
+        fabench_cli("testbed", "up", "--name", "good", "--hosts", "6")
+        proc, j = _matrix(tmp_path / "good", "good")
+        assert proc.returncode == 0, proc.stdout
+        assert j["verdicts"] == [] and "no link or node flagged" in proc.stdout
+
+
+@needs_root
+@pytest.mark.slow
+def test_testbed_two_switches_give_two_groups(openmpi: str, tmp_path: Path) -> None:
+    with own_testbeds(f"fbs{os.getpid() % 100000}"):
+        fabench_cli("testbed", "up", "--name", "sw", "--hosts", "6", "--switches", "2",
+                    "--uplink-rate", "100mbit")
+        topo = tmp_path / "topo"
+        topo.write_text("leaf1: h1 h2 h3\nleaf2: h4 h5 h6\n")
+        proc, j = _matrix(tmp_path / "sw", "sw", "--topology", str(topo), "--no-retest")
+        assert j["topology"]["groups"] == [["h1", "h2", "h3"], ["h4", "h5", "h6"]], proc.stdout
+        assert j["topology"]["misplaced"] == []
+        adv = fabench_cli("matrix", "advise", "--nodes", "3", "--store", str(tmp_path / "sw"))
+        hosts = adv.stdout.splitlines()[0].split(": ")[1].split(",")
+        assert hosts in (["h1", "h2", "h3"], ["h4", "h5", "h6"]), adv.stdout
+
+
+# ---- the report ------------------------------------------------------------------------------
+
+def test_report_heatmaps_in_chromium(tmp_path: Path) -> None:
+    m = two_switches()
+    m.hosts[0] = '<script>window.pwned=1</script>"&'  # a hostile host name, escaped
+    m.bandwidth[(1, 2)] /= 50
+    m.bandwidth[(2, 1)] /= 50
+    j = judge(m).to_json()
+    j["topology"] = infer_topology(m).to_json()
+    store = tmp_path / "fabench.sqlite"
+    with Store(store) as st:
+        cid = st.begin_campaign("matrix", {})
+        rid = st.begin_run(campaign_id=cid, key="k", kernel="mpi.matrix", transport="tcp",
+                           mpi="openmpi", ranks=8, launcher="testbed", repeat=0, settings={})
+        st.finish_run(rid, status="ok")
+        st.save_matrix(cid, m.hosts, j)
+        st.end_campaign(cid, "finished")
+    html = tmp_path / "report.html"
+    fabench_cli("report", f"c{cid}", "-o", str(html), "--store", str(store))
+    text = html.read_text()
+    assert "<script>window.pwned" not in text and "&lt;script&gt;window.pwned" in text
+    shot = tmp_path / "matrix.png"
+    snap = browse(html, f"--screenshot={shot}")
+    assert shot.exists() and shot.stat().st_size > 10000, snap.stderr[-2000:]
+    dom = browse(html, "--dump-dom")
+    assert console_errors(dom.stderr + snap.stderr) == []
+    maps = re.findall(r'<svg class="heatmap".*?</svg>', dom.stdout, re.S)
+    assert len(maps) == 2
+    for svg in maps:
+        assert svg.count('class="cell flagged"') == 2  # h2 -> h3 and h3 -> h2
+        assert svg.count('class="cell') == 56
+    assert "bad link h2 -&gt; h3" in dom.stdout
+    if os.environ.get("FABENCH_SCREENSHOT_DIR"):
+        shutil.copy(shot, Path(os.environ["FABENCH_SCREENSHOT_DIR"]) / "matrix-heatmap.png")
+
+
+def test_compare_two_matrices_per_link() -> None:
+    broken = synthetic()
+    broken.bandwidth[(1, 4)] /= 20
+    broken.bandwidth[(4, 1)] /= 20
+    repaired = synthetic(seed=2)
+    repaired.bandwidth[(0, 7)] /= 20  # a new fault elsewhere
+    changes = {c.line.split(" (")[0]: c for c in diff(judge(broken).to_json(),
+                                                      judge(repaired).to_json())}
+    assert "fixed h2 -> h5" in changes and "fixed h5 -> h2" in changes
+    assert changes["fixed h2 -> h5"].bandwidth_ratio > 10
+    assert "broken h1 -> h8" in changes
+    assert sum(c.verdict in ("fixed", "broken", "still bad") for c in changes.values()) == 3
+
+
+@needs_root
+@pytest.mark.slow
+def test_unreachable_host_in_a_hostfile(openmpi: str, tmp_path: Path) -> None:
+    """A hostfile naming a host the agent cannot reach: a line naming it, the others measured
+    and stored, the host marked unreachable (exit 3)."""
+    with own_testbeds(f"fbu{os.getpid() % 100000}"):
+        tb = create("hf", TestbedConfig(hosts=3))
+        hostfile = tmp_path / "hostfile"
+        hostfile.write_text("h1\nh2\nh3\nh9\n")
+        env = {**os.environ, "FABENCH_RSH_AGENT": str(tb.agent), "FABENCH_IFACE": "eth0"}
+        p = subprocess.run([*tb.hosts[0].enter, sys.executable, "-m", "fabench", "matrix",
+                            "--on", "hosts", str(hostfile), "--out", str(tmp_path), "--json"],
+                           env=env, capture_output=True, text=True, timeout=600, check=False)
+        assert p.returncode == 3, p.stdout + p.stderr
+        assert "host h9 unreachable" in p.stderr and "no host h9" in p.stderr
+        j = json.loads(p.stdout)
+        assert [v["line"] for v in j["verdicts"] if v["kind"] == "unreachable"] == [
+            "unreachable h9"]
+        assert len(j["latency_us"]) == 6  # every direction among h1, h2, h3
+
+
+@needs_root
+@pytest.mark.slow
+def test_matrix_cut_short_is_stored_and_resumed(openmpi: str, tmp_path: Path) -> None:
+    """A pass that dies mid-matrix (here: its time runs out in the last round, the one with the
+    slow h1-h2 link; rank 0 meets rank 1 in round 2 of 0..2 with 4 ranks) keeps its finished
+    rounds, marks the missing directions, and --resume measures only those."""
+    with own_testbeds(f"fbr{os.getpid() % 100000}"):
+        fabench_cli("testbed", "up", "--name", "cut", "--hosts", "4",
+                    "--impair", "h1-h2:rate=50mbit")
+        proc = fabench_cli("matrix", "--on", "testbed", "cut", "--out", str(tmp_path),
+                           "--timeout", "7", "--iterations", "8", "--json", check=False)
+        assert proc.returncode == 3, proc.stdout + proc.stderr
+        assert "--resume" in proc.stderr
+        j = json.loads(proc.stdout)
+        lost = [v["line"] for v in j["verdicts"] if v["kind"] == "unreachable"]
+        assert "unreachable h1 -> h2" in lost and len(j["latency_us"]) + len(lost) == 12
+        proc = fabench_cli("matrix", "--on", "testbed", "cut", "--out", str(tmp_path),
+                           "--resume", str(j["campaign_id"]), "--iterations", "8", "--json",
+                           check=False)
+        assert proc.returncode == 3, proc.stdout + proc.stderr
+        j2 = json.loads(proc.stdout)
+        assert len(j2["latency_us"]) == 12
+        assert j2["passes"][0]["directions"] == len(lost)
+        assert [v["line"].split(":")[0] for v in j2["verdicts"]] == [
+            "bad link h1 -> h2", "bad link h2 -> h1"]
+
+
+def test_cli_usage_errors_exit_2(tmp_path: Path) -> None:
+    p = fabench_cli("matrix", "--pairs", "0:0", "--out", str(tmp_path), check=False)
+    assert p.returncode == 2 and "two different hosts" in p.stderr
+    p = fabench_cli("matrix", "advise", "--nodes", "2", "--store", str(tmp_path), check=False)
+    assert p.returncode == 2 and "no store" in p.stderr
+    p = fabench_cli("matrix", "--on", "testbed", "no-such-testbed-x", "--out", str(tmp_path),
+                    check=False)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
