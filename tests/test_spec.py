@@ -1,7 +1,7 @@
 import pytest
 
 from fabench.errors import SpecError
-from fabench.plan import make_plan
+from fabench.plan import QUICK_COLLECTIVE_ITERATIONS, QUICK_ITERATIONS, make_plan
 from fabench.spec import load_spec, parse_spec
 
 
@@ -61,13 +61,20 @@ def test_missing_runs() -> None:
 
 
 def test_quick_sets_fewer_iterations() -> None:
+    """--quick runs fewer iterations than every size's default, the large sizes included
+    (they take nearly all the time): below the kernels' large-size defaults, not equal to them."""
     plan = make_plan(load_spec(None), quick=True)
     lat = next(p for p in plan if p.kernel.name == "mpi.latency")
-    assert lat.settings.iterations == 1000 and lat.settings.warmup == 100
+    assert lat.settings.iterations == QUICK_ITERATIONS["latency"] < 1000  # large-size default
+    assert lat.settings.warmup == QUICK_ITERATIONS["latency"] // 10
     argv = lat.kernel_argv()
-    assert argv[argv.index("--iterations") + 1] == "1000"
+    assert argv[argv.index("--iterations") + 1] == str(QUICK_ITERATIONS["latency"])
+    bw = next(p for p in plan if p.kernel.name == "mpi.bw")
+    assert bw.settings.iterations == QUICK_ITERATIONS["bw"] < 20
     coll = next(p for p in plan if p.kernel.name == "mpi.allreduce")
-    assert coll.settings.iterations == 100
+    assert coll.settings.iterations == QUICK_COLLECTIVE_ITERATIONS < 100
+    full = make_plan(load_spec(None))
+    assert all(p.settings.iterations is None for p in full)  # the kernels' own defaults
 
 
 def test_odd_ranks_dropped_for_pair_kernels() -> None:
