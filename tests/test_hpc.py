@@ -4,6 +4,7 @@ runs through the CLI (small N, 1-2 ranks) including the failures that must store
 
 import json
 import os
+import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -29,6 +30,7 @@ from fabench.native import kernel_status
 from fabench.records import ResultRecord
 from fabench.store import Store
 from fabench.testbed import TestbedConfig, create
+from test_report import browse, console_errors
 
 FIX = Path(__file__).parent / "fixtures" / "hpcc"
 GOOD = FIX / "n800-2ranks-openblas.txt"
@@ -304,6 +306,47 @@ def test_hpl_nodes_on_a_testbed(hpcc: str, tmp_path: Path) -> None:
     assert len(runs) == 3 and all(r.status == "ok" and len(res) == 1 for r, res in runs)
     assert {r.settings["label"] for r, _ in runs} == {"h1", "h2", "h3"}
     assert all(f"node {r.settings['label']}" in r.provenance["launcher"] for r, _ in runs)
+
+
+def test_report_hpl_section(hpcc: str, tmp_path: Path) -> None:
+    # real runs: two 1-node 1-rank runs (the model's baseline), a 1-node 2-rank run (another
+    # peak per node: no prediction) and a node check (its own table, not the baseline)
+    for ranks in (1, 1, 2):
+        fabench_cli("bench", "hpcc.hpl", "--ranks", str(ranks), "--sizes", "400", "--out",
+                    str(tmp_path))
+    fabench_cli("hpl", "nodes", "--sizes", "400", "--ranks-per-node", "1", "--out",
+                str(tmp_path))
+    html = tmp_path / "r" / "report.html"
+    fabench_cli("report", "kernel=hpcc.hpl", "--fabric", "tcp-40g", "-o", str(html),
+                "--store", str(tmp_path))
+    sec = json.loads(html.with_suffix(".json").read_text())["hpl"]
+    assert sec["fabric"] == "tcp-40g" and [r["run_id"] for r in sec["runs"]] == [1, 2, 3]
+    one, two = [r for r in sec["runs"] if r["grid"] == "1x1"], sec["runs"][2]
+    base = sorted(one, key=lambda r: r["efficiency"])[0]
+    assert f"run {base['run_id']}: 1 node" in sec["baseline"]
+    # at one node the model is the baseline's rate: the baseline run itself has no error
+    assert base["model_efficiency"] == pytest.approx(base["efficiency"])
+    assert base["model_error"] == pytest.approx(0.0, abs=1e-12)
+    assert two["grid"] == "1x2" and two["model_efficiency"] is None
+    assert "other ranks per node" in two["no_model"]
+    [g] = sec["by_nodes"]
+    assert g["nodes"] == 1 and g["runs"] == [1, 2, 3]
+    [t] = sec["node_tables"]
+    assert list(t["nodes"]) == ["localhost"] and t["results"][0]["run_id"] == 4
+    text = html.read_text()
+    assert "<h2>HPL</h2>" in text and 'id="hpl-scaling"' in text
+    assert "node consistency (campaign 4, fabench hpl nodes)" in text
+    assert "nodes (log)" in text and "model (tcp-40g)" in text
+    # drawn in a browser: the chart has its measured and model lines, nothing thrown
+    dom = browse(html, "--dump-dom")
+    assert dom.returncode == 0 and console_errors(dom.stderr) == []
+    svg = re.search(r'<svg class="chart" id="hpl-scaling".*?</svg>', dom.stdout, re.S)
+    assert svg and svg.group(0).count('class="series"') == 2
+    # without a fabric: the measurements, no model
+    fabench_cli("report", "kernel=hpcc.hpl", "-o", str(html), "--store", str(tmp_path))
+    sec = json.loads(html.with_suffix(".json").read_text())["hpl"]
+    assert sec["fabric"] is None and all(r["model_efficiency"] is None for r in sec["runs"])
+    assert "model (" not in html.read_text()
 
 
 # --- application proxies (native/mpi/app.c) -----------------------------------------------

@@ -3,6 +3,7 @@
 import argparse
 from pathlib import Path
 
+from ..model.catalog import load_fabric
 from ..report.build import report_for, write_report
 from ..store import Store
 from . import COMMANDS
@@ -21,6 +22,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("-o", "--output", type=Path, help="HTML file (default: "
                    "<results dir>/report.html)")
     p.add_argument("--title", help="report title")
+    p.add_argument("--fabric", "-f", metavar="NAME",
+                   help="a fabric (saved, file or preset) for the HPL section's model: its "
+                        "prediction beside each stored hpcc.hpl run (default: the fabric an "
+                        "`hpl scaling` campaign was given, else none)")
     p.add_argument("--samples", action="store_true",
                    help="include every per-iteration time in the JSON export")
     add_store_argument(p)
@@ -30,8 +35,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 def main(args: argparse.Namespace) -> int:
     spath = resolve_store(args.store)
     out = args.output or spath.parent / "report.html"
+    fabric = load_fabric(args.fabric, spath.parent) if args.fabric else None
     with Store(spath) as store:
-        report = report_for(store, args.select, args.title)
+        report = report_for(store, args.select, args.title, fabric)
     for path in write_report(report, out, samples=args.samples):
         print(f"# wrote {path}")
     for w in report.warnings:

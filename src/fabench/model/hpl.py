@@ -177,10 +177,13 @@ def grid(nodes: int) -> tuple[int, int]:
     return p, nodes // p
 
 
-def hpl_point(fabric: Fabric, nodes: int, prm: HplParams) -> HplPoint:
+def hpl_point(fabric: Fabric, nodes: int, prm: HplParams, n: int | None = None) -> HplPoint:
+    """The model at `nodes`; `n`: this problem size (a measured run's) instead of the one
+    that fills `mem_fraction` of the nodes' memory."""
     p, q = grid(nodes)
-    n = int(math.sqrt(prm.mem_fraction * prm.mem_per_node_gb * 1e9 * nodes / 8))
-    n -= n % prm.nb
+    if n is None:
+        n = int(math.sqrt(prm.mem_fraction * prm.mem_per_node_gb * 1e9 * nodes / 8))
+        n -= n % prm.nb
     flops = 2.0 / 3.0 * n**3 + 1.5 * n**2
     gamma = prm.efficiency_1node * prm.node_peak_gflops * 1e9  # flop/s per node
     slow = 1.0 - prm.node_cv * math.sqrt(2 * math.log(nodes)) if nodes > 1 else 1.0

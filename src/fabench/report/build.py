@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from ..errors import FabenchError
+from ..model.fabric import Fabric
 from ..selection import select_runs
 from ..store import Store
 from .export import write_csv, write_json
@@ -10,13 +11,14 @@ from .html import write_html
 from .model import Report, build_report
 
 
-def report_for(store: Store, selectors: list[str], title: str | None = None) -> Report:
+def report_for(store: Store, selectors: list[str], title: str | None = None,
+               fabric: Fabric | None = None) -> Report:
     runs = select_runs(store, selectors, include_failed=True)
     ok = [r for r in runs if r.status == "ok"]
     if not ok:
         raise FabenchError(f"{' '.join(selectors)}: no finished run to report on")
     return build_report(store, ok, [r for r in runs if r.status != "ok"],
-                        title or f"fabench report: {' '.join(selectors)}")
+                        title or f"fabench report: {' '.join(selectors)}", fabric=fabric)
 
 
 def write_report(report: Report, html_path: Path, samples: bool = False) -> list[Path]:

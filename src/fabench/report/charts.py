@@ -2,6 +2,7 @@
 its confidence band. Generated here so the report needs no network and no JS library."""
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 
@@ -78,8 +79,11 @@ class _Axes:
         return self.sizes[::stride]
 
 
-def line_chart(chart_id: str, title: str, y_title: str, lines: list[Line]) -> str:
-    """An <svg> with axes, a CI band (polygon) and a median line (path + markers) per line."""
+def line_chart(chart_id: str, title: str, y_title: str, lines: list[Line],
+               x_title: str = "message size (log)",
+               x_label: Callable[[int], str] = size_label) -> str:
+    """An <svg> with axes, a CI band (polygon) and a median line (path + markers) per line;
+    x on a log2 axis (message sizes unless `x_title` and `x_label` say otherwise)."""
     ax = _Axes(lines)
     out = [f'<svg class="chart" id="{escape(chart_id)}" viewBox="0 0 {W} {H}" width="{W}" '
            f'height="{H}" role="img" aria-label="{escape(title)}" '
@@ -97,9 +101,9 @@ def line_chart(chart_id: str, title: str, y_title: str, lines: list[Line]) -> st
         out.append(f'<line class="grid" x1="{x:.1f}" x2="{x:.1f}" y1="{MT}" y2="{H - MB}"/>'
                    f'<text class="tick" x="{x:.1f}" y="{H - MB + 14}" text-anchor="end" '
                    f'transform="rotate(-35 {x:.1f} {H - MB + 14})">'
-                   f"{escape(size_label(s))}</text>")
+                   f"{escape(x_label(s))}</text>")
     out.append(f'<text class="axis" x="{(ML + W - MR) / 2}" y="{H - 4}" '
-               f'text-anchor="middle">message size (log)</text>'
+               f'text-anchor="middle">{escape(x_title)}</text>'
                f'<text class="axis" x="14" y="{(MT + H - MB) / 2}" text-anchor="middle" '
                f'transform="rotate(-90 14 {(MT + H - MB) / 2})">{escape(y_title)}</text>')
     for i, ln in enumerate(lines):
@@ -127,7 +131,7 @@ def line_chart(chart_id: str, title: str, y_title: str, lines: list[Line]) -> st
                 if k < len(ln.lo) and _fin(ln.lo[k]) and _fin(ln.hi[k]):
                     ci = f" (95% CI {format_number(ln.lo[k])}-{format_number(ln.hi[k])})"
                 out.append(f'<circle cx="{ax.px(x):.1f}" cy="{ax.py(y):.1f}" r="2.5" '
-                           f'fill="{color}"><title>{escape(ln.label)} {size_label(x)}: '
+                           f'fill="{color}"><title>{escape(ln.label)} {escape(x_label(x))}: '
                            f"{format_number(y)}{escape(ci)}</title></circle>")
         out.append("</g>")
     out.append("</svg>")

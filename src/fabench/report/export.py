@@ -124,7 +124,8 @@ def as_json(report: Report, samples: bool = False) -> dict[str, Any]:
         "runs": runs, "summary_table": table, "warnings": report.warnings,
         "comparisons": [c.as_dict() for c in report.comparisons], "rows": rows(report),
         "tcp_counters": [t.as_dict() for t in report.tcp],
-        "congestion": [r.to_json() for r in report.congestion]}
+        "congestion": [r.to_json() for r in report.congestion],
+        "hpl": report.hpl.to_json() if report.hpl is not None else None}
     if samples:
         seen: dict[int, list[Any]] = {}
         for s in report.series:

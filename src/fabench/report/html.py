@@ -16,6 +16,7 @@ from ..selection import Series, SizeEstimate, config_label
 from ..units import format_number
 from .charts import Line, line_chart, size_label
 from .congestion import html_section
+from .hpl import html_section as hpl_html
 from .matrix import matrix_section
 from .model import TABLE_COLUMNS, Report
 from .prediction import prediction_section
@@ -269,6 +270,7 @@ def render_html(report: Report) -> str:
         *_prediction(report),
         *_tcp_counters(report),
         html_section(report.congestion),
+        hpl_html(report.hpl),
         "<h2>Statistics per size</h2>", _stats_tables(report),
         "<h2>Provenance</h2>", _provenance(report),
     ]

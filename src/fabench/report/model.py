@@ -9,6 +9,7 @@ from typing import Any
 from ..compare import Comparison, compare_series
 from ..congestion.impact import ImpactRow, impact_rows
 from ..hostprobe import HOST_STATE_RATIO, run_core_to_core_ns
+from ..model.fabric import Fabric
 from ..mpi.onnode import FLAG as NIC_FLAG
 from ..selection import (
     Series,
@@ -20,6 +21,7 @@ from ..selection import (
     run_source,
 )
 from ..store import RunRow, Store
+from .hpl import HplSection, hpl_section, scaling_fabric
 from .tcp import TcpRow, tcp_rows
 
 SMALL_SIZE = 8  # document 004 tabulates small-message latency ...
@@ -51,6 +53,7 @@ class Report:
     # campaign_id
     matrices: list[dict[str, Any]] = field(default_factory=list)
     congestion: list[ImpactRow] = field(default_factory=list)  # congestion runs selected
+    hpl: HplSection | None = None  # hpcc.hpl runs selected: scaling, model, node tables
 
 
 TABLE_COLUMNS = {  # column -> (kernel suffix, metric, size)
@@ -149,7 +152,9 @@ def host_state_warning(runs: list[RunRow]) -> str | None:
 
 
 def build_report(store: Store, runs: list[RunRow], excluded: list[RunRow] | None = None,
-                 title: str = "fabench report", compare: bool = True) -> Report:
+                 title: str = "fabench report", compare: bool = True,
+                 fabric: Fabric | None = None) -> Report:
+    """`fabric`: the model's, for the HPL section (default: an `hpl scaling` campaign's)."""
     results = load_results(store, runs)
     # a run without result records (mpi.matrix keeps its samples in matrix_pairs) has no chart
     series = [s for s in group_series(runs, results) if s.points]
@@ -183,7 +188,9 @@ def build_report(store: Store, runs: list[RunRow], excluded: list[RunRow] | None
     matrices = [{"campaign_id": c, **store.matrix(c)[1]} for c in cids if c in held]
     return Report(title, runs, list(excluded or []), series, comparisons,
                   summary_table(series), warnings, campaigns, tcp=tcp_rows(runs),
-                  matrices=matrices, congestion=impact_rows(runs, results))
+                  matrices=matrices, congestion=impact_rows(runs, results),
+                  hpl=hpl_section(store, [*runs, *(excluded or [])],
+                                  fabric or scaling_fabric(store, runs)))
 
 
 def _campaign_provenance(store: Store, cid: int) -> dict[str, Any]:
