@@ -18,6 +18,7 @@ from fabench.hpc.convert import records_for
 from fabench.hpc.hpccinf import Asked, make_input, problem_size, process_grid, read_input
 from fabench.hpc.output import HpccRunError, check_hpl, check_parameters, parse_output
 from fabench.hpc.peak import CpuInfo, Peak, flops_per_cycle, frequency, peak_of, read_peak
+from fabench.hpc.scaling import node_counts, sizes_per_count
 from fabench.kernels import get_kernel
 from fabench.metrics import GFLOPS
 from fabench.model.apps import dims_create, fft_time, halo3d_time, halo_distances
@@ -347,6 +348,50 @@ def test_report_hpl_section(hpcc: str, tmp_path: Path) -> None:
     sec = json.loads(html.with_suffix(".json").read_text())["hpl"]
     assert sec["fabric"] is None and all(r["model_efficiency"] is None for r in sec["runs"])
     assert "model (" not in html.read_text()
+
+
+def test_scaling_counts_and_sizes() -> None:
+    assert node_counts(1) == [1] and node_counts(4) == [1, 2, 4]
+    assert node_counts(6) == [1, 2, 4, 6] and node_counts(4, "4,1") == [1, 4]
+    with pytest.raises(FabenchError, match="1..2"):
+        node_counts(2, "3")
+    assert [s.values if s else None for s in sizes_per_count("400,566", [1, 2])] == [
+        (400,), (566,)]
+    assert sizes_per_count(None, [1, 2]) == [None, None]
+    with pytest.raises(FabenchError, match="one per node count"):
+        sizes_per_count("400,500", [1, 2, 4])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="runs on a root testbed (CI is root)")
+def test_hpl_scaling_on_a_testbed(hpcc: str, tmp_path: Path) -> None:
+    with own_testbeds(f"fbs{os.getpid() % 100000}"):
+        create("scale", TestbedConfig(hosts=2))
+        p = fabench_cli("hpl", "scaling", "--on", "testbed", "scale", "--sizes", "400",
+                        "--fabric", "tcp-40g", "--json", "--out", str(tmp_path))
+        q = fabench_cli("hpl", "scaling", "--on", "testbed", "scale", "--nodes", "3",
+                        "--out", str(tmp_path), check=False)
+        assert q.returncode == 2 and "1..2" in q.stderr
+    rep = json.loads(p.stdout)
+    assert rep["nodes"] == [1, 2] and rep["ranks_per_node"] == 1
+    assert "one machine" in rep["notes"][0]
+    one, two = rep["runs"]
+    assert (one["nodes"], one["grid"], two["nodes"], two["grid"]) == (1, "1x1", 2, "1x2")
+    assert rep["baseline"].startswith(f"run {one['run_id']}: 1 node")
+    assert one["model_error"] == pytest.approx(0.0, abs=1e-12)
+    # the 2-node run crossed the testbed's link: the model adds its alpha and beta terms
+    assert 0 < two["model_efficiency"] < one["model_efficiency"]
+    assert two["model_error"] == pytest.approx(
+        (two["model_efficiency"] - two["efficiency"]) / two["efficiency"])
+    runs = _runs(tmp_path)
+    assert [r.settings["label"] for r, _ in runs] == ["1 nodes", "2 nodes"]
+    assert "nodes h1,h2" in runs[1][0].provenance["launcher"]
+    # the campaign's report shows the model without being told the fabric again
+    html = tmp_path / "c.html"
+    fabench_cli("report", f"c{rep['campaign_id']}", "-o", str(html), "--store", str(tmp_path))
+    sec = json.loads(html.with_suffix(".json").read_text())["hpl"]
+    assert sec["fabric"] == "tcp-40g" and [g["nodes"] for g in sec["by_nodes"]] == [1, 2]
+    assert sec["runs"][1]["model_efficiency"] == pytest.approx(two["model_efficiency"])
 
 
 # --- application proxies (native/mpi/app.c) -----------------------------------------------

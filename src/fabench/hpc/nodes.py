@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..errors import FabenchError
 from ..launched import LaunchResult, RecordCallback
+from ..netcounters import IfCounters
 from ..placement import Allocation, HostSlots
 from ..plan import KernelSettings, PlannedRun, Sizes, plan_run
 from ..provenance import host_provenance
@@ -33,31 +34,46 @@ from .peak import read_peak
 DEFAULT_THRESHOLD = 0.05
 
 
-class OneNode(DirectScheduler):
-    """A scheduler's hosts, with every rank of a run on one of them."""
+class OnNodes(DirectScheduler):
+    """A scheduler's hosts, with a run's ranks on these of them only, the same number on
+    each (`hpl nodes`: one node a run; `hpl scaling`: the first k)."""
 
     name = "node"
 
-    def __init__(self, base: DirectScheduler, node: str) -> None:
+    def __init__(self, base: DirectScheduler, nodes: list[str]) -> None:
         super().__init__(None)
-        self.base, self.node = base, node
+        if not nodes:
+            raise FabenchError("no node to run on")
+        self.base, self.nodes = base, list(nodes)
         self.ranks_here = base.ranks_here  # type: ignore[misc]
 
     def allocation(self, run: PlannedRun) -> Allocation:
         a = self.base.allocation(run)
-        if self.node not in a.execs:
-            raise FabenchError(f"node {self.node!r} is not one of {', '.join(a.execs)}")
-        # mpirun starts where the scheduler starts it: inside the node itself when the
+        for n in self.nodes:
+            if n not in a.execs:
+                raise FabenchError(f"node {n!r} is not one of {', '.join(a.execs)}")
+        if run.ranks % len(self.nodes):
+            raise FabenchError(f"{run.ranks} ranks do not divide over {len(self.nodes)} nodes")
+        # mpirun starts where the scheduler starts it: inside the first node itself when the
         # scheduler enters its hosts (a testbed), from here otherwise.
-        launch = a.execs[self.node].prefix if a.launch_prefix else ()
-        return replace(a, placed=[HostSlots(self.node, run.ranks)], launch_prefix=launch,
-                       crosses=False, oversubscribe=a.oversubscribe)
+        launch = a.execs[self.nodes[0]].prefix if a.launch_prefix else ()
+        per = run.ranks // len(self.nodes)
+        return replace(a, placed=[HostSlots(n, per) for n in self.nodes], launch_prefix=launch,
+                       crosses=len(self.nodes) > 1, oversubscribe=a.oversubscribe)
 
     def run(self, run: PlannedRun, on_record: RecordCallback | None = None) -> LaunchResult:
         return DirectScheduler.run(self, run, on_record)
 
+    # a run across nodes checks the base's link counters, as any run of it would
+    def counters(self, hosts: list[str]) -> dict[str, IfCounters]:
+        return self.base.counters(hosts)
+
+    def counters_where(self) -> str:
+        return self.base.counters_where()
+
     def describe(self) -> str:
-        return f"{self.base.describe()}, node {self.node}"
+        one = len(self.nodes) == 1
+        return f"{self.base.describe()}, node{'' if one else 's'} {','.join(self.nodes)}"
 
 
 @dataclass
@@ -167,7 +183,7 @@ def run_nodes(scheduler: DirectScheduler, store_path: Path, opts: HpccOptions,
                                timeout_s=timeout_s, label=name)
     results: dict[str, NodeResult] = {}
     # The registries load their modules on first use; load them here, before the threads.
-    OneNode(scheduler, names[0]).starter_for(plans[names[0]].kernel)
+    OnNodes(scheduler, [names[0]]).starter_for(plans[names[0]].kernel)
     with Store(store_path) as store:
         cid = store.begin_campaign("hpl nodes", {"hpl_nodes": {
             "nodes": names, "options": opts.argv(), "sizes": sizes,
@@ -176,7 +192,7 @@ def run_nodes(scheduler: DirectScheduler, store_path: Path, opts: HpccOptions,
         def one(name: str) -> None:
             try:
                 with Store(store_path) as own:
-                    oc = execute_run(own, OneNode(scheduler, name), plans[name], cid)
+                    oc = execute_run(own, OnNodes(scheduler, [name]), plans[name], cid)
             except FabenchError as exc:
                 results[name] = NodeResult(name, plans[name].ranks, "failed", reason=str(exc))
                 return

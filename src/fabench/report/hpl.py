@@ -19,15 +19,16 @@ from typing import Any
 
 from ..errors import FabenchError
 from ..hpc.nodes import DEFAULT_THRESHOLD, NodeReport, NodeResult
+from ..hpc.scaling import SPEC_KEY as SCALING_KEY
 from ..model.fabric import Fabric
 from ..model.hpl import HplParams, MeasuredHpl, hpl_point, measured_hpl
 from ..model.schema import validate_dict
 from ..store import RunRow, Store
+from ..textable import Col, header, row
 from .charts import Line, line_chart
 
 KERNEL = "hpcc.hpl"
 NODES_CAMPAIGN = "hpl_nodes"  # the campaign spec key `fabench hpl nodes` stores
-SCALING_CAMPAIGN = "hpl_scaling"  # ... and `fabench hpl scaling`
 PEAK_MATCH = 0.01  # per-node peaks this close are the same ranks per node
 
 
@@ -48,7 +49,8 @@ class ScalingRow:
     def error(self) -> float | None:
         if self.model_efficiency is None or not self.run.efficiency:
             return None
-        return (self.model_efficiency - self.run.efficiency) / self.run.efficiency
+        err = (self.model_efficiency - self.run.efficiency) / self.run.efficiency
+        return 0.0 if abs(err) < 1e-12 else err  # the baseline run itself: no "-0.0 %"
 
     def as_dict(self) -> dict[str, Any]:
         m = self.run
@@ -98,7 +100,7 @@ def scaling_fabric(store: Store, runs: list[RunRow]) -> Fabric | None:
     """The fabric an `hpl scaling` campaign of these runs was given (stored in its spec)."""
     specs = _campaign_specs(store)
     for cid in sorted({r.campaign_id for r in runs if r.campaign_id is not None}):
-        d = (specs.get(cid) or {}).get(SCALING_CAMPAIGN) or {}
+        d = (specs.get(cid) or {}).get(SCALING_KEY) or {}
         if isinstance(d.get("fabric"), dict):
             try:
                 return validate_dict(dict(d["fabric"]), f"campaign {cid}'s fabric")
@@ -196,6 +198,27 @@ def hpl_section(store: Store, runs: list[RunRow], fabric: Fabric | None) -> HplS
     return HplSection(rows, fabric.name if fabric is not None and baseline else None, baseline,
                       notes, [(cid, _node_table(store, rs)) for cid, rs in
                               sorted(node_runs.items())])
+
+
+def text_lines(sec: HplSection) -> list[str]:
+    """The scaling table as `fabench hpl scaling` prints it."""
+    lines = [f"# model: {sec.fabric}, from {sec.baseline}" if sec.baseline else
+             "# no model: " + ("; ".join(sec.notes) or "no 1-node run")]
+    if sec.baseline:
+        lines += [f"# {n}" for n in sec.notes]
+    cols = (Col("nodes", 5), Col("run", 5), Col("N", 7), Col("grid", 5, text=True),
+            Col("GFLOPS", 10), Col("eff", 7), Col("vs DGEMM", 8), Col("model", 7),
+            Col("error", 7))
+    lines.append(header(cols))
+    for r in sorted(sec.rows, key=lambda r: (r.run.nodes, r.run.run_id)):
+        m = r.run
+        lines.append(row(cols, [str(m.nodes), str(m.run_id), str(m.n), r.grid,
+                                f"{m.gflops:.3f}", _pct(m.efficiency),
+                                _pct(r.efficiency_stardgemm), _pct(r.model_efficiency),
+                                "-" if r.error is None else f"{r.error:+.1%}"]))
+        if r.why_no_model and sec.baseline:
+            lines.append(f"#   run {m.run_id}: no model: {r.why_no_model}")
+    return lines
 
 
 def _pct(v: float | None) -> str:
