@@ -143,6 +143,8 @@ def _predict(rows: list[ScalingRow], fabric: Fabric, cores: int | None,
     if not ones:
         for r in rows:
             r.why_no_model = "no 1-node run selected"
+        notes.append(f"no model on {fabric.name}: no 1-node run selected, whose rate it "
+                     "starts from")
         return None
     effs = sorted(ones, key=lambda m: m.efficiency)
     base = effs[(len(effs) - 1) // 2]  # the median run (the lower one of an even count)
