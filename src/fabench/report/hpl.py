@@ -163,7 +163,7 @@ def _predict(rows: list[ScalingRow], fabric: Fabric, cores: int | None,
         pt = hpl_point(fabric, m.nodes, replace(prm, nb=r.nb or prm.nb), n=m.n)
         r.model_efficiency, r.model_gflops = pt.efficiency, pt.gflops
     if cores:
-        notes.append(f"the nodes are emulated on one machine: they share its {cores} cores "
+        notes.append(f"The nodes are emulated on one machine: they share its {cores} cores "
                      "(the model's `cores`)")
     return baseline
 
