@@ -448,3 +448,22 @@ def test_simgrid_64_hosts_bench() -> None:
                         "5", "50"], capture_output=True, text=True, timeout=600, check=False)
     assert p.returncode == 0, p.stdout + p.stderr
     assert "slow node node-37" in p.stdout and "bad link node-5 -> node-50" in p.stdout
+
+
+@pytest.mark.usefixtures("simgrid")
+def test_fabench_compare_of_two_stored_matrices(tmp_path: Path) -> None:
+    """`fabench compare c1 c2` on two real (SimGrid) matrices, before and after a repair:
+    per-link verdicts as `fabench matrix compare`; its other operands keep their meaning."""
+    sim_matrix(tmp_path, FatTree(8, 4, pair_faults=(PairFault(2, 6, 0.25),)))  # campaign 1
+    sim_matrix(tmp_path, FatTree(8, 4))  # campaign 2: the link repaired
+    store = str(tmp_path / "fabench.sqlite")
+    p = fabench_cli("compare", "--store", store, "--", "c1", "c2", check=False)
+    assert p.returncode == 0, p.stderr  # nothing flagged in the second
+    out = p.stdout.splitlines()
+    assert any(x.startswith("fixed node-2 -> node-6 (bandwidth x") for x in out), p.stdout
+    assert any(x.startswith("fixed node-6 -> node-2") for x in out)
+    assert out == fabench_cli("matrix", "compare", "1", "2", "--store", store).stdout.splitlines()
+    back = fabench_cli("compare", "--store", store, "--", "campaign:2", "c1", check=False)
+    assert back.returncode == 3 and "broken node-2 -> node-6" in back.stdout
+    one = fabench_cli("compare", "--store", store, "--", "c1", "1", check=False)
+    assert one.returncode == 2 and "'c1' names a stored matrix, '1' does not" in one.stderr

@@ -5,9 +5,10 @@ the switch groups; `fabench matrix advise --nodes K`: where a K-host job should 
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from ..matrix.advise import advise
-from ..matrix.diff import diff
+from ..matrix.diff import diff_lines
 from ..matrix.export import matrix_csv, summary_lines
 from ..matrix.measure import MatrixOptions, measure_matrix, parse_pairs
 from ..matrix.stored import load_matrix
@@ -125,14 +126,14 @@ def main_csv(args: argparse.Namespace) -> int:
 
 
 def main_compare(args: argparse.Namespace) -> int:
-    """Exit 3 when the second matrix has a verdict (still bad, or broken), as `matrix`."""
     path = resolve_store(args.store)
-    _, before = load_matrix(path, args.before)
-    _, after = load_matrix(path, args.after)
-    changes = diff(before, after)
-    for c in changes:
-        if args.all or c.verdict != "same":
-            print(c.line)
-    same = sum(c.verdict == "same" for c in changes)
-    print(f"# {len(changes)} directions and nodes compared, {same} the same")
-    return 3 if after["verdicts"] else 0
+    return print_matrix_diff(path, args.before, args.after, args.all)
+
+
+def print_matrix_diff(path: Path, before: int, after: int, show_all: bool) -> int:
+    """Exit 3 when the second matrix has a verdict (still bad, or broken), as `matrix`."""
+    lines, status = diff_lines(load_matrix(path, before)[1], load_matrix(path, after)[1],
+                               show_all)
+    for line in lines:
+        print(line)
+    return status
