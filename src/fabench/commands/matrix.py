@@ -10,8 +10,9 @@ from pathlib import Path
 from ..matrix.advise import advise
 from ..matrix.diff import diff_lines
 from ..matrix.export import matrix_csv, summary_lines
+from ..matrix.locality import binding_lines
 from ..matrix.measure import MatrixOptions, measure_matrix, parse_pairs
-from ..matrix.stored import load_matrix
+from ..matrix.stored import load_matrix, matrix_bindings
 from . import COMMANDS
 from ._common import (
     add_on_argument,
@@ -70,6 +71,12 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     a = sp.add_parser("advise", help="the K hosts with the best measured connectivity")
     a.add_argument("--nodes", type=int, required=True, metavar="K")
     a.add_argument("--campaign", type=int, help="the matrix's campaign id (default: latest)")
+    a.add_argument("--hwloc", type=Path, metavar="FILE",
+                   help="a node's topology (`lstopo-no-graphics --of xml` run there; default: "
+                        "this machine's) for the NIC's NUMA locality and the binding")
+    a.add_argument("--nic", metavar="IFACE", help="the NIC (default: the only one hwloc lists)")
+    a.add_argument("--ppn", type=int, default=1,
+                   help="ranks per node to bind near the NIC (default: 1)")
     add_store_argument(a)
     a.set_defaults(func=main_advise)
     c = sp.add_parser("csv", help="a stored matrix as CSV (one row per direction)")
@@ -113,8 +120,12 @@ def main(args: argparse.Namespace) -> int:
 
 
 def main_advise(args: argparse.Namespace) -> int:
-    _, judgement = load_matrix(resolve_store(args.store), args.campaign)
+    path = resolve_store(args.store)
+    _, judgement = load_matrix(path, args.campaign)
     for line in advise(judgement, args.nodes).lines():
+        print(line)
+    for line in binding_lines(args.hwloc, args.nic, args.ppn,
+                              *matrix_bindings(path, judgement)):
         print(line)
     return 0
 

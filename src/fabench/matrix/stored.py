@@ -48,3 +48,17 @@ def matrix_operands(path: Path, a: str, b: str) -> tuple[int, int] | None:
         raise FabenchError(f"{which!r} names a stored matrix, {other!r} does not: compare a "
                            "matrix with another matrix (e.g. c3 c7)")
     return ca, cb
+
+
+def matrix_bindings(path: Path, judgement: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(host, CPU list) of each rank of a matrix's first pass, as the kernel reported them
+    (meta `cpus`); empty lists for a matrix measured before kernels reported it."""
+    first = next((p for p in judgement.get("passes", []) if p.get("role") == "first"), None)
+    if first is None:
+        return [], []
+    with Store(path) as store:
+        meta = store.run(int(first["run_id"])).kernel_meta or {}
+    hosts, cpus = list(meta.get("hosts") or []), list(meta.get("cpus") or [])
+    if len(cpus) != len(hosts):
+        return [], []
+    return [str(h) for h in hosts], [str(c) for c in cpus]
