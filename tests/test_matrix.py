@@ -443,8 +443,8 @@ def test_faulty_tree_platform_routes() -> None:
 @pytest.mark.slow
 @pytest.mark.usefixtures("simgrid")
 def test_simgrid_64_hosts_bench() -> None:
-    """bench/matrix_sim_scale.py at 64 hosts (4 leaves of 16; ~35 s on 2 cores): both faults
-    found, no other verdict (its exit status)."""
+    """bench/matrix_sim_scale.py at 64 hosts (4 leaves of 16; 34 s on 2 cores, 69 s loaded):
+    both faults found, no other verdict (its exit status)."""
     bench = Path(__file__).resolve().parents[1] / "bench" / "matrix_sim_scale.py"
     p = subprocess.run([sys.executable, str(bench), "--hosts", "64", "--slow", "37", "--bad",
                         "5", "50"], capture_output=True, text=True, timeout=600, check=False)
