@@ -120,7 +120,9 @@ def test_large_tcp_rmem_fills_a_rate_limited_link(tb_env: str, tmp_path: Path) -
     sets) fills it to the limit. Measured here, 4 MiB: 244 -> 352 MB/s (x1.44), 253 -> 353
     (x1.40). A 64 KiB max is not robust here: its ~40 KB window is about this BDP, and it
     made no difference on a quiet host (20gbit), -6 to -9 % (1gbit) and -27 to -41 % (20gbit)
-    on a loaded one."""
+    on a loaded one. At load 4-18 (other jobs on the 2 cores) the 16 MiB gain shrank to +11 %
+    and +14 % (the link process and the stream wait for a CPU more than for the window), so the
+    bound is 1.1x: still no gain without the change, as the 64 KiB case shows."""
     from fabench.testbed import TestbedConfig, create, destroy
 
     state = create("rmem", TestbedConfig(hosts=2, offloads=False, rate="3gbit",
@@ -137,7 +139,7 @@ def test_large_tcp_rmem_fills_a_rate_limited_link(tb_env: str, tmp_path: Path) -
         assert not res.failed and res.changes == 2
         (d,) = res.deltas
         print(d.sentence())
-        assert d.median_b > 1.2 * d.median_a, d.sentence()
+        assert d.median_b > 1.1 * d.median_a, d.sentence()
         assert all(ap.current(c) == c.previous for c in plan.changes)  # reverted: 16 KiB
     finally:
         destroy(state)

@@ -1,7 +1,10 @@
+/* sched_getaffinity and the CPU_* macros are GNU extensions (the ranks' bindings, below). */
+#define _GNU_SOURCE
 #include "fb_mpi_common.h"
 
 #include <limits.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,22 +59,58 @@ static double timer_overhead_us(void)
     return d[PAIRS / 2];
 }
 
+enum { CPUS_LEN = 256 };
+
+/* The CPUs this rank may run on as a kernel CPU list ("0-3,8"), "?" when it does not fit or
+ * cannot be read: with hwloc's NIC locality it tells a rank bound far from the NIC from one
+ * near it (fabench matrix advise, docs/matrix.md). */
+static void affinity_list(char *out, size_t cap)
+{
+    cpu_set_t set;
+    snprintf(out, cap, "?");
+    if (sched_getaffinity(0, sizeof(set), &set) != 0)
+        return;
+    size_t used = 0;
+    out[0] = '\0';
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &set))
+            continue;
+        int e = c;
+        while (e + 1 < CPU_SETSIZE && CPU_ISSET(e + 1, &set))
+            e++;
+        int w = e > c ? snprintf(out + used, cap - used, "%s%d-%d", used ? "," : "", c, e)
+                      : snprintf(out + used, cap - used, "%s%d", used ? "," : "", c);
+        if (w < 0 || (size_t)w >= cap - used) { /* a cut list would name wrong CPUs */
+            snprintf(out, cap, "?");
+            return;
+        }
+        used += (size_t)w;
+        c = e;
+    }
+}
+
 static void emit_meta(struct fb_mpi_ctx *ctx)
 {
     char name[MPI_MAX_PROCESSOR_NAME + 1];
     int len = 0;
     memset(name, 0, sizeof(name));
     MPI_Get_processor_name(name, &len);
+    char cpus[CPUS_LEN];
+    memset(cpus, 0, sizeof(cpus));
+    affinity_list(cpus, sizeof(cpus));
 
     char *all = NULL;
+    char *all_cpus = NULL;
     if (ctx->rank == 0) {
         all = calloc((size_t)ctx->nranks, sizeof(name));
-        if (!all) {
+        all_cpus = calloc((size_t)ctx->nranks, CPUS_LEN);
+        if (!all || !all_cpus) {
             fprintf(stderr, "%s: out of memory\n", ctx->kernel);
             MPI_Abort(ctx->comm, 1);
         }
     }
     MPI_Gather(name, (int)sizeof(name), MPI_CHAR, all, (int)sizeof(name), MPI_CHAR, 0, ctx->comm);
+    MPI_Gather(cpus, CPUS_LEN, MPI_CHAR, all_cpus, CPUS_LEN, MPI_CHAR, 0, ctx->comm);
     if (ctx->rank != 0)
         return;
 
@@ -85,12 +124,15 @@ static void emit_meta(struct fb_mpi_ctx *ctx)
     snprintf(version, sizeof(version), "%d.%d", major, minor);
 
     const char **hosts = malloc(sizeof(*hosts) * (size_t)ctx->nranks);
-    if (!hosts) {
+    const char **bound = malloc(sizeof(*bound) * (size_t)ctx->nranks);
+    if (!hosts || !bound) {
         fprintf(stderr, "%s: out of memory\n", ctx->kernel);
         MPI_Abort(ctx->comm, 1);
     }
-    for (int r = 0; r < ctx->nranks; r++)
+    for (int r = 0; r < ctx->nranks; r++) {
         hosts[r] = all + (size_t)r * sizeof(name);
+        bound[r] = all_cpus + (size_t)r * CPUS_LEN;
+    }
 
     struct fb_json *j = &ctx->json;
     fb_json_begin(j, "meta");
@@ -100,13 +142,16 @@ static void emit_meta(struct fb_mpi_ctx *ctx)
     fb_json_str(j, "mpi_version", version);
     fb_json_str(j, "flavour", FB_MPI_FLAVOUR);
     fb_json_str_array(j, "hosts", hosts, (size_t)ctx->nranks);
+    fb_json_str_array(j, "cpus", bound, (size_t)ctx->nranks);
     fb_json_int(j, "window", ctx->opts.window);
     fb_json_bool(j, "validate", ctx->opts.validate);
     fb_json_str(j, "timer", FB_TIMER_NAME);
     fb_json_double(j, "timer_overhead_us", timer_overhead_us(), 4);
     fb_json_end(j, stdout);
     free(hosts);
+    free(bound);
     free(all);
+    free(all_cpus);
 }
 
 int fb_mpi_start(struct fb_mpi_ctx *ctx, const struct fb_mpi_kernel *k, enum fb_kernel_class cls,

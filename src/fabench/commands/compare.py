@@ -4,9 +4,12 @@ import argparse
 import json
 
 from ..compare import DEFAULT_TOLERANCE, compare_selections, comparison_table
+from ..errors import FabenchError
+from ..matrix.stored import matrix_operands
 from ..store import Store
 from . import COMMANDS
 from ._common import add_store_argument, resolve_store
+from .matrix import print_matrix_diff
 
 
 @COMMANDS.register("compare")
@@ -17,7 +20,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                     "a transport (shm, tcp, ucx:posix) or KEY=VALUE filters joined by commas "
                     "(kernel, transport, mpi, ranks, campaign, run, repeat, selected, launcher, "
                     "label, source, env.NAME). Runs of one configuration are pooled; see "
-                    "docs/statistics.md for the interval and the verdict rules.")
+                    "docs/statistics.md for the interval and the verdict rules. When A and B "
+                    "both name stored matrices (c3 c7), they are compared per link as by "
+                    "`fabench matrix compare` (exit 3 when B has a verdict).")
     p.add_argument("a", metavar="A", help="baseline selector; several joined by + are one side "
                                           "(e.g. 1+3+5: those runs, pooled as repeats)")
     p.add_argument("b", metavar="B", help="selector compared against A (+ joins, as for A)")
@@ -32,7 +37,14 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def main(args: argparse.Namespace) -> int:
-    with Store(resolve_store(args.store)) as store:
+    path = resolve_store(args.store)
+    matrices = matrix_operands(path, args.a, args.b)
+    if matrices is not None:
+        if args.metric or args.kernel or args.json:
+            raise FabenchError("two matrices are compared per link (fabench matrix compare): "
+                               "--metric, --kernel and --json do not apply")
+        return print_matrix_diff(path, *matrices, show_all=False)
+    with Store(path) as store:
         comps = compare_selections(store, args.a.split("+"), args.b.split("+"),
                                    metric=args.metric,
                                    kernel=args.kernel, tolerance=args.tolerance)

@@ -5,12 +5,14 @@ the switch groups; `fabench matrix advise --nodes K`: where a K-host job should 
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from ..matrix.advise import advise
-from ..matrix.diff import diff
+from ..matrix.diff import diff_lines
 from ..matrix.export import matrix_csv, summary_lines
+from ..matrix.locality import binding_lines
 from ..matrix.measure import MatrixOptions, measure_matrix, parse_pairs
-from ..matrix.stored import load_matrix
+from ..matrix.stored import load_matrix, matrix_bindings
 from . import COMMANDS
 from ._common import (
     add_on_argument,
@@ -69,6 +71,12 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     a = sp.add_parser("advise", help="the K hosts with the best measured connectivity")
     a.add_argument("--nodes", type=int, required=True, metavar="K")
     a.add_argument("--campaign", type=int, help="the matrix's campaign id (default: latest)")
+    a.add_argument("--hwloc", type=Path, metavar="FILE",
+                   help="a node's topology (`lstopo-no-graphics --of xml` run there; default: "
+                        "this machine's) for the NIC's NUMA locality and the binding")
+    a.add_argument("--nic", metavar="IFACE", help="the NIC (default: the only one hwloc lists)")
+    a.add_argument("--ppn", type=int, default=1,
+                   help="ranks per node to bind near the NIC (default: 1)")
     add_store_argument(a)
     a.set_defaults(func=main_advise)
     c = sp.add_parser("csv", help="a stored matrix as CSV (one row per direction)")
@@ -112,8 +120,12 @@ def main(args: argparse.Namespace) -> int:
 
 
 def main_advise(args: argparse.Namespace) -> int:
-    _, judgement = load_matrix(resolve_store(args.store), args.campaign)
+    path = resolve_store(args.store)
+    _, judgement = load_matrix(path, args.campaign)
     for line in advise(judgement, args.nodes).lines():
+        print(line)
+    for line in binding_lines(args.hwloc, args.nic, args.ppn,
+                              *matrix_bindings(path, judgement)):
         print(line)
     return 0
 
@@ -125,14 +137,14 @@ def main_csv(args: argparse.Namespace) -> int:
 
 
 def main_compare(args: argparse.Namespace) -> int:
-    """Exit 3 when the second matrix has a verdict (still bad, or broken), as `matrix`."""
     path = resolve_store(args.store)
-    _, before = load_matrix(path, args.before)
-    _, after = load_matrix(path, args.after)
-    changes = diff(before, after)
-    for c in changes:
-        if args.all or c.verdict != "same":
-            print(c.line)
-    same = sum(c.verdict == "same" for c in changes)
-    print(f"# {len(changes)} directions and nodes compared, {same} the same")
-    return 3 if after["verdicts"] else 0
+    return print_matrix_diff(path, args.before, args.after, args.all)
+
+
+def print_matrix_diff(path: Path, before: int, after: int, show_all: bool) -> int:
+    """Exit 3 when the second matrix has a verdict (still bad, or broken), as `matrix`."""
+    lines, status = diff_lines(load_matrix(path, before)[1], load_matrix(path, after)[1],
+                               show_all)
+    for line in lines:
+        print(line)
+    return status

@@ -88,3 +88,14 @@ def diff(before: dict[str, Any], after: dict[str, Any]) -> list[LinkChange]:
         out.append(LinkChange(key[0], key[1], verdict, b, a, _ratio(bw0, bw1, key),
                               _ratio(l0, l1, key)))
     return out
+
+
+def diff_lines(before: dict[str, Any], after: dict[str, Any], show_all: bool = False
+               ) -> tuple[list[str], int]:
+    """The lines `fabench matrix compare` and `fabench compare` print for two matrices, and the
+    exit status: 3 when the second matrix has a verdict (still bad, or broken), as `matrix`."""
+    changes = diff(before, after)
+    out = [c.line for c in changes if show_all or c.verdict != "same"]
+    same = sum(c.verdict == "same" for c in changes)
+    out.append(f"# {len(changes)} directions and nodes compared, {same} the same")
+    return out, 3 if after["verdicts"] else 0

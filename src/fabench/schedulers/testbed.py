@@ -139,8 +139,13 @@ class TestbedScheduler(DirectScheduler):
     def tcp_watched(self, alloc: Allocation, names: list[str]) -> list[str]:
         return [h.name for h in self.state.hosts] if self.only else names
     def slots(self) -> tuple[int, str] | None:
-        # Every testbed host runs on this machine's cores.
-        return cpu_count(), "this machine's cores, shared by its hosts"
+        # Every testbed host runs on this machine's cores, but a testbed exists to run a rank
+        # on each of its emulated hosts: that many are always allowed (and flagged
+        # oversubscribed where they outnumber the cores); beyond it the user must consent.
+        hosts, cores = len(self._hosts()), cpu_count()
+        if hosts > cores:
+            return hosts, f"one per emulated host; this machine's {cores} cores are shared by them"
+        return cores, "this machine's cores, shared by its hosts"
 
     def close(self) -> None:
         if self.ephemeral and self.state in _EPHEMERAL:

@@ -12,7 +12,7 @@ from ..errors import FabenchError
 from ..model.collectives import ALGORITHMS, EXCHANGE_ALGORITHMS
 from ..model.fabric import Fabric
 from ..model.topology import TopologySpec
-from .platform import hostfile_lines, make_platform, smpi_factors, write_platform
+from .platform import Platform, hostfile_lines, make_platform, smpi_factors, write_platform
 from .rss import MARKER
 
 FLAVOUR = "simgrid"  # the kernels built with smpicc live in _native/simgrid/
@@ -47,6 +47,9 @@ class SimSetup:
     cores: int | None = None  # cores the emulated nodes shared (None: a core per rank)
     extra_cfg: dict[str, str] = field(default_factory=dict)
     spec: TopologySpec | None = None
+    # a platform written out beforehand (sim/faulty.py: a tree with faults); None: generated
+    # from the fields above
+    platform: Platform | None = None
 
     def __post_init__(self) -> None:
         if self.spec is not None:
@@ -89,7 +92,8 @@ def smpirun_path() -> str:
 def build_command(setup: SimSetup, exe: Path, kernel_name: str, kernel_args: list[str],
                   workdir: Path) -> tuple[list[str], dict[str, str], list[str]]:
     """(argv, configuration used, notes). The command runs under the RssAnon sampler."""
-    platform = make_platform(setup.fabric, setup.topology_spec(), setup.nodes)
+    platform = setup.platform or make_platform(setup.fabric, setup.topology_spec(),
+                                               setup.nodes)
     hosts = hostfile_lines(platform, setup.nodes, setup.ppn)
     pxml, hfile = write_platform(platform, hosts, workdir)
     cfg: dict[str, str] = {
