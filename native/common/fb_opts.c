@@ -322,6 +322,24 @@ long fb_opts_iterations(const struct fb_opts *o, size_t size)
     return size < o->large_threshold ? o->defaults.iters_small : o->defaults.iters_large;
 }
 
+size_t fb_opts_max_size(const struct fb_opts *o, size_t floor)
+{
+    size_t m = floor;
+    for (int i = 0; i < o->nsizes; i++)
+        if (o->sizes[i] > m)
+            m = o->sizes[i];
+    return m;
+}
+
+long fb_opts_max_iterations(const struct fb_opts *o)
+{
+    long m = 1;
+    for (int i = 0; i < o->nsizes; i++)
+        if (fb_opts_iterations(o, o->sizes[i]) > m)
+            m = fb_opts_iterations(o, o->sizes[i]);
+    return m;
+}
+
 long fb_opts_warmup(const struct fb_opts *o, size_t size)
 {
     if (o->warmup >= 0)

@@ -77,6 +77,10 @@ void fb_opts_free(struct fb_opts *o);
 
 /* Timed and warm-up iterations for one message size. */
 long fb_opts_iterations(const struct fb_opts *o, size_t size);
+/* The largest of --sizes, at least `floor` (buffers are sized once for every size). */
+size_t fb_opts_max_size(const struct fb_opts *o, size_t floor);
+/* The largest iteration count over --sizes, at least 1 (sample arrays sized once). */
+long fb_opts_max_iterations(const struct fb_opts *o);
 long fb_opts_warmup(const struct fb_opts *o, size_t size);
 
 /* Rounds: the size list is swept `rounds` times and each sweep runs its share of a size's

@@ -159,19 +159,10 @@ struct app {
     MPI_Status stats[12];
 };
 
-static size_t max_size(const struct fb_opts *o)
-{
-    size_t m = 1;
-    for (int i = 0; i < o->nsizes; i++)
-        if (o->sizes[i] > m)
-            m = o->sizes[i];
-    return m;
-}
-
 static void setup(struct app *a)
 {
     struct fb_mpi_ctx *ctx = a->ctx;
-    size_t maxs = max_size(&ctx->opts);
+    size_t maxs = fb_opts_max_size(&ctx->opts, 1);
     if (a->kind == APP_HALO3D) {
         int periods[3] = {0, 0, 0};
         MPI_Dims_create(ctx->nranks, 3, a->dims3);

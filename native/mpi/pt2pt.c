@@ -161,24 +161,6 @@ static void run_size(struct pt2pt *p, size_t size, long warmup, long iters, doub
     }
 }
 
-static size_t max_size(const struct fb_opts *o)
-{
-    size_t m = 1;
-    for (int i = 0; i < o->nsizes; i++)
-        if (o->sizes[i] > m)
-            m = o->sizes[i];
-    return m;
-}
-
-static long max_iters(const struct fb_opts *o)
-{
-    long m = 1;
-    for (int i = 0; i < o->nsizes; i++)
-        if (fb_opts_iterations(o, o->sizes[i]) > m)
-            m = fb_opts_iterations(o, o->sizes[i]);
-    return m;
-}
-
 /* Roles: latency/bw/bibw use world ranks 0 and 1; mbw_mr pairs i with i + n/2. */
 static void setup(struct pt2pt *p, struct fb_mpi_ctx *ctx, enum fb_pt2pt_kind kind)
 {
@@ -203,7 +185,7 @@ static void setup(struct pt2pt *p, struct fb_mpi_ctx *ctx, enum fb_pt2pt_kind ki
     if (p->comm == MPI_COMM_NULL)
         return;
 
-    size_t maxs = max_size(&ctx->opts);
+    size_t maxs = fb_opts_max_size(&ctx->opts, 1);
     p->rslots = ctx->opts.validate && kind != FB_PT2PT_LATENCY ? (size_t)p->window : 1;
     p->sbuf = fb_buf_alloc_pages(maxs, ctx->opts.hugepages);
     p->rbuf = fb_buf_alloc_pages(maxs * p->rslots, ctx->opts.hugepages);
@@ -219,7 +201,7 @@ static void setup(struct pt2pt *p, struct fb_mpi_ctx *ctx, enum fb_pt2pt_kind ki
  * R rounds samples R page placements; its warm-up absorbs any first-touch cost in the MPI. */
 static void renew_buffers(struct pt2pt *p, long round)
 {
-    size_t maxs = max_size(&p->ctx->opts);
+    size_t maxs = fb_opts_max_size(&p->ctx->opts, 1);
     if (fb_buf_renew_pair(&p->sbuf, maxs, &p->rbuf, maxs * p->rslots, p->ctx->opts.hugepages,
                           round)) {
         fprintf(stderr, "%s: out of memory renewing %zu-byte buffers\n", p->ctx->kernel, maxs);
@@ -284,7 +266,7 @@ int fb_pt2pt_main(const struct fb_mpi_kernel *k, int argc, char **argv)
     struct pt2pt p = {0};
     setup(&p, &ctx, kind);
     const struct fb_opts *o = &ctx.opts;
-    long nmax = max_iters(o);
+    long nmax = fb_opts_max_iterations(o);
     double *local = calloc((size_t)nmax, sizeof(double));
     double *times = calloc((size_t)nmax, sizeof(double));
     if (!local || !times) {

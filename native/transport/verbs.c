@@ -69,15 +69,6 @@ static struct rdma_cm_event *expect_event(struct fb_tp *t, struct verbsst *v,
     return ev;
 }
 
-static size_t max_size(const struct fb_tp *t)
-{
-    size_t m = 64;
-    for (int i = 0; i < t->opts.nsizes; i++)
-        if (t->opts.sizes[i] > m)
-            m = t->opts.sizes[i];
-    return m;
-}
-
 static void make_qp(struct fb_tp *t, struct verbsst *v, struct rdma_cm_id *id)
 {
     int depth = t->opts.window + 8;
@@ -92,7 +83,7 @@ static void make_qp(struct fb_tp *t, struct verbsst *v, struct rdma_cm_id *id)
     };
     if (rdma_create_qp(id, v->pd, &qa))
         fb_tp_die(t, "rdma_create_qp: %m");
-    v->cap = max_size(t) * (size_t)(t->opts.validate ? t->opts.window : 1);
+    v->cap = fb_opts_max_size(&t->opts, 64) * (size_t)(t->opts.validate ? t->opts.window : 1);
     v->sbuf = fb_buf_alloc(v->cap);
     v->rbuf = fb_buf_alloc(v->cap);
     int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
