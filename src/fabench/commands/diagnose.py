@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from typing import Any, Protocol
 
 from ..diagnose.reorder import DEFAULT_SIZE, ReorderOptions, run_reorder
 from ..diagnose.reorder_sweep import WINDOWS, SweepSettings
@@ -134,13 +135,7 @@ def transports_main(args: argparse.Namespace) -> int:
                                  lambda m: print(f"fabench: {m}", file=sys.stderr))
     finally:
         scheduler.close()
-    if args.json:
-        for rec in outcome.records():
-            print(json.dumps(rec))
-    else:
-        for line in outcome.lines():
-            print(line)
-    return outcome.exit_code
+    return _print(outcome, args.json)
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -220,10 +215,20 @@ def reorder_main(args: argparse.Namespace) -> int:
                            lambda m: print(f"fabench: {m}", file=sys.stderr))
     finally:
         scheduler.close()
-    if args.json:
-        for rec in diag.records():
-            print(json.dumps(rec))
-    else:
-        for line in diag.lines():
-            print(line)
+    return _print(diag, args.json)
+
+
+class _Diagnosis(Protocol):
+    @property
+    def exit_code(self) -> int: ...
+
+    def records(self) -> list[dict[str, Any]]: ...
+
+    def lines(self) -> list[str]: ...
+
+
+def _print(diag: _Diagnosis, as_json: bool) -> int:
+    """A diagnosis on stdout, as JSON lines or as its text; its exit status."""
+    for out in (json.dumps(r) for r in diag.records()) if as_json else diag.lines():
+        print(out)
     return diag.exit_code
