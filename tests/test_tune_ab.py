@@ -114,19 +114,16 @@ def test_mtu_9000_without_offloads_raises_bandwidth(testbed: str, tmp_path: Path
 @pytest.mark.slow  # ~45 s
 def test_large_tcp_rmem_fills_a_rate_limited_link(tb_env: str, tmp_path: Path) -> None:
     """tcp_rmem (per network namespace) caps the receive window, and one TCP stream carries
-    at most a window per round trip. No netem here: the round trip is the stack's own, ~50 us
-    on veth, so the bandwidth-delay product of a 3gbit link is ~20 KB. A 16 KiB tcp_rmem
-    (a ~10 KB window) is below it and cannot fill the link; 16 MiB (the value source 001
-    sets) fills it to the limit. Measured here, 4 MiB: 244 -> 352 MB/s (x1.44), 253 -> 353
-    (x1.40). A 64 KiB max is not robust here: its ~40 KB window is about this BDP, and it
-    made no difference on a quiet host (20gbit), -6 to -9 % (1gbit) and -27 to -41 % (20gbit)
-    on a loaded one. At load 4-18 (other jobs on the 2 cores) the 16 MiB gain shrank to +11 %
-    and +14 % (the link process and the stream wait for a CPU more than for the window), so the
-    bound is 1.1x: still no gain without the change, as the 64 KiB case shows."""
+    at most a window per round trip. No netem here: the round trip is the stack's own, 10-50 us
+    on veth depending on the host's load, so the bandwidth-delay product of a 3gbit link is
+    4-20 KB. A 4 KiB tcp_rmem (a ~2 KB window) is below it on any host and cannot fill the
+    link; 16 MiB (the value source 001 sets) fills it to the limit: 100 -> 359 MB/s (x3.58) on
+    a quiet host. The earlier 16 KiB cap was about the quiet host's BDP: it read x1.40-1.44
+    under load, +2 % in a quiet CI run (the small window already filled the link)."""
     from fabench.testbed import TestbedConfig, create, destroy
 
     state = create("rmem", TestbedConfig(hosts=2, offloads=False, rate="3gbit",
-                                         sysctls={"net.ipv4.tcp_rmem": "4096 16384 16384"}))
+                                         sysctls={"net.ipv4.tcp_rmem": "4096 4096 4096"}))
     try:
         targets = tb_targets(state.name)
         prof = parse_profile(_profile("kind: sysctl, name: net.ipv4.tcp_rmem, "
@@ -139,7 +136,7 @@ def test_large_tcp_rmem_fills_a_rate_limited_link(tb_env: str, tmp_path: Path) -
         assert not res.failed and res.changes == 2
         (d,) = res.deltas
         print(d.sentence())
-        assert d.median_b > 1.1 * d.median_a, d.sentence()
-        assert all(ap.current(c) == c.previous for c in plan.changes)  # reverted: 16 KiB
+        assert d.median_b > 1.5 * d.median_a, d.sentence()
+        assert all(ap.current(c) == c.previous for c in plan.changes)  # reverted: 4 KiB
     finally:
         destroy(state)
