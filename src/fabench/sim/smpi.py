@@ -16,7 +16,10 @@ from .platform import Platform, hostfile_lines, make_platform, smpi_factors, wri
 from .rss import MARKER
 
 FLAVOUR = "simgrid"  # the kernels built with smpicc live in _native/simgrid/
-SHARED_MALLOC_RANKS = 1024  # from here on: smpi/shared-malloc-blocksize (FACTS.md)
+# From here on SMPI's shared buffers are folded per 2 MiB block, not per page: at 1024 ranks
+# and more SimGrid 3.32 failed with "Could not map folded virtual memory" under Linux's
+# default vm.max_map_count of 65530 (measured; docs/model.md, "SimGrid").
+SHARED_MALLOC_RANKS = 1024
 
 # The kernel's helper collectives (names gathered at start, times reduced at the end, a barrier
 # per iteration) are pinned too: SMPI's default selector is not meant for performance and
