@@ -21,6 +21,7 @@ from fabench.matrix.export import matrix_csv
 from fabench.matrix.judge import THRESHOLD, Matrix, Scale, find_suspects, judge
 from fabench.matrix.locality import binding_advice, nic_locality, rank_places, read_hwloc
 from fabench.matrix.measure import MatrixOptions, MatrixOutcome, measure_matrix, parse_pairs
+from fabench.matrix.pairwise import tournament
 from fabench.matrix.topology import compare, infer_topology, read_topology
 from fabench.model.presets import PRESETS
 from fabench.native import native_root
@@ -212,6 +213,10 @@ def test_kernel_visits_every_ordered_pair_once(openmpi: str, ranks: int) -> None
     assert sorted(pairs) == [(i, j) for i in range(ranks) for j in range(ranks) if i != j]
     rounds = {r["round"] for r in recs if r["type"] == "pair"}
     assert len(rounds) == (ranks if ranks % 2 else ranks - 1)  # odd: one bye per round
+    # the tcp variant's schedule (matrix/pairwise.py) is the kernel's, round for round
+    schedule = tournament(ranks)
+    for r in (r for r in recs if r["type"] == "pair"):
+        assert tuple(sorted((r["src"], r["dst"]))) in schedule[r["round"]]
     p = next(r for r in recs if r["type"] == "pair")
     assert len(p["latency_us"]) == 5 and len(p["bandwidth_us"]) == 2
     assert p["bytes_per_sample"] == 2 * 4096 and p["mode"] == "concurrent"

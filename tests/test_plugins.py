@@ -87,3 +87,48 @@ def test_site_collective(openmpi: str, tmp_path: Path) -> None:
     assert [r["size"] for r in rows] == [4, 1024]
     assert all(r["status"] == "ok" and r["n"] == 20 and r["median"] > 0 for r in rows)
     assert all(r["median_rank_mean"] is not None and r["datatype"] == "MPI_FLOAT" for r in rows)
+
+
+SLOW_PACKAGE = {
+    "__init__.py": 'from fabench.registry import Registry\nREG = Registry("slowthing", __name__)\n',
+    # a plugin module that takes a moment to import, as one that loads a library does
+    "slow.py": "import time\ntime.sleep(0.3)\nfrom . import REG\nREG.add('it', 1)\n",
+}
+
+
+def test_registry_loaded_from_threads_at_once_is_complete_in_each(tmp_path: Path) -> None:
+    """The first use of a registry from several threads at once (a matrix's pair jobs of one
+    round): each thread waits for the load another started, none sees it half done."""
+    import importlib
+    import sys
+    import threading
+
+    from fabench import registry
+
+    pkg = tmp_path / "fbslowplug"
+    pkg.mkdir()
+    for name, text in SLOW_PACKAGE.items():
+        (pkg / name).write_text(text)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        reg = importlib.import_module("fbslowplug").REG
+        got: list[object] = []
+
+        def use() -> None:
+            try:
+                got.append(reg.get("it"))
+            except Exception as exc:  # noqa: BLE001 - the failure is the result
+                got.append(exc)
+
+        threads = [threading.Thread(target=use) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        assert got == [1] * 6
+    finally:
+        sys.path.remove(str(tmp_path))
+        for m in [m for m in sys.modules if m.startswith("fbslowplug")]:
+            mod = sys.modules.pop(m)
+            if m == "fbslowplug":  # its registry is not listed among fabench's kinds later
+                registry._ALL.remove(mod.REG)

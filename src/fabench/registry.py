@@ -17,6 +17,7 @@ import importlib
 import os
 import pkgutil
 import sys
+import threading
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ T = TypeVar("T")
 
 ENTRY_POINT_GROUP = "fabench.plugins"
 PLUGINS_ENV = "FABENCH_PLUGINS"
+_LOAD_LOCK = threading.RLock()
 
 
 class PluginError(FabenchError):
@@ -114,16 +116,21 @@ class Registry(Generic[T]):
         return deco
 
     def load(self) -> None:
-        if self._loaded:
+        # One lock for every registry: a thread that finds `_loaded` set while another is
+        # still importing would see half the plugins (two matrix pair jobs starting at once
+        # were told "unknown starter 'pair'"); reentrant, since one kind's modules may load
+        # another kind.
+        with _LOAD_LOCK:
+            if self._loaded:
+                load_external_plugins()
+                return
+            self._loaded = True
+            if self.package is not None:
+                pkg = sys.modules.get(self.package) or importlib.import_module(self.package)
+                for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+                    if not info.name.startswith("_"):
+                        _import(f"{self.package}.{info.name}", f"{self.what} module")
             load_external_plugins()
-            return
-        self._loaded = True
-        if self.package is not None:
-            pkg = sys.modules.get(self.package) or importlib.import_module(self.package)
-            for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-                if not info.name.startswith("_"):
-                    _import(f"{self.package}.{info.name}", f"{self.what} module")
-        load_external_plugins()
 
     def get(self, name: str) -> T:
         self.load()

@@ -35,7 +35,7 @@ class RunOutcome:
 _KERNEL_LINE = re.compile(r"^fb-[\w.-]+: ")
 
 
-def _failure_reason(stderr: str, returncode: int, errors: list[dict[str, Any]]) -> str:
+def failure_reason(stderr: str, returncode: int, errors: list[dict[str, Any]]) -> str:
     if errors and "reason" in errors[0]:  # a starter's own verdict (hpcc's residual)
         return str(errors[0]["reason"])
     if errors:
@@ -109,7 +109,7 @@ def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
     elif res.returncode == 0 and not out.results and not others:
         status, reason = "failed", "kernel produced no results"
     else:
-        status, reason = "failed", _failure_reason(res.stderr, res.returncode, out.errors)
+        status, reason = "failed", failure_reason(res.stderr, res.returncode, out.errors)
     provenance = {
         "load_start": load_start, "load_end": load_snapshot(),
         **({"core_to_core_start": c2c_start, "core_to_core_end": core_to_core()}

@@ -29,11 +29,12 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p = sub.add_parser(
         "matrix", help="all-pairs latency and bandwidth: bad links, slow nodes, switch groups",
         description="Measure every ordered pair of hosts with mpi.matrix (one rank per host, "
-                    "N-1 round-robin rounds), judge each link and node by a robust score "
-                    "(modified z-score > 3.5, Iglewicz & Hoaglin), retest the suspects one "
-                    "pair at a time, print one line per verdict. Exit status: 0 nothing "
-                    "flagged, 3 a link or node flagged, 1 the measurement failed, 2 usage "
-                    "(docs/matrix.md).")
+                    "N-1 round-robin rounds; --kernel tcp: tcp.latency and tcp.bw pair jobs in "
+                    "the same rounds, for hosts without MPI), judge each link and node by a "
+                    "robust score (modified z-score > 3.5, Iglewicz & Hoaglin), retest the "
+                    "suspects one pair at a time, print one line per verdict. Exit status: 0 "
+                    "nothing flagged, 3 a link or node flagged, 1 the measurement failed, 2 "
+                    "usage (docs/matrix.md).")
     add_on_argument(p)
     p.add_argument("--size", default="1M", help="bandwidth message size (default: 1M)")
     mode = p.add_mutually_exclusive_group()
@@ -41,6 +42,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                       help="all pairs of a round at once (default)")
     mode.add_argument("--isolated", dest="mode", action="store_const", const="isolated",
                       help="one pair at a time, the others wait at a barrier")
+    p.add_argument("--kernel", choices=("mpi", "tcp"), default="mpi",
+                   help="mpi: one mpi.matrix job per pass (default); tcp: a tcp.latency and "
+                        "a tcp.bw client/server job per direction, round by round, started "
+                        "through the scheduler's agent (no MPI needed; --on testbed or hosts)")
     p.add_argument("--pairs", metavar="I:J,...",
                    help="only these ordered pairs (rank numbers or host names)")
     p.add_argument("--no-retest", action="store_true",
@@ -95,6 +100,7 @@ def main(args: argparse.Namespace) -> int:
     opts = MatrixOptions(size=args.size, window=args.window, iterations=args.iterations,
                          lat_iterations=args.lat_iterations,
                          lat_warmup=max(1, args.lat_iterations // 10), mode=args.mode,
+                         kernel=args.kernel,
                          pairs=parse_pairs(args.pairs) if args.pairs else None,
                          retest=not args.no_retest, mpi=args.mpi, transport=args.transport,
                          hosts=args.hosts, timeout_s=args.timeout, topology=args.topology,
@@ -106,6 +112,10 @@ def main(args: argparse.Namespace) -> int:
         scheduler.close()
     for u in out.unreachable:
         print(f"fabench: {u.line}", file=sys.stderr)
+    for p in out.passes:
+        if p.status != "ok":
+            print(f"fabench: {p.role} pass (run {p.run_id}) {p.status}: {p.reason}",
+                  file=sys.stderr)
     if any(p.status != "ok" for p in out.passes):
         print(f"fabench: a pass did not finish; the directions it lacks are marked "
               f"unreachable: `fabench matrix --resume {out.campaign_id}` with the same --on "

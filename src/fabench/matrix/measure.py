@@ -1,15 +1,17 @@
 """Measure an all-pairs matrix: plan mpi.matrix over a scheduler's hosts (one rank per host),
-run the first pass, retest the suspects one pair at a time, judge, store.
+or tcp pair jobs round by round where there is no MPI (matrix/pairwise.py), run the first
+pass, retest the suspects one pair at a time, judge, store.
 
 A matrix is one campaign in the store (`matrix`): the first pass and the retest are its runs
-(kernel mpi.matrix), each measured direction a row of `matrix_pairs` with its samples, and the
-judgement (verdicts with their evidence, the groups) a row of `matrices`.
+(kernel mpi.matrix, or matrix.tcp), each measured direction a row of `matrix_pairs` with its
+samples, and the judgement (verdicts with their evidence, the groups) a row of `matrices`.
 """
 
 from __future__ import annotations
 
 import copy
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -28,6 +30,8 @@ from ..schedulers.hosts import HostsScheduler
 from ..schedulers.testbed import TestbedScheduler
 from ..store import Store
 from .judge import Judgement, Link, Matrix, Suspects, find_suspects, judge
+from .pairwise import PairPlans, run_tcp_pass
+from .passes import Pass
 from .topology import Topology, infer_topology, read_topology
 
 KERNEL = "mpi.matrix"
@@ -37,6 +41,9 @@ KERNEL = "mpi.matrix"
 # makes that the product of two small chances, and costs time only where a fault is.
 RETESTS = 2
 MODES = ("concurrent", "isolated")
+# How the directions are measured: one mpi.matrix job per pass, or tcp.latency and tcp.bw
+# pair jobs (no MPI on the hosts).
+KERNELS = ("mpi", "tcp")
 
 
 @dataclass(frozen=True)
@@ -51,6 +58,7 @@ class MatrixOptions:
     lat_iterations: int = 200
     lat_warmup: int = 20
     mode: str = "concurrent"
+    kernel: str = "mpi"  # mpi (mpi.matrix) or tcp (pair jobs, no MPI)
     pairs: tuple[Link, ...] | None = None  # only these directions (rank numbers)
     retest: bool = True
     mpi: str = "openmpi"
@@ -63,6 +71,9 @@ class MatrixOptions:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise FabenchError(f"matrix mode {self.mode!r}: concurrent or isolated")
+        if self.kernel not in KERNELS:
+            raise FabenchError(f"--kernel {self.kernel!r}: mpi (one mpi.matrix job) or tcp "
+                               "(tcp.latency and tcp.bw pair jobs, no MPI)")
         for name in ("window", "iterations", "lat_iterations"):
             if getattr(self, name) < 1:
                 raise FabenchError(f"--{name.replace('_', '-')} must be >= 1")
@@ -172,18 +183,6 @@ def plan_pass(n: int, opts: MatrixOptions, mode: str,
                     timeout_s=opts.timeout_s)
 
 
-@dataclass
-class Pass:
-    run_id: int
-    mode: str
-    role: str  # first (the matrix, or the part a resume added) or retest
-    status: str
-    reason: str | None
-    pairs: list[PairRecord]
-    hosts: list[str]
-    wall_s: float
-
-
 def run_pass(store: Store, scheduler: Scheduler, planned: PlannedRun, campaign_id: int,
              mode: str, role: str = "first") -> Pass:
     pairs: list[PairRecord] = []
@@ -202,6 +201,24 @@ def run_pass(store: Store, scheduler: Scheduler, planned: PlannedRun, campaign_i
     hosts = [str(h) for h in meta.get("hosts", [])]
     return Pass(oc.run_id, mode, role, oc.status, oc.reason, pairs, hosts,
                 time.monotonic() - t0)
+
+
+def _say(text: str) -> None:
+    print(f"# matrix: {text}", file=sys.stderr, flush=True)
+
+
+def measure_pass(store: Store, scheduler: Scheduler, n: int, opts: MatrixOptions, mode: str,
+                 pairs: Sequence[Link] | None, campaign_id: int, role: str) -> Pass:
+    """One pass over the wanted directions (None: all), by the kernel the options name."""
+    if opts.kernel == "mpi":
+        return run_pass(store, scheduler, plan_pass(n, opts, mode, pairs), campaign_id, mode,
+                        role)
+    if pairs is not None and any(not (0 <= i < n and 0 <= j < n) for i, j in pairs):
+        raise FabenchError(f"--pairs: rank numbers are 0 .. {n - 1} here")
+    plans = PairPlans.of(opts.size, opts.window, opts.iterations, opts.warmup,
+                         opts.lat_iterations, opts.lat_warmup)
+    return run_tcp_pass(store, scheduler, plans, n, mode, pairs, campaign_id, role,
+                        opts.timeout_s, _say if role == "first" else None)
 
 
 @dataclass
@@ -293,11 +310,11 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
                 raise FabenchError(f"matrix {cid} lacks no direction: nothing to resume")
             store.reopen_campaign(cid)
         try:
-            first = run_pass(store, scheduler, plan_pass(n, opts, opts.mode, todo), cid,
-                             opts.mode)
+            first = measure_pass(store, scheduler, n, opts, opts.mode, todo, cid, "first")
             if first.status != "ok" and not first.pairs and not earlier:
                 store.end_campaign(cid, "failed")
-                raise FabenchError(f"{KERNEL} failed before measuring any pair: {first.reason}")
+                what = KERNEL if opts.kernel == "mpi" else "the tcp pair jobs"
+                raise FabenchError(f"{what} failed before measuring any pair: {first.reason}")
             hosts = _names(n, first.hosts, [*earlier, *first.pairs]) + [u.host for u in gone]
             m1 = Matrix.of(hosts, [*earlier, *first.pairs])
             suspects = find_suspects(m1)
@@ -307,8 +324,8 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
             for _ in range(RETESTS if opts.retest else 0):
                 if current.empty:
                     break
-                rplan = plan_pass(n, opts, "isolated", current.retest_pairs(n))
-                again = run_pass(store, scheduler, rplan, cid, "isolated", "retest")
+                again = measure_pass(store, scheduler, n, opts, "isolated",
+                                     current.retest_pairs(n), cid, "retest")
                 passes.append(again)
                 verdict = judge(m1, Matrix.of(hosts, again.pairs), current, asked)
                 cleared += verdict.cleared
