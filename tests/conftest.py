@@ -2,8 +2,10 @@
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,6 +15,8 @@ import pytest
 from fabench.kernels import get_kernel
 from fabench.native import mpi_flavours_built
 from fabench.plan import PlannedRun, plan_run, settings_from_words
+from fabench.process import descendants
+from fabench.process_identity import proc_start
 
 ROOT = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -91,3 +95,43 @@ def own_testbeds(prefix: str) -> Iterator[str]:
         else:
             os.environ["FABENCH_TESTBED_PREFIX"] = old
     assert leftovers(prefix) == []
+
+
+# ---- a fabench process's own children, by PID and start time ---------------------------------
+
+Procs = list[tuple[int, int | None]]
+
+
+def alive(procs: Procs) -> list[int]:
+    """The PIDs among procs that still name the process they named (same start time)."""
+    return [p for p, s in procs if s is not None and proc_start(p) == s]
+
+
+def wait_for_children(fb: "subprocess.Popen[str]", exe_suffix: str, count: int,
+                      timeout_s: float = 120.0) -> Procs:
+    """Every process below fb once `count` of them run an executable ending in exe_suffix
+    (the ranks or jobs a signal test then interrupts); fails the test if fb ends first."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        tree = descendants(fb.pid)
+        hits = [p for p, _ in tree if Path(f"/proc/{p}/exe").exists()
+                and os.readlink(f"/proc/{p}/exe").endswith(exe_suffix)]
+        if len(hits) >= count:
+            return tree
+        assert fb.poll() is None, fb.communicate()
+        time.sleep(0.2)
+    pytest.fail(f"no {count} {exe_suffix} processes below fabench in {timeout_s:.0f} s")
+
+
+def wait_gone(procs: Procs, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while alive(procs) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(procs), f"left running: {alive(procs)}"
+
+
+def kill_left(fb: "subprocess.Popen[str]", procs: Procs) -> None:
+    """SIGKILL fb and the processes below it that still run (a failed test's cleanup)."""
+    for pid in alive([(fb.pid, proc_start(fb.pid)), *procs]):
+        os.kill(pid, signal.SIGKILL)
+    fb.wait()

@@ -9,16 +9,21 @@ import sqlite3
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, fabench_cli, own_testbeds
+from conftest import (
+    ROOT,
+    Procs,
+    fabench_cli,
+    kill_left,
+    own_testbeds,
+    wait_for_children,
+    wait_gone,
+)
 from fabench.errors import FabenchError
 from fabench.hostnames import check_host, host_problem
-from fabench.process import descendants
-from fabench.process_identity import proc_start
 from fabench.report.export import csv_cell
 from fabench.schedulers.hosts import HostsScheduler
 from fabench.tune import targets as tune_targets
@@ -183,38 +188,21 @@ def test_csv_export_neutralises_formulas(tmp_path: Path) -> None:
 
 # --- signals -------------------------------------------------------------------------------
 
-def _alive(procs: list[tuple[int, int | None]]) -> list[int]:
-    return [p for p, s in procs if s is not None and proc_start(p) == s]
-
-
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT])
 def test_signal_tears_down_mpirun_and_ranks(tmp_path: Path, sig: int, openmpi: str) -> None:
     fb = subprocess.Popen([sys.executable, "-m", "fabench", "bench", "mpi.latency", "--sizes",
                            "8", "--iterations", "1000000000", "--out", str(tmp_path)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                           start_new_session=True)
-    tree: list[tuple[int, int | None]] = []
+    tree: Procs = []
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:  # until both ranks run (they then spin for hours)
-            tree = descendants(fb.pid)
-            ranks = [p for p, _ in tree
-                     if Path(f"/proc/{p}/exe").exists()
-                     and os.readlink(f"/proc/{p}/exe").endswith("fb-mpi-latency")]
-            if len(ranks) >= 2:
-                break
-            assert fb.poll() is None, fb.communicate()
-            time.sleep(0.2)
-        else:
-            pytest.fail("the ranks never started")
+        # until both ranks run (they then spin for hours)
+        tree = wait_for_children(fb, "fb-mpi-latency", 2)
         os.kill(fb.pid, sig)
         _, err = fb.communicate(timeout=60)
         assert fb.returncode == 128 + sig, err
         assert "Traceback" not in err and signal.Signals(sig).name in err, err
-        deadline = time.monotonic() + 10
-        while _alive(tree) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _alive(tree), f"left running: {_alive(tree)}"
+        wait_gone(tree)
         db = sqlite3.connect(tmp_path / "fabench.sqlite")
         runs = db.execute("SELECT status, reason FROM runs").fetchall()
         camps = db.execute("SELECT status FROM campaigns").fetchall()
@@ -222,10 +210,7 @@ def test_signal_tears_down_mpirun_and_ranks(tmp_path: Path, sig: int, openmpi: s
         assert runs == [("interrupted", f"interrupted by {signal.Signals(sig).name}")]
         assert camps == [("interrupted",)]
     finally:
-        for pid, start in [(fb.pid, proc_start(fb.pid)), *tree]:
-            if start is not None and proc_start(pid) == start:
-                os.kill(pid, signal.SIGKILL)
-        fb.wait()
+        kill_left(fb, tree)
 
 
 # --- limits and arguments ------------------------------------------------------------------

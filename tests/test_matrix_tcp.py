@@ -11,9 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli, own_testbeds
+from conftest import (
+    Procs,
+    fabench_cli,
+    kill_left,
+    own_testbeds,
+    wait_for_children,
+    wait_gone,
+)
 from fabench.matrix.pairwise import tournament
-from fabench.process import descendants, proc_start
 from fabench.store import Store
 from fabench.testbed import TestbedConfig, create
 
@@ -122,10 +128,6 @@ def test_tcp_matrix_host_lost_mid_pass_then_resumed(tmp_path: Path) -> None:
         assert lost_s < 60, lost_s
 
 
-def _alive(procs: list[tuple[int, int | None]]) -> list[int]:
-    return [p for p, s in procs if s is not None and proc_start(p) == s]
-
-
 @needs_root
 @pytest.mark.slow
 def test_tcp_matrix_interrupted_ends_its_jobs(tmp_path: Path) -> None:
@@ -139,27 +141,14 @@ def test_tcp_matrix_interrupted_ends_its_jobs(tmp_path: Path) -> None:
                                "--on", "testbed", "ti", "--size", "4M", "--iterations", "100",
                                "--out", str(tmp_path)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, start_new_session=True)
-        tree: list[tuple[int, int | None]] = []
+        tree: Procs = []
         try:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:  # until the slow pair's stream runs
-                tree = descendants(fb.pid)
-                jobs = [p for p, _ in tree if Path(f"/proc/{p}/exe").exists()
-                        and os.readlink(f"/proc/{p}/exe").endswith("fb-tcp-bw")]
-                if len(jobs) >= 2:
-                    break
-                assert fb.poll() is None, fb.communicate()
-                time.sleep(0.2)
-            else:
-                pytest.fail("the bandwidth jobs never started")
+            tree = wait_for_children(fb, "fb-tcp-bw", 2)  # the slow pair's stream runs
             os.kill(fb.pid, signal.SIGINT)
             _, err = fb.communicate(timeout=60)
             assert fb.returncode == 128 + signal.SIGINT, err
             assert "Traceback" not in err, err
-            deadline = time.monotonic() + 10
-            while _alive(tree) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            assert not _alive(tree), f"left running: {_alive(tree)}"
+            wait_gone(tree)
             with Store(tmp_path / "fabench.sqlite") as st:
                 runs = st.runs()
                 camps = [tuple(r) for r in st.db.execute("SELECT status FROM campaigns")]
@@ -167,7 +156,4 @@ def test_tcp_matrix_interrupted_ends_its_jobs(tmp_path: Path) -> None:
                                                              "interrupted by SIGINT")]
             assert camps == [("interrupted",)]
         finally:
-            for pid, start in [(fb.pid, proc_start(fb.pid)), *tree]:
-                if start is not None and proc_start(pid) == start:
-                    os.kill(pid, signal.SIGKILL)
-            fb.wait()
+            kill_left(fb, tree)
