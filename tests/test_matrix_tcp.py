@@ -157,3 +157,19 @@ def test_tcp_matrix_interrupted_ends_its_jobs(tmp_path: Path) -> None:
             assert camps == [("interrupted",)]
         finally:
             kill_left(fb, tree)
+
+
+@needs_root
+@pytest.mark.slow
+def test_tcp_matrix_out_of_time_blames_no_host(tmp_path: Path) -> None:
+    """--timeout running out in a slow link's job: the directions left are unreachable for
+    --resume, the reason names the timeout, and no host is given up for it."""
+    with own_testbeds(f"fbo{os.getpid() % 100000}"):
+        fabench_cli("testbed", "up", "--name", "to", "--hosts", "3",
+                    "--impair", "h1-h2:rate=20mbit")
+        p = fabench_cli("matrix", "--kernel", "tcp", "--on", "testbed", "to", "--size", "1M",
+                        "--timeout", "3", "--out", str(tmp_path), "--json", check=False)
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert "--timeout of 3 s ran out" in p.stderr and "given up" not in p.stderr, p.stderr
+    lines = [v["line"] for v in json.loads(p.stdout)["verdicts"]]
+    assert "unreachable h1 -> h2" in lines and all(ln.startswith("unreachable") for ln in lines)

@@ -96,6 +96,7 @@ class Job:
     dst: int
     result: ResultRecord | None = None
     failure: str | None = None
+    timed_out: bool = False  # the pass's time ran out: says nothing about the hosts
     command: str = ""
 
 
@@ -108,10 +109,14 @@ class PassState:
     failures: list[str] = field(default_factory=list)
     failed_with: dict[int, set[int]] = field(default_factory=dict)
     dead: set[int] = field(default_factory=set)
+    timed_out: bool = False
     command: str = ""
 
     def lost(self, job: Job, hosts: Sequence[HostExec]) -> None:
         self.failures.append(f"{hosts[job.src].name} -> {hosts[job.dst].name}: {job.failure}")
+        if job.timed_out:
+            self.timed_out = True
+            return
         for a, b in ((job.src, job.dst), (job.dst, job.src)):
             self.failed_with.setdefault(a, set()).add(b)
             if len(self.failed_with[a]) >= DEAD_AFTER_PARTNERS:
@@ -139,7 +144,7 @@ def run_job(starter: Starter, alloc: Allocation, planned: PlannedRun, job: Job,
     pair starter."""
     left = deadline - time.monotonic()
     if left <= 1.0:
-        job.failure = "the pass ran out of time (--timeout) before this job"
+        job.failure, job.timed_out = "the pass ran out of time (--timeout)", True
         return job
     placed = [HostSlots(hosts[job.src].name), HostSlots(hosts[job.dst].name)]
     run = replace(planned, timeout_s=left)
@@ -155,6 +160,7 @@ def run_job(starter: Starter, alloc: Allocation, planned: PlannedRun, job: Job,
     elif res.returncode != 0 or out.errors or len(out.results) != 1:
         job.failure = failure_reason(res.stderr, res.returncode, out.errors) + \
             ("".join(f"; {n}" for n in res.notes))
+        job.timed_out = time.monotonic() >= deadline
     else:
         job.result = out.results[0]
     return job
@@ -266,6 +272,9 @@ def run_tcp_pass(store: Store, scheduler: Scheduler, plans: PairPlans, n: int, m
             todo = [p for p in rp if (p in wanted or p[::-1] in wanted)]
             if not todo:
                 continue
+            if time.monotonic() >= deadline:
+                state.timed_out = True
+                break
             if progress is not None:
                 progress(f"round {r + 1}/{len(rounds)}: {len(todo)} pair"
                          f"{'s' if len(todo) != 1 else ''} {mode}")
@@ -283,6 +292,8 @@ def run_tcp_pass(store: Store, scheduler: Scheduler, plans: PairPlans, n: int, m
         status = "failed"
         reason = (f"{missing} of {len(wanted)} directions not measured"
                   + (f" (hosts given up: {gone})" if gone else "")
+                  + (f" (the pass's --timeout of {timeout_s:g} s ran out)"
+                     if state.timed_out else "")
                   + (f"; first: {state.failures[0]}" if state.failures else ""))
     store.finish_run(
         run_id, status=status, reason=reason, notes=state.failures[:50],
