@@ -162,7 +162,8 @@ def descendants(pid: int) -> list[tuple[int, int | None]]:
     return out
 
 
-def _kill_same(procs: list[tuple[int, int | None]], sig: int) -> None:
+def kill_same(procs: list[tuple[int, int | None]], sig: int) -> None:
+    """Send sig to each (pid, start) that still names the process it named."""
     for pid, start in procs:
         if start is not None and proc_start(pid) == start:
             try:
@@ -182,7 +183,7 @@ def terminate(proc: subprocess.Popen[str], grace_s: float = 5.0) -> None:
         os.killpg(proc.pid, signal.SIGTERM)
     except ProcessLookupError:
         pass
-    _kill_same(tree, signal.SIGTERM)
+    kill_same(tree, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     try:
         proc.wait(timeout=grace_s)
@@ -198,5 +199,5 @@ def terminate(proc: subprocess.Popen[str], grace_s: float = 5.0) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    _kill_same(tree, signal.SIGKILL)
+    kill_same(tree, signal.SIGKILL)
     proc.wait()

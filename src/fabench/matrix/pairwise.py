@@ -29,7 +29,7 @@ from typing import Any
 from ..errors import FabenchError
 from ..placement import Allocation, HostExec, HostSlots
 from ..plan import KernelSettings, PlannedRun, Sizes, plan_run
-from ..process import descendants, proc_start
+from ..process import descendants, kill_same, proc_start
 from ..provenance import load_snapshot
 from ..records import PairRecord, ResultRecord
 from ..runner import SKIP_EXIT, failure_reason
@@ -225,16 +225,11 @@ def _end_started(before: set[tuple[int, int | None]]) -> None:
     """End the processes this pass started (descendants of this process that were not there
     when it began), by PID and start time: a thread's pair job has no handle here."""
     mine = [p for p in descendants(os.getpid()) if p not in before and p[1] is not None]
-    for sig, wait in ((signal.SIGTERM, TEARDOWN_GRACE_S), (signal.SIGKILL, 0.0)):
-        for pid, start in mine:
-            if proc_start(pid) == start:
-                try:
-                    os.kill(pid, sig)
-                except (ProcessLookupError, PermissionError):
-                    pass
-        end = time.monotonic() + wait
-        while time.monotonic() < end and any(proc_start(p) == s for p, s in mine):
-            time.sleep(0.05)
+    kill_same(mine, signal.SIGTERM)
+    end = time.monotonic() + TEARDOWN_GRACE_S
+    while time.monotonic() < end and any(proc_start(p) == s for p, s in mine):
+        time.sleep(0.05)
+    kill_same(mine, signal.SIGKILL)
 
 
 def run_tcp_pass(store: Store, scheduler: Scheduler, plans: PairPlans, n: int, mode: str,
