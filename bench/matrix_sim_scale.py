@@ -47,7 +47,7 @@ def run(args: argparse.Namespace, out: Path) -> int:
                          lat_iterations=args.lat_iterations, lat_warmup=2, hosts=args.hosts,
                          timeout_s=args.timeout)
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
-    outcome = measure_matrix(out / "fabench.sqlite", SimGridScheduler(setup), opts)
+    outcome = measure_matrix(out / "fabench.sqlite", SimGridScheduler(setup), opts, args.resume)
     wall = time.monotonic() - t0
     j = outcome.to_json()
     print(f"# {platform.description}; fabric {fabric.name}")
@@ -84,6 +84,9 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=7200.0)
     ap.add_argument("--out", type=Path, help="results directory (default: a temporary one)")
+    ap.add_argument("--resume", type=int, metavar="CAMPAIGN",
+                    help="go on with a matrix in --out that was killed before its verdicts "
+                         "(the same other options)")
     args = ap.parse_args()
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)

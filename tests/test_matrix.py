@@ -15,16 +15,18 @@ import pytest
 
 from conftest import fabench_cli, missing, own_testbeds
 from fabench.errors import FabenchError
+from fabench.matrix import measure
 from fabench.matrix.advise import advise
 from fabench.matrix.diff import diff
 from fabench.matrix.export import matrix_csv
-from fabench.matrix.judge import THRESHOLD, Matrix, Scale, find_suspects, judge
+from fabench.matrix.judge import THRESHOLD, Matrix, Scale, Suspects, find_suspects, judge
 from fabench.matrix.locality import binding_advice, nic_locality, rank_places, read_hwloc
 from fabench.matrix.measure import MatrixOptions, MatrixOutcome, measure_matrix, parse_pairs
 from fabench.matrix.pairwise import tournament
 from fabench.matrix.topology import compare, infer_topology, read_topology
 from fabench.model.presets import PRESETS
 from fabench.native import native_root
+from fabench.records import PairRecord
 from fabench.schedulers.simgrid import SimGridScheduler
 from fabench.sim.faulty import FatTree, PairFault, faulty_fat_tree
 from fabench.sim.smpi import SimSetup
@@ -398,13 +400,13 @@ def test_cli_usage_errors_exit_2(tmp_path: Path) -> None:
     assert p.returncode == 2 and "Traceback" not in p.stderr
 
 
-def sim_matrix(tmp_path: Path, tree: FatTree) -> MatrixOutcome:
+def sim_matrix(tmp_path: Path, tree: FatTree, resume: int | None = None) -> MatrixOutcome:
     fabric = PRESETS["roce-100g"]()
     setup = SimSetup(fabric=fabric, nodes=tree.hosts, hosts_per_leaf=tree.hosts_per_leaf,
                      platform=faulty_fat_tree(fabric, tree))
     opts = MatrixOptions(iterations=2, lat_iterations=10, lat_warmup=2, hosts=tree.hosts,
                          timeout_s=120)
-    return measure_matrix(tmp_path / "fabench.sqlite", SimGridScheduler(setup), opts)
+    return measure_matrix(tmp_path / "fabench.sqlite", SimGridScheduler(setup), opts, resume)
 
 
 @pytest.mark.usefixtures("simgrid")
@@ -426,6 +428,76 @@ def test_simgrid_tree_with_a_slow_host_and_a_bad_link(tmp_path: Path) -> None:
     kinds = {(v.kind, v.src, v.dst) for v in one_way.judgement.verdicts}
     assert {("bad link", "node-3", "node-4"), ("asymmetric link", "node-3", "node-4")} <= kinds
     assert all({v.src, v.dst} == {"node-3", "node-4"} for v in one_way.judgement.verdicts)
+
+
+@pytest.mark.usefixtures("simgrid")
+def test_simgrid_matrix_killed_before_its_judgement_is_resumed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A matrix killed before its judgement (Ctrl-C, a batch job's time limit: at 1024 hosts
+    the first pass alone takes hours) stores no judgement, only its measured directions.
+    --resume measures just the directions missing; an attempt killed after its whole first
+    pass is judged and retested with nothing measured again."""
+    faulty = FatTree(8, 4, ((1, 0.25),), (PairFault(2, 6, 0.25),))
+    want = ["bad link node-2 -> node-6", "bad link node-6 -> node-2", "slow node node-1"]
+    db = tmp_path / "fabench.sqlite"
+    # 1: Ctrl-C in the first pass, after 20 of its 56 directions were stored
+    stored = 0
+    real_add = Store.add_matrix_pair
+
+    def add_then_stop(store: Store, run_id: int, rec: PairRecord) -> None:
+        nonlocal stored
+        if stored == 20:
+            raise KeyboardInterrupt
+        real_add(store, run_id, rec)
+        stored += 1
+
+    monkeypatch.setattr(Store, "add_matrix_pair", add_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        sim_matrix(tmp_path, faulty)
+    monkeypatch.setattr(Store, "add_matrix_pair", real_add)
+    with Store(db) as st:
+        cid = st.latest_campaign()
+        assert cid is not None and cid not in st.matrices()
+        assert st.campaign(cid).status == "interrupted"
+        first_run = st.runs(cid)[0]
+        assert first_run.status == "interrupted" and len(st.matrix_pairs(first_run.id)) == 20
+    out = sim_matrix(tmp_path, faulty, resume=cid)
+    assert out.passes[0].role == "first" and len(out.passes[0].pairs) == 36
+    assert sorted(v.line.split(":")[0] for v in out.judgement.verdicts) == want
+    with Store(db) as st:
+        passes = st.matrix(cid)[1]["passes"]
+    assert [(p["run_id"], p["role"], p["directions"]) for p in passes[:2]] == [
+        (first_run.id, "first", 20), (out.passes[0].run_id, "first", 36)]
+
+    # 2: Ctrl-C while the whole first pass is being judged
+    real_find = measure.find_suspects
+
+    def judged_then_stop(m: Matrix) -> Suspects:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(measure, "find_suspects", judged_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        sim_matrix(tmp_path, faulty)
+    monkeypatch.setattr(measure, "find_suspects", real_find)
+    with Store(db) as st:
+        cid2 = st.latest_campaign()
+        assert cid2 is not None and cid2 != cid and cid2 not in st.matrices()
+        runs = st.runs(cid2)
+    out = sim_matrix(tmp_path, faulty, resume=cid2)
+    assert out.passes and all(p.role == "retest" for p in out.passes)
+    assert sorted(v.line.split(":")[0] for v in out.judgement.verdicts) == want
+    with Store(db) as st:
+        passes = st.matrix(cid2)[1]["passes"]
+        assert st.campaign(cid2).status == "finished"
+    assert (passes[0]["run_id"], passes[0]["role"], passes[0]["directions"]) == (
+        runs[0].id, "first", 56)
+    # judged now: nothing left to resume; a campaign that is no matrix is refused
+    with pytest.raises(FabenchError, match="nothing to resume"):
+        sim_matrix(tmp_path, faulty, resume=cid2)
+    with Store(db) as st:
+        other = st.begin_campaign("run", {}, {})
+    with pytest.raises(FabenchError, match="not a matrix"):
+        sim_matrix(tmp_path, faulty, resume=other)
 
 
 def test_faulty_tree_platform_routes() -> None:

@@ -67,7 +67,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per pass")
     p.add_argument("--resume", type=int, metavar="CAMPAIGN",
                    help="measure only the directions a stored matrix lacks (a host died "
-                        "mid-matrix), then judge them all")
+                        "mid-matrix, or fabench was killed before its verdicts), then judge "
+                        "them all")
     p.add_argument("--json", action="store_true", help="the whole judgement as one JSON object")
     add_out_argument(p)
     p.set_defaults(func=main, mode="concurrent")

@@ -184,12 +184,13 @@ def link_scores(m: Matrix, scales: Scales) -> dict[Link, dict[str, float]]:
 
 def node_scores(n: int, scores: Mapping[Link, Mapping[str, float]]) -> list[dict[str, float]]:
     """Per rank and metric, the median score of its row and column (its links both ways)."""
-    out = []
-    for h in range(n):
-        mine = [s for (i, j), s in scores.items() if h in (i, j)]
-        out.append({k: statistics.median([s[k] for s in mine]) if mine else 0.0
-                    for k in METRICS})
-    return out
+    # one sweep over the links, not one per host: at 1024 hosts there are a million of them
+    mine: list[dict[str, list[float]]] = [{k: [] for k in METRICS} for _ in range(n)]
+    for (i, j), s in scores.items():
+        for k in METRICS:
+            mine[i][k].append(s[k])
+            mine[j][k].append(s[k])
+    return [{k: statistics.median(v[k]) if v[k] else 0.0 for k in METRICS} for v in mine]
 
 
 @dataclass(frozen=True)
@@ -308,8 +309,7 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
     # Unreachable: directions the pass should have measured and did not.
     expected = expected_links(n, asked)
     missing = expected - set(first.latency)
-    dead = {h for h in range(n) if any(h in link for link in expected)
-            and all(link in missing for link in expected if h in link)}
+    dead = _dead(expected, missing)
     for h in sorted(dead):
         verdicts.append(Verdict("unreachable", name[h]))
     for i, j in sorted(missing):
@@ -323,13 +323,19 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
             return True, ev
         return (ev.retest_score is not None and ev.retest_score > THRESHOLD), ev
 
+    asymmetry = first.asymmetry()
+    rasymmetry = retest.asymmetry() if retest is not None else {}
+    touching: dict[int, list[Link]] = {h: [] for h in suspects.nodes}
+    for link in (first.latency.keys() | first.bandwidth.keys()) if touching else ():
+        for h in {link[0], link[1]} & touching.keys():
+            touching[h].append(link)
     slow = set()
     for h in sorted(suspects.nodes):
         evs = []
         for k in METRICS:
             if nodes[h][k] <= THRESHOLD:
                 continue
-            mine = [link for link in first.values(k) if h in link]
+            mine = [link for link in touching[h] if link in first.values(k)]
             rvals = [retest.values(k)[link] for link in mine
                      if retest and link in retest.values(k)]
             fv = statistics.median([first.values(k)[link] for link in mine])
@@ -354,11 +360,8 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
                 if ok:
                     evs.append(ev)
         if scores[link].get("asymmetry", 0.0) > THRESHOLD:
-            ratio = first.asymmetry()[link]
-            rv = None
-            if retest is not None and rscales is not None:
-                rasym = retest.asymmetry()
-                rv = rasym.get(link)
+            ratio = asymmetry[link]
+            rv = rasymmetry.get(link) if rscales is not None else None
             ev = Evidence("asymmetry", ratio, scales.limit("asymmetry"),
                           scales.score("asymmetry", ratio), rv,
                           scales.score("asymmetry", rv) if rv is not None else None)
@@ -372,6 +375,19 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
             cleared.append(f"link {name[i]} -> {name[j]}")
     return Judgement(list(name), verdicts, first, scales, scores, nodes, suspects, retest,
                      cleared)
+
+
+def _dead(expected: set[Link], missing: set[Link]) -> set[int]:
+    """Hosts with links expected and none of them measured."""
+    links: dict[int, int] = {}
+    lost: dict[int, int] = {}
+    for i, j in expected:
+        links[i] = links.get(i, 0) + 1
+        links[j] = links.get(j, 0) + 1
+    for i, j in missing:
+        lost[i] = lost.get(i, 0) + 1
+        lost[j] = lost.get(j, 0) + 1
+    return {h for h, c in links.items() if lost.get(h, 0) == c}
 
 
 def _finite(x: Any) -> Any:

@@ -241,10 +241,8 @@ class MatrixOutcome:
     def to_json(self) -> dict[str, Any]:
         return {"campaign_id": self.campaign_id, "hosts": self.hosts,
                 **self.judgement.to_json(), "topology": self.topology.to_json(),
-                "passes": [{"run_id": p.run_id, "mode": p.mode, "role": p.role,
-                            "status": p.status,
-                            "reason": p.reason, "directions": len(p.pairs),
-                            "wall_s": round(p.wall_s, 3)} for p in self.passes],
+                "passes": [_pass_json(p.run_id, p.mode, p.role, p.status, p.reason,
+                                      len(p.pairs), p.wall_s) for p in self.passes],
                 "unreachable": [asdict(u) for u in self.unreachable],
                 "warnings": self.warnings,
                 "exit_status": self.exit_status}
@@ -268,17 +266,58 @@ def _names(n: int, meta_hosts: list[str], pairs: list[PairRecord]) -> list[str]:
     return hosts if len(set(hosts)) == n else [f"{h}#{r}" for r, h in enumerate(hosts)]
 
 
+@dataclass
+class Resumed:
+    """What an earlier attempt at a matrix left: its first-pass measurements and passes."""
+
+    pairs: list[PairRecord]
+    passes: list[dict[str, Any]]  # as the matrix's JSON lists them
+    judged: bool  # the attempt ended with a stored judgement (else it was killed before)
+
+
+def _pass_json(run_id: int, mode: str, role: str, status: str, reason: str | None,
+               directions: int, wall_s: float) -> dict[str, Any]:
+    return {"run_id": run_id, "mode": mode, "role": role, "status": status, "reason": reason,
+            "directions": directions, "wall_s": round(wall_s, 3)}
+
+
+def _unjudged(store: Store, cid: int) -> Resumed:
+    """An attempt killed before its judgement (Ctrl-C, a lost login, the batch job's time
+    limit): each direction's earliest measurement among the campaign's runs is its first
+    pass, so a retest the attempt had begun counts for nothing."""
+    if store.campaign(cid).name != "matrix":
+        raise FabenchError(f"campaign {cid} is not a matrix")
+    seen: set[Link] = set()
+    pairs: list[PairRecord] = []
+    passes = []
+    for run in store.runs(cid):
+        mine = [p for p in store.matrix_pairs(run.id) if (p.src, p.dst) not in seen]
+        if mine:
+            seen.update((p.src, p.dst) for p in mine)
+            pairs += mine
+            passes.append(_pass_json(run.id, mine[0].mode, "first", run.status, run.reason,
+                                     len(mine), (run.finished or run.started) - run.started))
+    return Resumed(pairs, passes, judged=False)
+
+
 def _resumed(store: Store, cid: int, n: int, total: int,
-             asked: list[Link]) -> tuple[list[PairRecord], list[Link]]:
+             asked: list[Link]) -> tuple[Resumed, list[Link]]:
     """The directions a stored matrix's first pass measured, and those it still lacks."""
-    hosts, old = store.matrix(cid)
-    earlier = [rec for p in old.get("passes", []) if p.get("role") == "first"
-               for rec in store.matrix_pairs(int(p["run_id"]))]
-    if len(hosts) != total:
-        raise FabenchError(f"matrix {cid} spans {len(hosts)} hosts, this place {total}: "
+    if cid in store.matrices():
+        hosts, old = store.matrix(cid)
+        done = Resumed([rec for p in old.get("passes", []) if p.get("role") == "first"
+                        for rec in store.matrix_pairs(int(p["run_id"]))],
+                       list(old.get("passes", [])), judged=True)
+        where = len(hosts)
+    else:
+        done = _unjudged(store, cid)
+        where = max((max(p.src, p.dst) + 1 for p in done.pairs), default=0)
+    # a killed attempt may have measured no direction of the last hosts yet
+    if (where != total) if done.judged else (where > total):
+        raise FabenchError(f"matrix {cid} spans {where} hosts, this place {total}: "
                            "resume it where it ran")
-    done = {(p.src, p.dst) for p in earlier}
-    return earlier, [link for link in asked if link not in done and max(link) < n]
+    measured = {(p.src, p.dst) for p in done.pairs}
+    return done, [link for link in asked if link not in measured and max(link) < n]
 
 
 def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
@@ -297,7 +336,7 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
     asked = list(opts.pairs) if opts.pairs is not None else \
         [(i, j) for i in range(total) for j in range(total) if i != j]
     with Store(store_path) as store:
-        earlier: list[PairRecord] = []
+        earlier = Resumed([], [], judged=False)
         if resume is None:
             spec = {"matrix": {**asdict(opts), "pairs": opts.pairs and list(opts.pairs)},
                     "on": scheduler.describe()}
@@ -306,19 +345,25 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
         else:
             cid = resume
             earlier, todo = _resumed(store, cid, n, total, asked)
-            if not todo:
+            if not todo and (earlier.judged or not earlier.pairs):
                 raise FabenchError(f"matrix {cid} lacks no direction: nothing to resume")
             store.reopen_campaign(cid)
         try:
-            first = measure_pass(store, scheduler, n, opts, opts.mode, todo, cid, "first")
-            if first.status != "ok" and not first.pairs and not earlier:
+            # an attempt killed after its first pass has nothing left to measure: judge it
+            firsts = [] if todo == [] else \
+                [measure_pass(store, scheduler, n, opts, opts.mode, todo, cid, "first")]
+            status = firsts[0].status if firsts else "ok"
+            if firsts and status != "ok" and not firsts[0].pairs and not earlier.pairs:
                 store.end_campaign(cid, "failed")
                 what = KERNEL if opts.kernel == "mpi" else "the tcp pair jobs"
-                raise FabenchError(f"{what} failed before measuring any pair: {first.reason}")
-            hosts = _names(n, first.hosts, [*earlier, *first.pairs]) + [u.host for u in gone]
-            m1 = Matrix.of(hosts, [*earlier, *first.pairs])
+                raise FabenchError(f"{what} failed before measuring any pair: "
+                                   f"{firsts[0].reason}")
+            measured = [*earlier.pairs, *(rec for p in firsts for rec in p.pairs)]
+            meta = firsts[0].hosts if firsts else []
+            hosts = _names(n, meta, measured) + [u.host for u in gone]
+            m1 = Matrix.of(hosts, measured)
             suspects = find_suspects(m1)
-            passes = [first]
+            passes = list(firsts)
             verdict = judge(m1, None, suspects, asked)
             current, cleared = suspects, []
             for _ in range(RETESTS if opts.retest else 0):
@@ -337,12 +382,10 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
             out = MatrixOutcome(cid, hosts, verdict, topo, passes, gone,
                                 [loaded] if loaded else [])
             j = out.to_json()
-            if resume is not None:
-                # the runs of the earlier attempt stay part of the matrix
-                _, old = store.matrix(cid)
-                j["passes"] = [*old.get("passes", []), *j["passes"]]
+            # the runs of the earlier attempt stay part of the matrix
+            j["passes"] = [*earlier.passes, *j["passes"]]
             store.save_matrix(cid, hosts, j)
-            store.end_campaign(cid, "finished" if first.status == "ok" else first.status)
+            store.end_campaign(cid, "finished" if status == "ok" else status)
         except KeyboardInterrupt:
             store.end_campaign(cid, "interrupted")
             raise
