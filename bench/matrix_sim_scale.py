@@ -28,6 +28,7 @@ from fabench.model.catalog import load_fabric
 from fabench.schedulers.simgrid import SimGridScheduler
 from fabench.sim.faulty import FatTree, PairFault, faulty_fat_tree
 from fabench.sim.smpi import SimSetup
+from fabench.store import Store
 
 
 def expected(hosts: list[str], slow: int, bad: tuple[int, int]) -> set[tuple[str, str, str]]:
@@ -50,9 +51,12 @@ def run(args: argparse.Namespace, out: Path) -> int:
     outcome = measure_matrix(out / "fabench.sqlite", SimGridScheduler(setup), opts, args.resume)
     wall = time.monotonic() - t0
     j = outcome.to_json()
+    with Store(out / "fabench.sqlite") as store:  # with the passes of an attempt resumed
+        j["passes"] = store.matrix(outcome.campaign_id)[1]["passes"]
     print(f"# {platform.description}; fabric {fabric.name}")
     print(f"# wall {wall:.1f} s on {os.cpu_count()} cores (load before {load}); passes: "
-          + ", ".join(f"{p['role']} {p['mode']} {p['directions']} directions {p['wall_s']:.1f} s"
+          + ", ".join(f"{p['role']} {p['mode']} {p['directions']} directions " +
+                      ("(killed)" if p["wall_s"] is None else f"{p['wall_s']:.1f} s")
                       for p in j["passes"]))
     print(f"# first-pass suspects {len(j.get('suspects', {}).get('links', []))} links, "
           f"{len(j.get('suspects', {}).get('nodes', []))} nodes; cleared by the retest "

@@ -11,7 +11,8 @@ def summary_lines(j: dict[str, Any], where: str) -> list[str]:
     lines = [f"fabench matrix: {len(hosts)} hosts on {where}; threshold: modified z-score > "
              f"{j['threshold']}"]
     for p in j.get("passes", []):
-        lines.append(f"# pass {p['mode']}: {p['directions']} directions in {p['wall_s']:.1f} s "
+        took = "" if p.get("wall_s") is None else f" in {p['wall_s']:.1f} s"
+        lines.append(f"# pass {p['mode']}: {p['directions']} directions{took} "
                      f"(run {p['run_id']}, {p['status']})")
     sus = j.get("suspects", {})
     nsus = len(sus.get("links", [])) + len(sus.get("nodes", []))

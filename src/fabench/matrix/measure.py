@@ -276,9 +276,9 @@ class Resumed:
 
 
 def _pass_json(run_id: int, mode: str, role: str, status: str, reason: str | None,
-               directions: int, wall_s: float) -> dict[str, Any]:
+               directions: int, wall_s: float | None) -> dict[str, Any]:
     return {"run_id": run_id, "mode": mode, "role": role, "status": status, "reason": reason,
-            "directions": directions, "wall_s": round(wall_s, 3)}
+            "directions": directions, "wall_s": None if wall_s is None else round(wall_s, 3)}
 
 
 def _unjudged(store: Store, cid: int) -> Resumed:
@@ -296,7 +296,8 @@ def _unjudged(store: Store, cid: int) -> Resumed:
             seen.update((p.src, p.dst) for p in mine)
             pairs += mine
             passes.append(_pass_json(run.id, mine[0].mode, "first", run.status, run.reason,
-                                     len(mine), (run.finished or run.started) - run.started))
+                                     len(mine),  # a killed run has no end time
+                                     run.finished - run.started if run.finished else None))
     return Resumed(pairs, passes, judged=False)
 
 
