@@ -455,6 +455,9 @@ def test_simgrid_matrix_killed_before_its_judgement_is_resumed(
     with pytest.raises(KeyboardInterrupt):
         sim_matrix(tmp_path, faulty)
     monkeypatch.setattr(Store, "add_matrix_pair", real_add)
+    # and the pairs of each job (--pairs on one command line) as few as a Linux exec would
+    # take at a million pairs: the resume and the retests go in several jobs
+    monkeypatch.setattr(measure, "PAIRS_TEXT_MAX", 60)
     with Store(db) as st:
         cid = st.latest_campaign()
         assert cid is not None and cid not in st.matrices()
@@ -462,12 +465,15 @@ def test_simgrid_matrix_killed_before_its_judgement_is_resumed(
         first_run = st.runs(cid)[0]
         assert first_run.status == "interrupted" and len(st.matrix_pairs(first_run.id)) == 20
     out = sim_matrix(tmp_path, faulty, resume=cid)
-    assert out.passes[0].role == "first" and len(out.passes[0].pairs) == 36
+    firsts = [p for p in out.passes if p.role == "first"]
+    assert len(firsts) == 3 and sum(len(p.pairs) for p in firsts) == 36  # 144 chars
+    assert all(len(p.pairs) <= 60 // len("1:2,") for p in out.passes)
+    assert len([p for p in out.passes if p.role == "retest"]) > 1
     assert sorted(v.line.split(":")[0] for v in out.judgement.verdicts) == want
     with Store(db) as st:
         passes = st.matrix(cid)[1]["passes"]
-    assert [(p["run_id"], p["role"], p["directions"]) for p in passes[:2]] == [
-        (first_run.id, "first", 20), (out.passes[0].run_id, "first", 36)]
+    assert [(p["run_id"], p["role"], p["directions"]) for p in passes[:len(firsts) + 1]] == [
+        (first_run.id, "first", 20), *((p.run_id, "first", len(p.pairs)) for p in firsts)]
 
     # 2: Ctrl-C while the whole first pass is being judged
     real_find = measure.find_suspects
@@ -498,6 +504,16 @@ def test_simgrid_matrix_killed_before_its_judgement_is_resumed(
         other = st.begin_campaign("run", {}, {})
     with pytest.raises(FabenchError, match="not a matrix"):
         sim_matrix(tmp_path, faulty, resume=other)
+
+
+def test_pair_chunks_keep_each_command_line_argument_short() -> None:
+    pairs = [(i, j) for i in range(1024) for j in range(1024) if i != j]
+    chunks = measure.pair_chunks(pairs)
+    assert [p for c in chunks for p in c] == pairs
+    assert all(len(",".join(f"{i}:{j}" for i, j in c)) <= measure.PAIRS_TEXT_MAX
+               for c in chunks)
+    assert len(chunks) == 126  # a million pairs of 1024 ranks: 8.2 MB of text, 64 KiB a job
+    assert measure.pair_chunks([(1, 2)], 1) == [[(1, 2)]]  # one pair always fits a job
 
 
 def test_faulty_tree_platform_routes() -> None:

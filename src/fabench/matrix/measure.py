@@ -207,18 +207,42 @@ def _say(text: str) -> None:
     print(f"# matrix: {text}", file=sys.stderr, flush=True)
 
 
+# The kernel takes its pairs as one argument, and Linux refuses an exec whose single argument
+# exceeds MAX_ARG_STRLEN, 32 pages = 128 KiB (include/uapi/linux/binfmts.h). A resume or a
+# retest at 1024 hosts can want a million pairs: they go in several jobs, each argument well
+# inside the limit (launchers and remote shells may quote or relay it).
+PAIRS_TEXT_MAX = 64 * 1024
+
+
+def pair_chunks(pairs: Sequence[Link], limit: int = PAIRS_TEXT_MAX) -> list[list[Link]]:
+    """The pairs in runs whose `--pairs i:j,...` text stays within `limit` characters."""
+    chunks: list[list[Link]] = [[]]
+    size = 0
+    for i, j in pairs:
+        cost = len(f"{i}:{j},")
+        if chunks[-1] and size + cost > limit:
+            chunks.append([])
+            size = 0
+        chunks[-1].append((i, j))
+        size += cost
+    return chunks
+
+
 def measure_pass(store: Store, scheduler: Scheduler, n: int, opts: MatrixOptions, mode: str,
-                 pairs: Sequence[Link] | None, campaign_id: int, role: str) -> Pass:
-    """One pass over the wanted directions (None: all), by the kernel the options name."""
+                 pairs: Sequence[Link] | None, campaign_id: int, role: str) -> list[Pass]:
+    """One pass over the wanted directions (None: all), by the kernel the options name: one
+    job, or several where the pairs are too many for one command line."""
     if opts.kernel == "mpi":
-        return run_pass(store, scheduler, plan_pass(n, opts, mode, pairs), campaign_id, mode,
-                        role)
+        chunks: Sequence[Sequence[Link] | None] = \
+            [None] if pairs is None else pair_chunks(pairs, PAIRS_TEXT_MAX)
+        return [run_pass(store, scheduler, plan_pass(n, opts, mode, chunk), campaign_id, mode,
+                         role) for chunk in chunks]
     if pairs is not None and any(not (0 <= i < n and 0 <= j < n) for i, j in pairs):
         raise FabenchError(f"--pairs: rank numbers are 0 .. {n - 1} here")
     plans = PairPlans.of(opts.size, opts.window, opts.iterations, opts.warmup,
                          opts.lat_iterations, opts.lat_warmup)
-    return run_tcp_pass(store, scheduler, plans, n, mode, pairs, campaign_id, role,
-                        opts.timeout_s, _say if role == "first" else None)
+    return [run_tcp_pass(store, scheduler, plans, n, mode, pairs, campaign_id, role,
+                         opts.timeout_s, _say if role == "first" else None)]
 
 
 @dataclass
@@ -352,15 +376,16 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
         try:
             # an attempt killed after its first pass has nothing left to measure: judge it
             firsts = [] if todo == [] else \
-                [measure_pass(store, scheduler, n, opts, opts.mode, todo, cid, "first")]
-            status = firsts[0].status if firsts else "ok"
-            if firsts and status != "ok" and not firsts[0].pairs and not earlier.pairs:
+                measure_pass(store, scheduler, n, opts, opts.mode, todo, cid, "first")
+            failed = [p for p in firsts if p.status != "ok"]
+            status = failed[0].status if failed else "ok"
+            measured = [*earlier.pairs, *(rec for p in firsts for rec in p.pairs)]
+            if failed and not measured:
                 store.end_campaign(cid, "failed")
                 what = KERNEL if opts.kernel == "mpi" else "the tcp pair jobs"
                 raise FabenchError(f"{what} failed before measuring any pair: "
-                                   f"{firsts[0].reason}")
-            measured = [*earlier.pairs, *(rec for p in firsts for rec in p.pairs)]
-            meta = firsts[0].hosts if firsts else []
+                                   f"{failed[0].reason}")
+            meta = next((p.hosts for p in firsts if len(p.hosts) == n), [])
             hosts = _names(n, meta, measured) + [u.host for u in gone]
             m1 = Matrix.of(hosts, measured)
             suspects = find_suspects(m1)
@@ -372,8 +397,9 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
                     break
                 again = measure_pass(store, scheduler, n, opts, "isolated",
                                      current.retest_pairs(n), cid, "retest")
-                passes.append(again)
-                verdict = judge(m1, Matrix.of(hosts, again.pairs), current, asked)
+                passes += again
+                verdict = judge(m1, Matrix.of(hosts, [r for p in again for r in p.pairs]),
+                                current, asked)
                 cleared += verdict.cleared
                 current = survivors(verdict, current)
             verdict.suspects, verdict.cleared = suspects, cleared
