@@ -11,7 +11,7 @@ isolated retests of the suspects, judged and stored as `fabench matrix` does
 direction needs few samples: 20 ping-pongs and 2 windows of 4 x 1 MiB (`--lat-iterations`,
 `--iterations`). Prints the wall time (platform, both passes, judging; from outside), the
 verdicts, and whether exactly the two faults were found (exit 0) or not (exit 1).
-1024 hosts took about 84 min in an earlier attempt; 256 hosts is the default.
+1024 hosts took about 2.8 h here (docs/matrix.md); 256 hosts is the default.
 """
 
 from __future__ import annotations
