@@ -22,6 +22,16 @@ ROOT = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # SIGTERM (a CI job cancelled, `kill` of the run) would end pytest without its finally
+    # blocks and leave the tests' network namespaces behind; as Ctrl-C it runs them
+    signal.signal(signal.SIGTERM, _terminated)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Slow tests run in CI (which has 90 minutes) and when asked for; a developer's quick
     # `pytest` skips them.
