@@ -53,6 +53,13 @@ def missing(why: str) -> None:
 
 
 @pytest.fixture(scope="session")
+def root() -> None:
+    """Network namespaces, private daemons: root (CI runs as root, so there this fails)."""
+    if os.geteuid() != 0:
+        missing("needs root (network namespaces, private daemons)")
+
+
+@pytest.fixture(scope="session")
 def openmpi() -> str:
     if "openmpi" not in mpi_flavours_built() or shutil.which("mpirun.openmpi") is None:
         missing("Open MPI kernels not built (install openmpi-bin libopenmpi-dev)")

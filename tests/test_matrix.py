@@ -196,7 +196,7 @@ def test_pairs_are_parsed_by_rank_or_host() -> None:
 def _kernel(openmpi: str, ranks: int, *args: str) -> list[dict]:
     exe = native_root() / openmpi / "fb-mpi-matrix"
     if not exe.exists():
-        pytest.skip(f"{exe} not built")
+        missing(f"{exe} not built")
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_mpi_yield_when_idle": "1"}
     proc = subprocess.run(["mpirun.openmpi", "--oversubscribe", "-np", str(ranks), "--",
@@ -234,7 +234,7 @@ def test_kernel_measures_only_the_pairs_asked(openmpi: str) -> None:
 def test_kernel_refuses_bad_options(openmpi: str) -> None:
     exe = native_root() / openmpi / "fb-mpi-matrix"
     if not exe.exists():
-        pytest.skip(f"{exe} not built")
+        missing(f"{exe} not built")
     for args in (["--mode", "sideways"], ["--lat-iterations", "0"]):
         proc = subprocess.run([str(exe), *args], capture_output=True, text=True, check=False)
         assert proc.returncode == 2 and "mpi.matrix" in proc.stderr
@@ -242,8 +242,7 @@ def test_kernel_refuses_bad_options(openmpi: str) -> None:
 
 # ---- end to end on real testbeds ------------------------------------------------------------
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mpirun.openmpi") is None,
-                                reason="a root testbed and Open MPI")
+needs_root = pytest.mark.usefixtures("root", "openmpi")  # a root testbed and Open MPI
 
 
 def _matrix(out: Path, name: str, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:

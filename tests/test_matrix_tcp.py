@@ -23,7 +23,7 @@ from fabench.matrix.pairwise import tournament
 from fabench.store import Store
 from fabench.testbed import TestbedConfig, create
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a root testbed")
+needs_root = pytest.mark.usefixtures("root")  # a root testbed
 
 
 @pytest.mark.parametrize("n", range(2, 12))

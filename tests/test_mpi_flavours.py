@@ -206,7 +206,17 @@ def test_mpich_argv(monkeypatch: pytest.MonkeyPatch, text: str, tls: str | None)
     assert ml.env["UCX_LOG_LEVEL"] == "info" and ml.env["UCX_LOG_FILE"] == "stderr"
     assert set(ml.argv[ml.argv.index("-genvlist") + 1].split(",")) == set(ml.env)
     assert ml.argv[ml.argv.index("-bind-to") + 1] == "core"
-    assert m.version() == "MPICH 4.0.2 (ch4:ucx)"
+
+
+def test_mpich_version_is_read_from_the_installed_library() -> None:
+    # Against the package manager's record of what is installed, not a patched value.
+    if shutil.which("mpichversion") is None or shutil.which("dpkg-query") is None:
+        missing("MPICH not installed (mpich libmpich-dev)")
+    pkg = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "libmpich-dev"],
+                         capture_output=True, text=True, check=False).stdout
+    upstream = pkg.split(":")[-1].split("-")[0]  # 4.0.2-3 -> 4.0.2
+    v = Mpich().version()
+    assert v.startswith(f"MPICH {upstream} (ch") and v.endswith(")"), (v, pkg)
 
 
 def test_mpich_unsupported_and_oversubscribe(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,14 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli, own_testbeds
+from conftest import fabench_cli, missing, own_testbeds
 from fabench.records import ResultRecord
 from fabench.store import RunRow, Store
 from fabench.testbed import TestbedConfig, create
 
-pytestmark = pytest.mark.skipif(
-    not all(shutil.which(t) for t in ("slurmctld", "slurmd", "munged", "sbatch")),
-    reason="slurm-wlm and munge are not installed (scripts/debian-packages.txt)")
+
+@pytest.fixture(autouse=True)
+def _slurm_installed() -> None:
+    if not all(shutil.which(t) for t in ("slurmctld", "slurmd", "munged", "sbatch")):
+        missing("slurm-wlm and munge are not installed (scripts/debian-packages.txt)")
 
 
 def _free_port() -> int:
@@ -83,7 +85,7 @@ def _stop(procs: list[subprocess.Popen[bytes]], d: Path) -> None:
 @pytest.fixture(scope="module")
 def slurm() -> Iterator[dict[str, str]]:
     if os.geteuid() != 0:
-        pytest.skip("a private slurmd needs root (SlurmUser=root, proctrack/linuxproc)")
+        missing("a private slurmd needs root (SlurmUser=root, proctrack/linuxproc)")
     # A short path: munge's socket path must fit a sockaddr_un.
     d = Path(tempfile.mkdtemp(prefix="fbslurm"))
     procs: list[subprocess.Popen[bytes]] = []
@@ -278,7 +280,7 @@ def slurm2() -> Iterator[dict[str, list[str] | str]]:
     """slurmctld and one slurmd in testbed host h1, one slurmd in h2 (each in the host's
     network, UTS and mount namespace); munged on this host serves both through its socket."""
     if os.geteuid() != 0:
-        pytest.skip("slurmd in testbed hosts needs root (mounts inside the hosts)")
+        missing("slurmd in testbed hosts needs root (mounts inside the hosts)")
     procs: list[subprocess.Popen[bytes]] = []
     d = Path(tempfile.mkdtemp(prefix="fbs2"))
     with own_testbeds(f"fbs{os.getpid() % 100000}"):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, fabench_cli
+from conftest import ROOT, fabench_cli, missing
 from fabench.errors import StoreDamagedError, StoreError, StoreVersionError
 from fabench.process_identity import ProcessOwner, proc_start
 from fabench.provenance import git_revision, run_environment
@@ -45,7 +45,7 @@ def test_roundtrip_keeps_every_sample(tmp_path: Path) -> None:
 def test_git_revision_only_from_a_real_commit(tmp_path: Path) -> None:
     """Provenance stores a revision or nothing, never git's error message."""
     if shutil.which("git") is None:
-        pytest.skip("git is not installed")
+        missing("git is not installed")
     plain = tmp_path / "plain"
     plain.mkdir()
     assert git_revision(plain) is None  # not a checkout (no .git above a pytest tmp dir)

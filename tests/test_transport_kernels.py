@@ -2,7 +2,6 @@
 checked against docs/kernel-protocol.md and docs/transports.md."""
 
 import os
-import shutil
 import statistics
 import subprocess
 from pathlib import Path
@@ -262,7 +261,7 @@ def test_verbs_skips_without_a_device() -> None:
     assert res.output.results == []
 
 
-@pytest.mark.skipif(shutil.which("mpirun.openmpi") is None, reason="Open MPI not installed")
+@pytest.mark.usefixtures("openmpi")
 def test_same_kernel_under_the_mpi_bootstrap() -> None:
     exe = native_root() / "openmpi" / "fb-tcp-latency"
     if not exe.is_file():

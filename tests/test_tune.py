@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from conftest import missing
 from fabench import host_topology as topology
 from fabench.errors import FabenchError
 from fabench.process_identity import netns_of, proc_start
@@ -214,9 +215,13 @@ def test_check_skips_links_that_are_down(ns_up_down: str) -> None:
 
 # -- NUMA topology -----------------------------------------------------------------------------
 
-needs_hwloc = pytest.mark.skipif(shutil.which(topology.LSTOPO) is None or
-                                 shutil.which("hwloc-calc") is None,
-                                 reason="hwloc is not installed (scripts/debian-packages.txt)")
+@pytest.fixture
+def hwloc_installed() -> None:
+    if shutil.which(topology.LSTOPO) is None or shutil.which("hwloc-calc") is None:
+        missing("hwloc is not installed (scripts/debian-packages.txt)")
+
+
+needs_hwloc = pytest.mark.usefixtures("hwloc_installed")
 
 
 def _hwloc(*argv: str) -> str:

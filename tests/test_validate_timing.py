@@ -25,7 +25,7 @@ import statistics
 
 import pytest
 
-from conftest import planned
+from conftest import missing, planned
 from fabench.kernels import get_kernel
 from fabench.native import native_root
 from fabench.starters.pair import run_pair
@@ -50,7 +50,7 @@ def median_time(kernel: str, transport: str, args: list[str]) -> float:
 ])
 def test_validated_runs_time_like_plain_ones(kernel: str, transport: str, size: str) -> None:
     if not (native_root() / "bin" / get_kernel(kernel).executable).is_file():
-        pytest.skip(f"{kernel} not built here")
+        missing(f"{kernel} not built here")
     cores = os.cpu_count() or 1
     if os.getloadavg()[0] > 2.5 * cores:
         pytest.skip(f"load average {os.getloadavg()[0]:.1f} on {cores} cores: the scheduler, "

@@ -51,7 +51,9 @@ class SizeComparison:
         return {"size": self.size, "median_a": t.median_a, "median_b": t.median_b,
                 "diff": t.diff, "diff_low": t.diff_ci.low, "diff_high": t.diff_ci.high,
                 "ratio": t.ratio, "ratio_low": t.ratio_ci.low, "ratio_high": t.ratio_ci.high,
-                "ci_method": t.diff_ci.method, "verdict": self.verdict,
+                "ci_method": t.diff_ci.method,
+                "ci_point_outside": t.diff_ci.point_outside or t.ratio_ci.point_outside,
+                "verdict": self.verdict,
                 "runs_a": self.runs_a, "runs_b": self.runs_b, "note": self.note}
 
 

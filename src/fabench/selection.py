@@ -179,6 +179,7 @@ class SizeEstimate:
         s = self.summary
         return {"size": self.size, **s.as_dict(), "ci_low": self.ci.low,
                 "ci_high": self.ci.high, "ci_method": self.ci.method,
+                "ci_point_outside": self.ci.point_outside,
                 "confidence": self.ci.confidence, "runs": len(self.run_medians),
                 "run_medians": self.run_medians, "repeat_cv": self.repeat_cv}
 

@@ -5,13 +5,19 @@ The median is the headline figure: on a shared host a few preempted iterations d
 the mean and the tail percentiles are reported beside it, and samples beyond Tukey's far-out
 fences (3 x IQR outside the quartiles) are counted, not removed, so outliers stay visible.
 
-Confidence intervals come from scipy's bootstrap (percentile method). A latency size has up to
-10000 samples; resampling all of them 1000 times costs 1-2 s per size, so above
-MAX_BOOTSTRAP_SAMPLES the bootstrap runs on an evenly strided subsample of m samples and the
-interval's half-widths are scaled by sqrt(m / n) around the full sample's median -- the
-m-out-of-n bootstrap rescaling, valid because the median's standard error falls as 1/sqrt(n).
-docs/statistics.md explains the choice and its limits (iid resampling ignores the correlation
-between consecutive iterations; run-to-run variation is judged from repeats, not from this).
+The interval of one run's median is the exact distribution-free one: the pair of order
+statistics whose binomial coverage is at least the confidence (scipy.stats.quantile_test; Conover,
+Practical Nonparametric Statistics, 3rd ed., section 3.2). It needs no resampling, holds for
+any distribution, and always contains the median; below six samples no pair of order
+statistics reaches 95 % and the interval is undefined rather than invented. Intervals that pool
+several runs, and two-sample differences and ratios, come from scipy's bootstrap (percentile
+method); above MAX_BOOTSTRAP_SAMPLES a side is an evenly strided subsample of m samples and the
+interval's half-widths are scaled by sqrt(m / n) around the full sample's statistic -- the
+m-out-of-n rescaling, valid because the median's standard error falls as 1/sqrt(n). A
+percentile interval need not contain the point estimate (with a handful of runs it can miss
+it): it is reported as the method gives it, with `point_outside` set, never widened.
+docs/statistics.md explains the choices and their limits (iid resampling ignores the
+correlation between consecutive iterations; run-to-run variation is judged from repeats).
 """
 
 import inspect
@@ -97,6 +103,9 @@ class Interval:
     method: str = "bootstrap-percentile"
     n: int = 0  # samples behind it (per side for two-sample intervals)
     n_boot: int = 0  # samples the bootstrap resampled (< n when subsampled)
+    # the point estimate lies outside [low, high] (a percentile bootstrap over few runs):
+    # shown to the reader, not hidden by widening the interval
+    point_outside: bool = False
 
     @property
     def defined(self) -> bool:
@@ -138,24 +147,31 @@ def _bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., np.ndarray
     return np.asarray(ci.low, dtype=float), np.asarray(ci.high, dtype=float)
 
 
-def median_ci(values: Sequence[float] | np.ndarray, confidence: float = CONFIDENCE,
-              n_resamples: int = N_RESAMPLES,
-              max_samples: int = MAX_BOOTSTRAP_SAMPLES) -> Interval:
-    """Bootstrap confidence interval of the median (see the module note on subsampling)."""
+def median_ci(values: Sequence[float] | np.ndarray,
+              confidence: float = CONFIDENCE) -> Interval:
+    """Exact order-statistic confidence interval of the median (see the module note)."""
     a = _finite(values)
     if a.size < 2 or np.all(a == a[0]):
         if a.size >= 2:  # constant samples: the interval is the point
             return Interval(float(a[0]), float(a[0]), confidence, "degenerate", int(a.size),
                             int(a.size))
         return NO_INTERVAL
-    med = float(np.median(a))
-    sub = subsample(a, max_samples)
-    lo, hi = _bootstrap((sub,), _median, n_resamples, confidence)
-    scale = math.sqrt(sub.size / a.size)
-    sub_med = float(np.median(sub))
-    return Interval(med - (sub_med - float(lo)) * scale, med + (float(hi) - sub_med) * scale,
-                    confidence, "bootstrap-percentile" + ("" if scale == 1 else "-m-of-n"),
-                    int(a.size), int(sub.size))
+    ci = _sps.quantile_test(a, q=float(np.median(a)), p=0.5).confidence_interval(confidence)
+    if not (math.isfinite(ci.low) and math.isfinite(ci.high)):
+        # too few samples for any pair of order statistics to reach the confidence
+        return Interval(float("nan"), float("nan"), confidence, "order-statistic", int(a.size))
+    return Interval(float(ci.low), float(ci.high), confidence, "order-statistic",
+                    int(a.size), int(a.size))
+
+
+def _percentile_interval(replicates: np.ndarray, point: float, confidence: float,
+                         method: str, n: int, n_boot: int) -> Interval:
+    """The percentile interval of bootstrap replicates, flagged when it misses the point."""
+    alpha = (1.0 - confidence) / 2
+    with np.errstate(invalid="ignore"):
+        lo, hi = (float(x) for x in np.quantile(replicates, [alpha, 1.0 - alpha]))
+    outside = math.isfinite(point) and not lo <= point <= hi
+    return Interval(lo, hi, confidence, method, n, n_boot, outside)
 
 
 def median_ci_runs(runs: Sequence[Sequence[float] | np.ndarray],
@@ -172,20 +188,15 @@ def median_ci_runs(runs: Sequence[Sequence[float] | np.ndarray],
     """
     arrs = [a for a in (_finite(r) for r in runs) if a.size]
     if len(arrs) < 2:
-        return median_ci(arrs[0] if arrs else np.array([]), confidence, n_resamples,
-                         max_samples)
+        return median_ci(arrs[0] if arrs else np.array([]), confidence)
     pooled = np.concatenate(arrs)
     med = float(np.median(pooled))
     stats = _two_stage_medians(arrs, np.random.default_rng(SEED), n_resamples, max_samples)
     used = int(min(a.size for a in arrs) * len(arrs))
     if np.ptp(stats) == 0 and np.ptp(pooled) == 0:
         return Interval(med, med, confidence, "degenerate", int(pooled.size), used)
-    alpha = (1.0 - confidence) / 2
-    lo, hi = (float(x) for x in np.quantile(stats, [alpha, 1.0 - alpha]))
-    # A percentile interval need not hold the point estimate with a handful of runs; a band
-    # drawn around a median it misses would mislead, so it is widened to include it.
-    return Interval(min(lo, med), max(hi, med), confidence, "two-stage-bootstrap",
-                    int(pooled.size), used)
+    return _percentile_interval(stats, med, confidence, "two-stage-bootstrap",
+                                int(pooled.size), used)
 
 
 def _two_stage_medians(arrs: list[np.ndarray], rng: np.random.Generator, n_resamples: int,
@@ -292,21 +303,14 @@ def compare_medians_runs(runs_a: Sequence[Sequence[float] | np.ndarray],
     rng = np.random.default_rng(SEED)
     sa = _two_stage_medians(arrs_a, rng, n_resamples, max_samples)
     sb = _two_stage_medians(arrs_b, rng, n_resamples, max_samples)
-    alpha = (1.0 - confidence) / 2
     with np.errstate(divide="ignore", invalid="ignore"):
-        d_lo, d_hi = np.quantile(sb - sa, [alpha, 1.0 - alpha])
-        r_lo, r_hi = np.quantile(sb / sa, [alpha, 1.0 - alpha])
+        diffs, ratios = sb - sa, sb / sa
     n = int(min(pa.size, pb.size))
     # samples each replicate draws per side (what n_boot means in median_ci_runs)
     nb = int(min(min(a.size for a in arrs) * len(arrs) for arrs in (arrs_a, arrs_b)))
     method = "two-stage-bootstrap"
-    # As in median_ci_runs: the interval is widened to hold the point estimate.
-    return TwoSample(ma, mb, diff,
-                     Interval(min(float(d_lo), diff), max(float(d_hi), diff), confidence,
-                              method, n, nb),
-                     ratio,
-                     Interval(min(float(r_lo), ratio), max(float(r_hi), ratio), confidence,
-                              method, n, nb))
+    return TwoSample(ma, mb, diff, _percentile_interval(diffs, diff, confidence, method, n, nb),
+                     ratio, _percentile_interval(ratios, ratio, confidence, method, n, nb))
 
 
 def _mvar(a: np.ndarray) -> float:
@@ -366,12 +370,9 @@ def quantile_ratio_runs(runs_a: Sequence[Sequence[float] | np.ndarray],
     rng = np.random.default_rng(SEED)
     sa = _two_stage_quantiles(arrs_a, q, rng, n_resamples, max_samples)
     sb = _two_stage_quantiles(arrs_b, q, rng, n_resamples, max_samples)
-    alpha = (1.0 - confidence) / 2
     with np.errstate(divide="ignore", invalid="ignore"):
-        lo, hi = np.quantile(sb / sa, [alpha, 1.0 - alpha])
+        ratios = sb / sa
     n = int(min(pa.size, pb.size))
     nb = int(min(min(a.size for a in arrs) * len(arrs) for arrs in (arrs_a, arrs_b)))
-    # As in median_ci_runs: the interval is widened to hold the point estimate.
-    return QuantileRatio(q, va, vb, ratio,
-                         Interval(min(float(lo), ratio), max(float(hi), ratio), confidence,
-                                  "two-stage-bootstrap", n, nb))
+    return QuantileRatio(q, va, vb, ratio, _percentile_interval(
+        ratios, ratio, confidence, "two-stage-bootstrap", n, nb))

@@ -26,3 +26,10 @@ def header(cols: Sequence[Col], tail: str = "") -> str:
 
 def row(cols: Sequence[Col], cells: Sequence[str], tail: str = "") -> str:
     return "  " + " ".join(c.cell(v) for c, v in zip(cols, cells, strict=True)) + tail
+
+
+def signed_percent(fraction: float, digits: int = 1) -> str:
+    """A relative difference as "+1.2%": a residue that rounds to zero prints as "+0.0%",
+    never "-0.0%" (a reader takes the sign as a direction that is not there)."""
+    value = round(fraction * 100, digits) + 0.0  # adding 0.0 turns -0.0 into 0.0
+    return f"{value:+.{digits}f}%"

@@ -45,16 +45,17 @@ class ImpactFactor:
     low: float
     high: float
     method: str
+    point_outside: bool = False  # the interval misses the factor (stats.Interval)
 
     @classmethod
     def of(cls, name: str, r: QuantileRatio) -> "ImpactFactor":
         return cls(name, r.value_a, r.value_b, r.ratio, r.ratio_ci.low, r.ratio_ci.high,
-                   r.ratio_ci.method)
+                   r.ratio_ci.method, r.ratio_ci.point_outside)
 
     def to_json(self) -> dict[str, Any]:
         return {"isolated_us": _num(self.isolated_us), "congested_us": _num(self.congested_us),
                 "factor": _num(self.factor), "ci": [_num(self.low), _num(self.high)],
-                "method": self.method}
+                "method": self.method, "point_outside": self.point_outside}
 
 
 def impact_factors(isolated: Sequence[Sequence[float] | np.ndarray],

@@ -31,6 +31,7 @@ from ..schedulers.testbed import TestbedScheduler
 from ..store import Store
 from ..testbed import TestbedConfig, TestbedState, create, destroy
 from ..testbed.impair import WINDOW_MAX, parse_impair
+from ..textable import signed_percent
 
 Say = Callable[[str], None]
 WINDOWS = (0, 8, 16, 32, 64, 80, 128)  # issue 16's sweep, document 001's W values among them
@@ -211,7 +212,7 @@ def sweep_lines(points: list[SweepPoint], recommended: int, note: str) -> list[s
             for w in sorted({p.window for p in rows}):
                 ps = [p for p in rows if p.window == w]
                 ev = _median([p.reorder_events_per_s for p in ps])
-                cut = f"{(ev / base - 1) * 100:+.0f}%" if base and base == base else "-"
+                cut = signed_percent(ev / base - 1, 0) if base and base == base else "-"
                 mark = ("  <- recommended" if w == recommended else "") + (
                     "  * best throughput" if w == best else "")
                 out.append(f"{w:>5} {_median([p.gbit_s for p in ps]):>7.3f} {ev:>12.0f} "

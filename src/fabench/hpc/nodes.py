@@ -24,7 +24,7 @@ from ..runner import execute_run
 from ..schedulers import DirectScheduler
 from ..starters.hpcc import machine_id
 from ..store import Store
-from ..textable import Col, header, row
+from ..textable import Col, header, row, signed_percent
 from .options import HpccOptions
 from .peak import read_peak
 
@@ -122,7 +122,7 @@ class NodeReport:
         out = [header(cols)]
         flagged = {r.node for r in self.flagged}
         for r in self.nodes:
-            rel = f"{(r.gflops / med - 1) * 100:+.2f}%" if r.gflops and med else "-"
+            rel = signed_percent(r.gflops / med - 1, 2) if r.gflops and med else "-"
             status = "SLOW" if r.node in flagged else r.status if r.status != "ok" else "ok"
             if r.reason:
                 status += f": {r.reason}"

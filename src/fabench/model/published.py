@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import FabenchError
-from ..textable import Col, header, row
+from ..textable import Col, header, row, signed_percent
 from ..yamlconf import parse_yaml_model
 from .calibrate import Curve, RunCurves, calibrate_curves
 from .collectives import algorithms
@@ -331,7 +331,7 @@ def corpus_lines(res: Result) -> list[str]:
         elif r.unit == "us-gap":
             err = f"{r.error:.2f}us"
         else:
-            err = f"{r.error * 100:+.1f}%"
+            err = signed_percent(r.error)
         lines.append(row(cols, [r.split, r.system, r.case, _fmt(r.predicted, r.unit), band,
                                 pub, err], f"  {r.note}" if r.note else ""))
     tests = [r for r in res.rows if r.split == "test" and r.unit in ("us", "x")]

@@ -6,7 +6,7 @@ import json
 import math
 from typing import Any
 
-from ..textable import Col, header, row
+from ..textable import Col, header, row, signed_percent
 from ..units import format_number, format_size
 from .calibrate import Calibration, segs_time
 from .collectives import Prediction, fastest
@@ -211,7 +211,7 @@ def hpl_measured_lines(points: list[HplPoint], measured: list[MeasuredHpl]) -> l
             cells += ["-", "-", "-"]
         else:
             cells += [f"{p.efficiency * 100:.2f}",
-                      f"{(p.efficiency - m.efficiency) / m.efficiency * 100:+.1f}%", str(p.n)]
+                      signed_percent((p.efficiency - m.efficiency) / m.efficiency), str(p.n)]
         lines.append(row(cols, cells))
     return lines
 

@@ -21,7 +21,8 @@ from .model import TABLE_COLUMNS, Report
 
 CSV_FIELDS = ("scope", "kernel", "configuration", "transport", "selected", "mpi", "ranks",
               "source", "label", "metric", "unit", "better", "size", "run_ids", "runs", "n",
-              "median", "ci_low", "ci_high", "confidence", "ci_method", "mean", "min", "max",
+              "median", "ci_low", "ci_high", "confidence", "ci_method", "ci_point_outside", "mean",
+              "min", "max",
               "p5", "p95", "p99", "stdev", "cv", "robust_cv", "outliers_low", "outliers_high",
               "repeat_cv", "median_rank_mean", "osu_avg", "on")
 

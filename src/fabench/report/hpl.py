@@ -24,7 +24,7 @@ from ..model.fabric import Fabric
 from ..model.hpl import HplParams, MeasuredHpl, hpl_point, measured_hpl
 from ..model.schema import validate_dict
 from ..store import RunRow, Store
-from ..textable import Col, header, row
+from ..textable import Col, header, row, signed_percent
 from .charts import Line, line_chart
 
 KERNEL = "hpcc.hpl"
@@ -217,7 +217,7 @@ def text_lines(sec: HplSection) -> list[str]:
         lines.append(row(cols, [str(m.nodes), str(m.run_id), str(m.n), r.grid,
                                 f"{m.gflops:.3f}", _pct(m.efficiency),
                                 _pct(r.efficiency_stardgemm), _pct(r.model_efficiency),
-                                "-" if r.error is None else f"{r.error:+.1%}"]))
+                                "-" if r.error is None else signed_percent(r.error)]))
         if r.why_no_model and sec.baseline:
             lines.append(f"#   run {m.run_id}: no model: {r.why_no_model}")
     return lines
@@ -252,7 +252,7 @@ def _scaling_table(sec: HplSection) -> str:
         m = r.run
         model = _pct(r.model_efficiency) if r.why_no_model is None else (
             f'<span class=muted title="{escape(r.why_no_model)}">-</span>')
-        err = "-" if r.error is None else f"{r.error:+.1%}"
+        err = "-" if r.error is None else signed_percent(r.error)
         cells = [str(m.run_id), str(m.nodes), str(m.n), escape(r.grid), f"{m.gflops:.3f}",
                  _pct(m.efficiency), _pct(r.efficiency_stardgemm), model,
                  "-" if r.model_gflops is None else f"{r.model_gflops:.3f}", err]
