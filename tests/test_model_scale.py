@@ -73,6 +73,15 @@ def test_step_noise_is_the_expected_maximum_over_the_steps_ranks() -> None:
     assert md.step_parts(8.0, 4, "xor", active=4)[0] == pytest.approx(ALPHA + 25 / 12)
 
 
+def test_heavy_tailed_noise_grows_as_a_power_of_the_ranks() -> None:
+    f = _fabric(noise=0.5)
+    f.noise_exponent = 0.5
+    md = Model(f, _cluster(4, 4))
+    # 16 ranks: + 0.5 us * 16^0.5 = 2 us; 4 active ranks: + 0.5 * 2 = 1 us
+    assert md.step_parts(8.0, 4, "xor")[0] == pytest.approx(ALPHA + 2.0)
+    assert md.step_parts(8.0, 4, "xor", active=4)[0] == pytest.approx(ALPHA + 1.0)
+
+
 def test_non_power_of_two_fold_pairs_neighbours_on_the_node() -> None:
     # 3 nodes x 2 ranks: p2 = 4, 2 extra ranks. The fold pairs ranks 0-1 and 2-3 (the same
     # node each) in and out: 2 same-node steps plus one reduction; then recursive doubling
@@ -106,10 +115,23 @@ def test_scale_fit_recovers_planted_terms_from_small_runs() -> None:
         for m in (8.0, 4096.0, 65536.0):
             obs.append(Observation(lambda f, cl=cl, m=m: allreduce_recursive_doubling(
                 Model(f, cl), m), allreduce_recursive_doubling(Model(truth, cl), m)))
+            obs[-1].nodes = nodes
     fit = fit_scale(_fabric(), obs)
     assert fit.noise_us == pytest.approx(1.0)
     assert fit.nic_gap_us == pytest.approx(0.1)
+    assert fit.noise_exponent == 0.0
     assert fit.rms_log_error == pytest.approx(0.0, abs=1e-9)
+    # a heavy tail (exponent 0.5) planted the same way is found when two counts are given,
+    # and not looked for with one
+    heavy = _fabric(nic_gap=0.1, noise=1.0)
+    heavy.noise_exponent = 0.5
+    for o in obs:
+        cl = _cluster(o.nodes, 8)
+        o.measured_us = o.predict(heavy) if cl else 0.0
+    fit = fit_scale(_fabric(), obs)
+    assert (fit.noise_us, fit.nic_gap_us, fit.noise_exponent) == pytest.approx((1.0, 0.1, 0.5))
+    one = fit_scale(_fabric(), [o for o in obs if o.nodes == 4])
+    assert one.noise_exponent == 0.0 and one.rms_log_error > 0
 
 
 def test_conformal_quantile_and_leave_one_group_out_bands() -> None:
@@ -139,10 +161,28 @@ def test_published_corpus_leave_one_system_out_regression_guard() -> None:
     regression guard with margin around the values of docs/model.md (coverage 80-95 %
     nominal 90 %), not the result itself."""
     res = run_corpus(band_samples=0)
-    assert res.coverage is not None and res.coverage.rows >= 60
+    assert res.coverage is not None and res.coverage.rows >= 50
     assert 0.75 <= res.coverage.achieved <= 1.0
     tests = [r for r in res.rows if r.split == "test" and r.unit in ("us", "x")]
     errs = sorted(abs(r.error) for r in tests)
     assert errs[len(errs) // 2] < 0.6
     # every system whose series starts small got its scale terms from those runs only
     assert {"aws-hpc6a-eks", "google-c2d-gce"} <= set(res.scale_fits)
+
+
+def test_normalised_conformal_scales_by_how_well_the_fit_rows_fit() -> None:
+    def row(group: str, split: str, pred: float, pub: float) -> Row:
+        return Row(group, "S", split, "c", pred, None, None, pub, None, pred / pub - 1, "us",
+                   group=group)
+    a = [row("a", "test", 1.0 + 0.1 * k, 1.0) for k in range(1, 10)]
+    b_fit = row("b", "fit", 2.0, 1.0)  # b's own small runs: off by x2, sigma_b = ln 2
+    b = row("b", "test", 4.0, 1.0)
+    cov = conformal_bands([*a, b_fit, b], 0.5)
+    # b: q from a's scores (sigma 1, no fit rows: log 1.1 .. log 1.9, 5th = log 1.5) times
+    # sigma_b = ln 2: 4 x exp(+-0.2810)
+    q_b = math.log(1.5) * math.log(2)
+    assert b.low == pytest.approx(4.0 * math.exp(-q_b)) and b.high == pytest.approx(
+        4.0 * math.exp(q_b))
+    # a: b's one test score, ln 4 / ln 2 = 2, times sigma_a = 1
+    assert all(r.high == pytest.approx(r.predicted * math.exp(2.0)) for r in a)
+    assert cov.rows == 10 and cov.inside == 9

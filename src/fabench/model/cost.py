@@ -121,8 +121,14 @@ class Model:
         slowest of the step's ranks (Fabric.nic_gap_us, Fabric.noise_us)."""
         extra = (nic - 1) * self.f.nic_gap_us
         if self.f.noise_us > 0:
-            extra += self.f.noise_us * harmonic(self.p if active is None else active)
+            extra += self.noise(self.p if active is None else active)
         return extra
+
+    def noise(self, n: int) -> float:
+        """The expected delay of the slowest of n ranks in one step (Fabric.noise_us,
+        Fabric.noise_exponent)."""
+        b = self.f.noise_exponent
+        return self.f.noise_us * (float(max(n, 1)) ** b if b > 0 else harmonic(n))
 
     def shift_parts(self, m: float, ds: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
         """(latency parts, bytes parts) of "shift" steps at every distance in `ds`, one m each
@@ -151,7 +157,7 @@ class Model:
         a_net = a_net + (nic - 1) * self.f.nic_gap_us
         a = np.where(intra, self.f.alpha(m, intra=True), a_net)
         if self.f.noise_us > 0:
-            a = a + self.f.noise_us * harmonic(self.p)
+            a = a + self.noise(self.p)
         b = np.where(intra, self.f.beta(m, intra=True), pb) * max(m, 0.0)
         return a, b
 
@@ -170,10 +176,16 @@ class Model:
         if intra:
             return (self.f.alpha(m, intra=True) + self.step_extra(active, 1),
                     self.f.beta(m, intra=True) * m, share)
+        nic = self.nic_senders(d, pattern, active)
+        if pattern == "xor" and nic < self.c.ppn:
+            # geometry counts every rank of the node on its link; in a tree's step only the
+            # active share of them sends (one rank per node from a binomial tree's distance
+            # ppn on), and only those divide the link
+            sharing = sharing * nic / self.c.ppn
         per_byte = self.link_per_byte(m, sharing)
         if exchange:
             per_byte *= self.f.exchange_factor(m)
-        extra = self.step_extra(active, self.nic_senders(d, pattern, active))
+        extra = self.step_extra(active, nic)
         return self.f.alpha(m, hops) + extra, per_byte * m, share
 
     def step(self, m: float, d: int, pattern: str = "xor", active: int | None = None,

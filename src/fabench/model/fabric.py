@@ -100,6 +100,10 @@ class Fabric:
     # noise_us * H(n) (H: the harmonic number, ~ ln n + 0.58). 0: a noiseless machine. Fitted
     # on small node counts by `published.fit_scale` (docs/model.md, "Small to large").
     noise_us: float = 0.0
+    # The noise's tail: 0 for exponential delays (the slowest of n ranks ~ ln n), b > 0 for a
+    # heavy (Pareto-like, shape 1/b) tail whose slowest of n grows as n^b: the step adds
+    # noise_us * n^b. Fitted with noise_us when the small runs span two node counts or more.
+    noise_exponent: float = 0.0
     calibrated_hops: int = 1  # switches on the measured path (0: loopback, one host)
     hop_latency_us: float = 0.0  # per additional switch (family default: families.py)
     link_bandwidth_MBps: float = 0.0  # nominal link rate, for the simulator's platform

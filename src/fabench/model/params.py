@@ -130,6 +130,8 @@ PARAMS: list[Param] = [
           "node sending through it in one step queue behind each other", *_attr("nic_gap_us")),
     Param("noise_us", "us", "mean random delay of a rank per step (a step waits for its "
           "slowest rank: noise_us * H(ranks))", *_attr("noise_us")),
+    Param("noise_exponent", "", "tail of the step noise: 0 exponential (H(ranks)), b > 0 "
+          "heavy (ranks^b)", *_attr("noise_exponent")),
     Param("link_bandwidth_MBps", "MB/s", "link rate that flows sharing a link divide",
           *_attr("link_bandwidth_MBps")),
     Param("gamma_MBps", "MB/s", "local reduction rate (float sums) inside a collective",

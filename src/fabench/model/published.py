@@ -329,7 +329,7 @@ def _scale_observations(system: SystemSpec, f: Fabric) -> list[Observation]:
                 and case.nodes > 1 and case.published):
             cl = _cluster(system, case.nodes, case.ppn)
             obs.append(Observation(lambda v, cl=cl, case=case: _time(v, cl, case, case.size),
-                                   case.published))
+                                   case.published, case.nodes))
     return obs
 
 
@@ -385,12 +385,39 @@ def _scored(r: Row) -> bool:
     return r.unit in ("us", "x") and r.predicted > 0 and r.published > 0
 
 
-def conformal_bands(rows: list[Row], level: float = NOMINAL) -> Coverage:
-    """A prediction interval on every time and ratio row: prediction x exp(+-q), q the
-    conformal quantile of |log(predicted / published)| over the TEST rows of every other
-    group (leave-one-system-out: no residual of the row's own system, fit or test, enters its
-    band). The coverage returned is over the test rows; the published value is a hit when
-    it lies inside the band (the published point, not its range)."""
+SIGMA_FLOOR = 0.1  # a fit that reproduces its rows exactly still leaves 10 % unexplained
+SIGMA_UNCALIBRATED = 1.0  # no fit row of the kind: the unit scale
+
+
+def _innet(r: Row) -> bool:
+    return r.kind in ("ratio", "max_ratio") or "in_network" in r.case
+
+
+def difficulty(rows: list[Row]) -> dict[tuple[str, bool], float]:
+    """How well each system's fit rows are reproduced, per kind (host-based or in-network):
+    the rms of their |log(predicted / published)|, at least SIGMA_FLOOR. A system with no fit
+    row of a kind gets SIGMA_UNCALIBRATED for it. Known before any test row is looked at."""
+    acc: dict[tuple[str, bool], list[float]] = {}
+    for r in rows:
+        if r.split == "fit" and _scored(r):
+            acc.setdefault((r.system, _innet(r)), []).append(_log_residual(r) ** 2)
+    return {k: max(SIGMA_FLOOR, float(np.sqrt(np.mean(v)))) for k, v in acc.items()}
+
+
+def conformal_bands(rows: list[Row], level: float = NOMINAL,
+                    normalised: bool = True) -> Coverage:
+    """A prediction interval on every time and ratio row: prediction x exp(+-q * sigma), q the
+    conformal quantile of the scores |log(predicted / published)| / sigma over the TEST rows
+    of every other group (leave-one-system-out: no residual of the row's own group, fit or
+    test, enters its q). sigma is the row's system's difficulty (how well its own fit rows are
+    reproduced, `difficulty`): a system whose small runs the model fits badly gets a wider
+    band (normalised split conformal, Papadopoulos et al. 2008). `normalised=False`: sigma 1
+    for every row. The coverage is over the test rows; the published value is a hit when it
+    lies inside the band (the published point, not its range)."""
+    sig = difficulty(rows) if normalised else {}
+
+    def sigma(r: Row) -> float:
+        return sig.get((r.system, _innet(r)), SIGMA_UNCALIBRATED) if normalised else 1.0
     pool = [r for r in rows if r.split == "test" and _scored(r)]
     q_by_group: dict[str, float] = {}
     for r in rows:
@@ -398,8 +425,8 @@ def conformal_bands(rows: list[Row], level: float = NOMINAL) -> Coverage:
             continue
         if r.group not in q_by_group:
             q_by_group[r.group] = conformal_quantile(
-                [_log_residual(o) for o in pool if o.group != r.group], level)
-        q = q_by_group[r.group]
+                [_log_residual(o) / sigma(o) for o in pool if o.group != r.group], level)
+        q = q_by_group[r.group] * sigma(r)
         r.low = r.predicted * float(np.exp(-q)) if np.isfinite(q) else 0.0
         r.high = r.predicted * float(np.exp(q)) if np.isfinite(q) else float("inf")
         r.band_kind = f"conformal {level:.0%}"
@@ -473,9 +500,10 @@ def loso_lines(res: Result) -> list[str]:
         return []
     lines = []
     for sid, fit in res.scale_fits.items():
-        lines.append(f"# scale terms of {sid}, fitted to its fit rows (smallest node count): "
+        lines.append(f"# scale terms of {sid}, fitted to its fit rows (the small node counts): "
                      f"noise {fit.noise_us:.3g} us/step, NIC gap {fit.nic_gap_us:.3g} "
-                     f"us/message, rms log error {fit.rms_log_error:.2f} over {fit.n} runs")
+                     f"us/message, noise exponent {fit.noise_exponent:g}, rms log error "
+                     f"{fit.rms_log_error:.2f} over {fit.n} runs")
     errs = np.abs([r.error for r in tests])
     lines.append(f"# test set, times and ratios: {len(tests)} cases, median |error| "
                  f"{np.median(errs) * 100:.1f} %, within a factor of 2: "

@@ -4,7 +4,9 @@ few nodes, then used to predict many (docs/model.md, "Small to large").
 Two terms grow with the job and are invisible in a two-node ping-pong:
 - `noise_us`: a rank's mean random delay per step (OS noise, background traffic). A step ends
   when its slowest rank does; with exponential delays the expected maximum over n ranks is
-  noise_us * H(n), so the term grows with ln(ranks) per step (cost.harmonic);
+  noise_us * H(n), so the term grows with ln(ranks) per step (cost.harmonic); with a heavy
+  (Pareto-like) tail it grows as n^b (`noise_exponent` b, fitted when the small runs span
+  two node counts or more);
 - `nic_gap_us`: the NIC's gap per message; k ranks of a node sending through it in one step
   queue behind each other, (k - 1) * nic_gap_us (LogGP's g at the shared NIC).
 
@@ -27,6 +29,11 @@ from .fabric import Fabric, Provenance
 
 NOISE_GRID = [0.0, *np.logspace(-2, 2, 17).tolist()]  # 0.01-100 us
 NIC_GAP_GRID = [0.0, *np.logspace(-3, 1, 9).tolist()]  # 1 ns-10 us (1000-0.1 M msg/s)
+# 0: exponential tails; b > 0 only when the runs span two node counts or more (one count
+# cannot tell how the slowest rank grows with the count). At most 1/2: the slowest of n
+# Pareto delays of shape a grows as n^(1/a); a finite mean needs a > 1 (b < 1), and the grid
+# stops at the edge of finite variance (a = 2)
+EXPONENT_GRID = [0.0, 0.25, 0.5]
 
 
 @dataclass
@@ -35,6 +42,7 @@ class Observation:
 
     predict: Callable[[Fabric], float]
     measured_us: float
+    nodes: int = 0
 
 
 @dataclass
@@ -43,14 +51,16 @@ class ScaleFit:
     nic_gap_us: float
     rms_log_error: float  # of the fit on its own runs
     n: int
+    noise_exponent: float = 0.0
 
     def apply(self, fabric: Fabric, what: str) -> Fabric:
         f = copy.deepcopy(fabric)
         f.noise_us = self.noise_us
         f.nic_gap_us = self.nic_gap_us
+        f.noise_exponent = self.noise_exponent
         why = f"fitted to {what} (rms log error {self.rms_log_error:.2f}, {self.n} runs)"
-        f.provenance["noise_us"] = Provenance(why)
-        f.provenance["nic_gap_us"] = Provenance(why)
+        for k in ("noise_us", "nic_gap_us", "noise_exponent"):
+            f.provenance[k] = Provenance(why)
         return f
 
 
@@ -65,18 +75,23 @@ def _objective(fabric: Fabric, obs: list[Observation]) -> float:
 
 
 def fit_scale(fabric: Fabric, obs: list[Observation]) -> ScaleFit:
-    """The (noise_us, nic_gap_us) on the grids that best reproduce `obs`; ties go to the
-    smaller terms (the grids are scanned upwards and only a strictly better fit replaces)."""
+    """The (noise_us, nic_gap_us, noise_exponent) on the grids that best reproduce `obs`;
+    ties go to the smaller terms (the grids are scanned upwards and only a strictly better
+    fit replaces). The exponent stays 0 unless the runs span two node counts or more."""
     if not obs:
         raise ValueError("fit_scale needs at least one observation")
     trial = copy.deepcopy(fabric)
     trial.replicates = []
-    best = (math.inf, 0.0, 0.0)
-    for gap in NIC_GAP_GRID:
-        for noise in NOISE_GRID:
-            trial.nic_gap_us, trial.noise_us = gap, noise
-            err = _objective(trial, obs)
-            if err < best[0] - 1e-12:
-                best = (err, noise, gap)
-    err, noise, gap = best
-    return ScaleFit(noise, gap, math.sqrt(err / len(obs)), len(obs))
+    exponents = EXPONENT_GRID if len({o.nodes for o in obs}) > 1 else [0.0]
+    best = (math.inf, 0.0, 0.0, 0.0)
+    for b in exponents:
+        for gap in NIC_GAP_GRID:
+            for noise in NOISE_GRID:
+                if noise == 0.0 and b > 0:
+                    continue  # the exponent of no noise is no parameter
+                trial.nic_gap_us, trial.noise_us, trial.noise_exponent = gap, noise, b
+                err = _objective(trial, obs)
+                if err < best[0] - 1e-12:
+                    best = (err, noise, gap, b)
+    err, noise, gap, b = best
+    return ScaleFit(noise, gap, math.sqrt(err / len(obs)), len(obs), b)
