@@ -186,3 +186,21 @@ def test_normalised_conformal_scales_by_how_well_the_fit_rows_fit() -> None:
     # a: b's one test score, ln 4 / ln 2 = 2, times sigma_a = 1
     assert all(r.high == pytest.approx(r.predicted * math.exp(2.0)) for r in a)
     assert cov.rows == 10 and cov.inside == 9
+
+
+def test_hpl_adds_a_fabric_and_memory_dependent_drop_beyond_one_node_efficiency() -> None:
+    """What the HPL model predicts beyond "efficiency at N = efficiency at 1 node": a drop set
+    by the fabric's speed against the node's and by memory per node (the problem size); both
+    directions checked, so a model that returned the 1-node efficiency fails."""
+    from fabench.model.hpl import HplParams, hpl_point
+    from fabench.model.presets import PRESETS
+
+    def eff(fabric: str, mem_gb: float, nodes: int) -> float:
+        prm = HplParams(5324.8, 0.7727, mem_gb, sources={"node_cv": "assumed 0"})
+        return hpl_point(PRESETS[fabric](), nodes, prm).efficiency
+    one = eff("roce-100g", 256, 1)
+    assert one == pytest.approx(0.7727)
+    fast, slow = eff("roce-100g", 256, 240), eff("tcp-40g", 256, 240)
+    assert slow < fast < one
+    assert one - slow > 5 * (one - fast)  # 40G TCP costs several times 100G RoCE's drop
+    assert eff("roce-100g", 64, 240) < fast  # less memory: smaller n, more communication
