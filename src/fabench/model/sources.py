@@ -47,6 +47,11 @@ SOURCES: dict[str, str] = {
             "tables) for the AWS EKS and ParallelCluster (hpc6a.48xlarge, EFA, Open MPI "
             "4.1.2), Azure AKS (HB120-96rs_v3, HPC-X 2.19) and Google GKE and Compute Engine "
             "(c2d-standard-112, TCP, Open MPI 4.1.2) CPU jobs",
+    "CNS": "CSCS, eth-cscs/cray-network-stack (GitHub): examples/container/osu-ompi/README.md "
+           "(commit 527cde9f, Open MPI 5) and examples/container/osu-mpich/README.md (commit "
+           "3025bd45, MPICH 4.2.1): OSU 7.5 on Alps (clariden), HPE Slingshot through "
+           "libfabric's CXI provider; osu_latency on 2 nodes and osu_alltoall, 8 ranks on 2 "
+           "nodes, host buffers",
 }
 
 
