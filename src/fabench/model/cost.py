@@ -158,7 +158,7 @@ class Model:
         a = np.where(intra, self.f.alpha(m, intra=True), a_net)
         if self.f.noise_us > 0:
             a = a + self.noise(self.p)
-        b = np.where(intra, self.f.beta(m, intra=True), pb) * max(m, 0.0)
+        b = np.where(intra, self.intra_per_byte(m), pb) * max(m, 0.0)
         return a, b
 
     def step_parts(self, m: float, d: int, pattern: str = "xor", active: int | None = None,
@@ -174,8 +174,9 @@ class Model:
         share = self.cpu_share(self.p if active is None else active, m)
         intra, hops, sharing = self.geometry(d, pattern)
         if intra:
+            k = self.nic_senders(d, "xor", active)  # the node's ranks copying at once
             return (self.f.alpha(m, intra=True) + self.step_extra(active, 1),
-                    self.f.beta(m, intra=True) * m, share)
+                    self.intra_per_byte(m, k) * m, share)
         nic = self.nic_senders(d, pattern, active)
         if pattern == "xor" and nic < self.c.ppn:
             # geometry counts every rank of the node on its link; in a tree's step only the
@@ -209,11 +210,26 @@ class Model:
         share = self.cpu_share(self.c.nodes if active is None else active, m)
         return self.stretch(a, b, share)
 
+    def intra_per_byte(self, m: float, k: int | None = None) -> float:
+        """us per byte of a same-node copy while k ranks of the node copy at once (default:
+        all of them): one rank's rate, or its share of the node's memory bandwidth."""
+        per_byte = self.f.beta(m, intra=True)
+        mem = self.f.node_memory_MBps
+        if mem > 0:
+            per_byte = max(per_byte, (self.c.ppn if k is None else k) / mem)
+        return per_byte
+
     def intra_step(self, m: float) -> float:
-        return self.f.time(m, intra=True) + self.step_extra(self.c.ppn, 1)
+        return (self.f.alpha(m, intra=True) + self.intra_per_byte(m) * m
+                + self.step_extra(self.c.ppn, 1))
 
     def reduce_cost(self, m: float) -> float:
-        return self.f.reduce_us_per_byte * m
+        """Reducing m bytes while every rank of the node reduces: gamma, or the rank's share
+        of the node's memory bandwidth."""
+        per_byte = self.f.reduce_us_per_byte
+        if self.f.node_memory_MBps > 0:
+            per_byte = max(per_byte, self.c.ppn / self.f.node_memory_MBps)
+        return per_byte * m
 
     def copy_cost(self, m: float) -> float:
-        return self.f.beta(m, intra=True) * m
+        return self.intra_per_byte(m) * m

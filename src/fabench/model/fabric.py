@@ -104,6 +104,10 @@ class Fabric:
     # heavy (Pareto-like, shape 1/b) tail whose slowest of n grows as n^b: the step adds
     # noise_us * n^b. Fitted with noise_us when the small runs span two node counts or more.
     noise_exponent: float = 0.0
+    # The node's memory bandwidth that its ranks share (MB/s; 0: not limiting): k ranks of a
+    # node copying or reducing at once get at most node_memory_MBps / k each, however fast one
+    # rank's same-node copy is. Fitted on small node counts with the scale terms.
+    node_memory_MBps: float = 0.0
     calibrated_hops: int = 1  # switches on the measured path (0: loopback, one host)
     hop_latency_us: float = 0.0  # per additional switch (family default: families.py)
     link_bandwidth_MBps: float = 0.0  # nominal link rate, for the simulator's platform

@@ -132,6 +132,8 @@ PARAMS: list[Param] = [
           "slowest rank: noise_us * H(ranks))", *_attr("noise_us")),
     Param("noise_exponent", "", "tail of the step noise: 0 exponential (H(ranks)), b > 0 "
           "heavy (ranks^b)", *_attr("noise_exponent")),
+    Param("node_memory_MBps", "MB/s", "memory bandwidth a node's ranks share when they copy "
+          "or reduce at once (0: not limiting)", *_attr("node_memory_MBps")),
     Param("link_bandwidth_MBps", "MB/s", "link rate that flows sharing a link divide",
           *_attr("link_bandwidth_MBps")),
     Param("gamma_MBps", "MB/s", "local reduction rate (float sums) inside a collective",

@@ -386,7 +386,6 @@ def _scored(r: Row) -> bool:
 
 
 SIGMA_FLOOR = 0.1  # a fit that reproduces its rows exactly still leaves 10 % unexplained
-SIGMA_UNCALIBRATED = 1.0  # no fit row of the kind: the unit scale
 
 
 def _innet(r: Row) -> bool:
@@ -395,8 +394,8 @@ def _innet(r: Row) -> bool:
 
 def difficulty(rows: list[Row]) -> dict[tuple[str, bool], float]:
     """How well each system's fit rows are reproduced, per kind (host-based or in-network):
-    the rms of their |log(predicted / published)|, at least SIGMA_FLOOR. A system with no fit
-    row of a kind gets SIGMA_UNCALIBRATED for it. Known before any test row is looked at."""
+    the rms of their |log(predicted / published)|, at least SIGMA_FLOOR; a system with no fit
+    row of a kind has none for it. Known before any test row is looked at."""
     acc: dict[tuple[str, bool], list[float]] = {}
     for r in rows:
         if r.split == "fit" and _scored(r):
@@ -406,27 +405,39 @@ def difficulty(rows: list[Row]) -> dict[tuple[str, bool], float]:
 
 def conformal_bands(rows: list[Row], level: float = NOMINAL,
                     normalised: bool = True) -> Coverage:
-    """A prediction interval on every time and ratio row: prediction x exp(+-q * sigma), q the
-    conformal quantile of the scores |log(predicted / published)| / sigma over the TEST rows
-    of every other group (leave-one-system-out: no residual of the row's own group, fit or
-    test, enters its q). sigma is the row's system's difficulty (how well its own fit rows are
-    reproduced, `difficulty`): a system whose small runs the model fits badly gets a wider
-    band (normalised split conformal, Papadopoulos et al. 2008). `normalised=False`: sigma 1
-    for every row. The coverage is over the test rows; the published value is a hit when it
-    lies inside the band (the published point, not its range)."""
+    """A prediction interval on every time and ratio row, from the TEST rows of every other
+    group only (leave-one-system-out: no residual of the row's own group, fit or test, enters
+    its band).
+
+    A row whose system has fit rows of its kind (host-based or in-network) is *calibrated*:
+    its band is prediction x exp(+-q sigma), sigma the system's difficulty (how well its own
+    fit rows are reproduced, `difficulty`) and q the conformal quantile of |log(predicted /
+    published)| / sigma over the other groups' calibrated test rows (normalised split
+    conformal, Papadopoulos et al. 2008): a system whose small runs fit badly gets a wider
+    band. Any other row gets prediction x exp(+-q), q the conformal quantile of |log(predicted
+    / published)| over all the other groups' test rows: the corpus's spread, nothing known of
+    the system. `normalised=False`: every row as an uncalibrated one. The coverage is over the
+    test rows; the published value is a hit when it lies inside the band (the published
+    point, not its range)."""
     sig = difficulty(rows) if normalised else {}
 
-    def sigma(r: Row) -> float:
-        return sig.get((r.system, _innet(r)), SIGMA_UNCALIBRATED) if normalised else 1.0
+    def sigma(r: Row) -> float | None:
+        return sig.get((r.system, _innet(r)))
     pool = [r for r in rows if r.split == "test" and _scored(r)]
-    q_by_group: dict[str, float] = {}
+    q_cache: dict[tuple[str, bool], float] = {}
     for r in rows:
         if not _scored(r):
             continue
-        if r.group not in q_by_group:
-            q_by_group[r.group] = conformal_quantile(
-                [_log_residual(o) / sigma(o) for o in pool if o.group != r.group], level)
-        q = q_by_group[r.group] * sigma(r)
+        s = sigma(r)
+        key = (r.group, s is not None)
+        if key not in q_cache:
+            if s is not None:
+                scores = [_log_residual(o) / so for o in pool
+                          if o.group != r.group and (so := sigma(o)) is not None]
+            else:
+                scores = [_log_residual(o) for o in pool if o.group != r.group]
+            q_cache[key] = conformal_quantile(scores, level)
+        q = q_cache[key] * (s if s is not None else 1.0)
         r.low = r.predicted * float(np.exp(-q)) if np.isfinite(q) else 0.0
         r.high = r.predicted * float(np.exp(q)) if np.isfinite(q) else float("inf")
         r.band_kind = f"conformal {level:.0%}"
@@ -502,7 +513,8 @@ def loso_lines(res: Result) -> list[str]:
     for sid, fit in res.scale_fits.items():
         lines.append(f"# scale terms of {sid}, fitted to its fit rows (the small node counts): "
                      f"noise {fit.noise_us:.3g} us/step, NIC gap {fit.nic_gap_us:.3g} "
-                     f"us/message, noise exponent {fit.noise_exponent:g}, rms log error "
+                     f"us/message, noise exponent {fit.noise_exponent:g}, node memory "
+                     f"{fit.node_memory_MBps:.3g} MB/s, rms log error "
                      f"{fit.rms_log_error:.2f} over {fit.n} runs")
     errs = np.abs([r.error for r in tests])
     lines.append(f"# test set, times and ratios: {len(tests)} cases, median |error| "

@@ -8,7 +8,9 @@ Two terms grow with the job and are invisible in a two-node ping-pong:
   (Pareto-like) tail it grows as n^b (`noise_exponent` b, fitted when the small runs span
   two node counts or more);
 - `nic_gap_us`: the NIC's gap per message; k ranks of a node sending through it in one step
-  queue behind each other, (k - 1) * nic_gap_us (LogGP's g at the shared NIC).
+  queue behind each other, (k - 1) * nic_gap_us (LogGP's g at the shared NIC);
+- `node_memory_MBps`: the memory bandwidth a node's ranks share when they copy or reduce at
+  once (not scale-dependent, but invisible in a 2-rank ping-pong as well: fitted with them).
 
 Both are fitted by a grid search (each over 0 and a log-spaced range) minimising the sum of
 squared log ratios of predicted to measured time over the small runs. A grid, not a local
@@ -34,6 +36,7 @@ NIC_GAP_GRID = [0.0, *np.logspace(-3, 1, 9).tolist()]  # 1 ns-10 us (1000-0.1 M 
 # Pareto delays of shape a grows as n^(1/a); a finite mean needs a > 1 (b < 1), and the grid
 # stops at the edge of finite variance (a = 2)
 EXPONENT_GRID = [0.0, 0.25, 0.5]
+MEMORY_GRID = [0.0, *np.logspace(3, 6, 13).tolist()]  # unlimited, 1 GB/s-1 TB/s per node
 
 
 @dataclass
@@ -52,14 +55,16 @@ class ScaleFit:
     rms_log_error: float  # of the fit on its own runs
     n: int
     noise_exponent: float = 0.0
+    node_memory_MBps: float = 0.0
 
     def apply(self, fabric: Fabric, what: str) -> Fabric:
         f = copy.deepcopy(fabric)
         f.noise_us = self.noise_us
         f.nic_gap_us = self.nic_gap_us
         f.noise_exponent = self.noise_exponent
+        f.node_memory_MBps = self.node_memory_MBps
         why = f"fitted to {what} (rms log error {self.rms_log_error:.2f}, {self.n} runs)"
-        for k in ("noise_us", "nic_gap_us", "noise_exponent"):
+        for k in ("noise_us", "nic_gap_us", "noise_exponent", "node_memory_MBps"):
             f.provenance[k] = Provenance(why)
         return f
 
@@ -74,16 +79,9 @@ def _objective(fabric: Fabric, obs: list[Observation]) -> float:
     return total
 
 
-def fit_scale(fabric: Fabric, obs: list[Observation]) -> ScaleFit:
-    """The (noise_us, nic_gap_us, noise_exponent) on the grids that best reproduce `obs`;
-    ties go to the smaller terms (the grids are scanned upwards and only a strictly better
-    fit replaces). The exponent stays 0 unless the runs span two node counts or more."""
-    if not obs:
-        raise ValueError("fit_scale needs at least one observation")
-    trial = copy.deepcopy(fabric)
-    trial.replicates = []
-    exponents = EXPONENT_GRID if len({o.nodes for o in obs}) > 1 else [0.0]
-    best = (math.inf, 0.0, 0.0, 0.0)
+def _search(trial: Fabric, obs: list[Observation], exponents: list[float],
+            best: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
+    """(error, noise, gap, exponent) over the latency grids, the node's memory fixed."""
     for b in exponents:
         for gap in NIC_GAP_GRID:
             for noise in NOISE_GRID:
@@ -93,5 +91,32 @@ def fit_scale(fabric: Fabric, obs: list[Observation]) -> ScaleFit:
                 err = _objective(trial, obs)
                 if err < best[0] - 1e-12:
                     best = (err, noise, gap, b)
-    err, noise, gap, b = best
-    return ScaleFit(noise, gap, math.sqrt(err / len(obs)), len(obs), b)
+    return best
+
+
+def fit_scale(fabric: Fabric, obs: list[Observation], rounds: int = 2) -> ScaleFit:
+    """The (noise_us, nic_gap_us, noise_exponent, node_memory_MBps) on the grids that best
+    reproduce `obs`, by coordinate descent: the three latency terms on their joint grid with
+    the node's memory fixed, then the memory with them fixed, `rounds` times. Ties go to the
+    smaller terms (each grid is scanned upwards and only a strictly better fit replaces;
+    memory 0, unlimited, first). The exponent stays 0 unless the runs span two node counts
+    or more."""
+    if not obs:
+        raise ValueError("fit_scale needs at least one observation")
+    trial = copy.deepcopy(fabric)
+    trial.replicates = []
+    exponents = EXPONENT_GRID if len({o.nodes for o in obs}) > 1 else [0.0]
+    mem = 0.0
+    err, noise, gap, b = math.inf, 0.0, 0.0, 0.0
+    for _ in range(rounds):
+        trial.node_memory_MBps = mem
+        err, noise, gap, b = _search(trial, obs, exponents, (math.inf, 0.0, 0.0, 0.0))
+        trial.nic_gap_us, trial.noise_us, trial.noise_exponent = gap, noise, b
+        best_mem = (err, mem)
+        for cand in MEMORY_GRID:
+            trial.node_memory_MBps = cand
+            e = _objective(trial, obs)
+            if e < best_mem[0] - 1e-12:
+                best_mem = (e, cand)
+        err, mem = best_mem
+    return ScaleFit(noise, gap, math.sqrt(err / len(obs)), len(obs), b, mem)
