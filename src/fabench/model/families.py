@@ -81,7 +81,9 @@ def scale_provenance() -> dict[str, Provenance]:
     why = ("assumed 0: not seen in two-node figures; fitted on small node counts' collectives "
            "(docs/model.md, \"Small to large\")")
     return {"nic_gap_us": Provenance(why, True), "noise_us": Provenance(why, True),
-            "noise_exponent": Provenance(why, True), "node_memory_MBps": Provenance(why, True)}
+            "noise_exponent": Provenance(why, True),
+            "node_memory_MBps": Provenance(why.replace("assumed 0", "assumed 0 (unlimited)"),
+                                           True)}
 
 
 def hop_default(family: str) -> Default:
