@@ -28,7 +28,7 @@ from ..errors import FabenchError
 from ..store import RunRow, Store
 from . import gamma as gamma_kernel
 from .fabric import Fabric, Provenance, Replicate, Segment
-from .families import GAMMA_MBPS, SHM_LAT_US, SHM_MBPS, hop_default
+from .families import GAMMA_MBPS, SHM_LAT_US, SHM_MBPS, hop_default, scale_provenance
 
 MIN_POINTS = 3  # per segment: a line through two points has no residual to judge it by
 REPLICATES = 30
@@ -433,6 +433,7 @@ def calibrate_curves(runs: RunCurves, name: str, where: str, *, family: str = "c
             f"{_ids(stream, 'mpi.bw runs')} (best large-message rate)"
             if stream else "the last segment's ping-pong rate", not (link_bandwidth_MBps
                                                                      or stream)),
+        **scale_provenance(),
     }
     if len(segs) > 1:
         prov["eager_limit_B"] = Provenance("found by the breakpoint search")

@@ -44,12 +44,16 @@ def _lg(p: int) -> int:
 
 # -- allreduce ---------------------------------------------------------------------------------
 def _non_pow2_fold(md: Model, m: float) -> float:
-    """Ranks beyond the largest power of two hand their data in before and get it after."""
+    """Ranks beyond the largest power of two hand their data in before and get it after.
+    Open MPI (coll_base_allreduce.c) and MPICH both pair neighbours: each of the first
+    2 * extra ranks that is even sends to rank + 1 (and gets the result back from it), so
+    with an even number of ranks per node the fold never leaves the node ([OMPI41],
+    [MPICH40]). One rank per node: the neighbour is the next node."""
     p2 = _pow2_floor(md.p)
     if p2 == md.p:
         return 0.0
     extra = md.p - p2
-    return 2 * md.step(m, p2, "shift", active=2 * extra) + md.reduce_cost(m)
+    return 2 * md.step(m, 1, "xor", active=2 * extra) + md.reduce_cost(m)
 
 
 def allreduce_recursive_doubling(md: Model, m: float) -> float:
@@ -90,10 +94,14 @@ def _halving_steps(m: float, p2: int) -> list[tuple[float, bool]]:
 
 
 def _halving(md: Model, m: float, reduce: bool, exchange: bool = True) -> float:
+    """Recursive vector halving with distance doubling, as Open MPI's redscat_allgather and
+    MPICH's reduce_scatter_allgather run it (mask = 1, 2, 4, ...): the largest halves go to
+    the nearest ranks, so with several ranks per node they stay on the node and only the
+    small blocks cross the network; the allgather retraces the same pairs."""
     p2 = _pow2_floor(md.p)
     t = 0.0
     for k, (size, balanced) in enumerate(_halving_steps(m, p2)):
-        t += md.step(size, p2 >> (k + 1), "xor", active=p2, exchange=exchange and balanced)
+        t += md.step(size, 1 << k, "xor", active=p2, exchange=exchange and balanced)
         if reduce:
             t += md.reduce_cost(size)
     return t

@@ -35,6 +35,15 @@ class Cluster:
         return self.nodes * self.ppn
 
 
+def harmonic(n: float) -> float:
+    """H(n) = 1 + 1/2 + ... + 1/n: the expected maximum of n unit-mean exponential delays
+    (exact to 1e-3 from n = 1 through the asymptotic form above 64)."""
+    n = max(1, int(n))
+    if n <= 64:
+        return float(sum(1.0 / k for k in range(1, n + 1)))
+    return math.log(n) + 0.5772156649 + 1.0 / (2 * n) - 1.0 / (12 * n * n)
+
+
 class Model:
     """Step costs of one fabric on one cluster."""
 
@@ -95,6 +104,32 @@ class Model:
                 cache[key] = (False, path.hops, float(nic * path.congestion))
         return cache[key]
 
+    def nic_senders(self, d: int, pattern: str, active: int | None = None) -> int:
+        """Ranks of one node whose messages leave through its NIC in one inter-node step at
+        rank distance d: every rank of the node for "xor" steps beyond the node (the active
+        share of them when only `active` of the ranks send), min(d, ppn) for "shift"."""
+        ppn = self.c.ppn
+        if pattern == "xor":
+            k = ppn if active is None else math.ceil(ppn * min(active, self.p) / max(self.p, 1))
+        else:
+            k = min(d, ppn)
+        return max(1, min(k, ppn))
+
+    def step_extra(self, active: int | None, nic: int) -> float:
+        """What a step adds to its latency part beyond the point-to-point figure: the NIC's
+        gap for each further rank of the node sending through it, and the noise of the
+        slowest of the step's ranks (Fabric.nic_gap_us, Fabric.noise_us)."""
+        extra = (nic - 1) * self.f.nic_gap_us
+        if self.f.noise_us > 0:
+            extra += self.noise(self.p if active is None else active)
+        return extra
+
+    def noise(self, n: int) -> float:
+        """The expected delay of the slowest of n ranks in one step (Fabric.noise_us,
+        Fabric.noise_exponent)."""
+        b = self.f.noise_exponent
+        return self.f.noise_us * (float(max(n, 1)) ** b if b > 0 else harmonic(n))
+
     def shift_parts(self, m: float, ds: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
         """(latency parts, bytes parts) of "shift" steps at every distance in `ds`, one m each
         (the steps of a pairwise exchange), vectorised."""
@@ -118,8 +153,12 @@ class Model:
         if link > 0:
             pb = np.maximum(pb, sharing / link)
         pb = np.where(exch, pb * self.f.exchange_factor(m), pb)
+        nic = np.array([min(d, self.c.ppn) for d in ds], dtype=float)
+        a_net = a_net + (nic - 1) * self.f.nic_gap_us
         a = np.where(intra, self.f.alpha(m, intra=True), a_net)
-        b = np.where(intra, self.f.beta(m, intra=True), pb) * max(m, 0.0)
+        if self.f.noise_us > 0:
+            a = a + self.noise(self.p)
+        b = np.where(intra, self.intra_per_byte(m), pb) * max(m, 0.0)
         return a, b
 
     def step_parts(self, m: float, d: int, pattern: str = "xor", active: int | None = None,
@@ -135,11 +174,20 @@ class Model:
         share = self.cpu_share(self.p if active is None else active, m)
         intra, hops, sharing = self.geometry(d, pattern)
         if intra:
-            return self.f.alpha(m, intra=True), self.f.beta(m, intra=True) * m, share
+            k = self.nic_senders(d, "xor", active)  # the node's ranks copying at once
+            return (self.f.alpha(m, intra=True) + self.step_extra(active, 1),
+                    self.intra_per_byte(m, k) * m, share)
+        nic = self.nic_senders(d, pattern, active)
+        if pattern == "xor" and nic < self.c.ppn:
+            # geometry counts every rank of the node on its link; in a tree's step only the
+            # active share of them sends (one rank per node from a binomial tree's distance
+            # ppn on), and only those divide the link
+            sharing = sharing * nic / self.c.ppn
         per_byte = self.link_per_byte(m, sharing)
         if exchange:
             per_byte *= self.f.exchange_factor(m)
-        return self.f.alpha(m, hops), per_byte * m, share
+        extra = self.step_extra(active, nic)
+        return self.f.alpha(m, hops) + extra, per_byte * m, share
 
     def step(self, m: float, d: int, pattern: str = "xor", active: int | None = None,
              exchange: bool | None = None) -> float:
@@ -156,16 +204,32 @@ class Model:
         if nd >= self.c.nodes:
             nd = nd % self.c.nodes or 1
         path = self.c.topology.step(pattern, nd)
-        a = self.f.alpha(m, path.hops)
+        a = self.f.alpha(m, path.hops) + self.step_extra(
+            self.c.nodes if active is None else active, nic)
         b = self.link_per_byte(m, nic * path.congestion) * m
         share = self.cpu_share(self.c.nodes if active is None else active, m)
         return self.stretch(a, b, share)
 
+    def intra_per_byte(self, m: float, k: int | None = None) -> float:
+        """us per byte of a same-node copy while k ranks of the node copy at once (default:
+        all of them): one rank's rate, or its share of the node's memory bandwidth."""
+        per_byte = self.f.beta(m, intra=True)
+        mem = self.f.node_memory_MBps
+        if mem > 0:
+            per_byte = max(per_byte, (self.c.ppn if k is None else k) / mem)
+        return per_byte
+
     def intra_step(self, m: float) -> float:
-        return self.f.time(m, intra=True)
+        return (self.f.alpha(m, intra=True) + self.intra_per_byte(m) * m
+                + self.step_extra(self.c.ppn, 1))
 
     def reduce_cost(self, m: float) -> float:
-        return self.f.reduce_us_per_byte * m
+        """Reducing m bytes while every rank of the node reduces: gamma, or the rank's share
+        of the node's memory bandwidth."""
+        per_byte = self.f.reduce_us_per_byte
+        if self.f.node_memory_MBps > 0:
+            per_byte = max(per_byte, self.c.ppn / self.f.node_memory_MBps)
+        return per_byte * m
 
     def copy_cost(self, m: float) -> float:
-        return self.f.beta(m, intra=True) * m
+        return self.intra_per_byte(m) * m

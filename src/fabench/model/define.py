@@ -23,6 +23,7 @@ from .families import (
     hop_default,
     in_network_defaults,
     rendezvous_default,
+    scale_provenance,
 )
 from .schema import NAME_RE
 
@@ -126,6 +127,7 @@ def define_fabric(p: Published) -> Fabric:
         "shm_latency_us": shm_lat_prov,
         "shm_bandwidth_MBps": shm_bw_prov,
         "gamma_MBps": gamma_prov,
+        **scale_provenance(),
     }
     assumptions = [
         f"Hockney line t = {lat:g} us + m / {bw:g} MB/s; from {eager} B on a rendezvous "

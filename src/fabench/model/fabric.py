@@ -91,6 +91,23 @@ class Fabric:
     assumptions: list[str] = field(default_factory=list)
     overhead_us: float = 0.0  # o: CPU overhead per side per message
     gap_us: float = 0.0  # g: injection gap between consecutive small messages
+    # The NIC's own gap (1 / its message rate): k ranks of a node whose messages leave through
+    # one NIC in the same step are serialised there, (k - 1) * nic_gap_us after the first
+    # (LogGP's g at the shared NIC, Alexandrov et al. 1995; docs/model.md). 0: not limited.
+    nic_gap_us: float = 0.0
+    # Mean of a rank's random delay per step (OS noise, background traffic): a step ends when
+    # its slowest rank does, the expected maximum of n exponential delays being
+    # noise_us * H(n) (H: the harmonic number, ~ ln n + 0.58). 0: a noiseless machine. Fitted
+    # on small node counts by `published.fit_scale` (docs/model.md, "Small to large").
+    noise_us: float = 0.0
+    # The noise's tail: 0 for exponential delays (the slowest of n ranks ~ ln n), b > 0 for a
+    # heavy (Pareto-like, shape 1/b) tail whose slowest of n grows as n^b: the step adds
+    # noise_us * n^b. Fitted with noise_us when the small runs span two node counts or more.
+    noise_exponent: float = 0.0
+    # The node's memory bandwidth that its ranks share (MB/s; 0: not limiting): k ranks of a
+    # node copying or reducing at once get at most node_memory_MBps / k each, however fast one
+    # rank's same-node copy is. Fitted on small node counts with the scale terms.
+    node_memory_MBps: float = 0.0
     calibrated_hops: int = 1  # switches on the measured path (0: loopback, one host)
     hop_latency_us: float = 0.0  # per additional switch (family default: families.py)
     link_bandwidth_MBps: float = 0.0  # nominal link rate, for the simulator's platform

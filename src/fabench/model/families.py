@@ -74,6 +74,18 @@ GAMMA_MBPS = _d(6000.0, "assumed: not measured (a core summing floats from memor
                         "2-15 GB/s)", 2000.0, 15000.0, assumed=True)
 
 
+def scale_provenance() -> dict[str, Provenance]:
+    """The scale-dependent terms (Fabric.nic_gap_us, Fabric.noise_us) before any fit: 0, said
+    as assumed. Neither shows in a two-node ping-pong; collectives measured on a few nodes fit
+    them (scale.py)."""
+    why = ("assumed 0: not seen in two-node figures; fitted on small node counts' collectives "
+           "(docs/model.md, \"Small to large\")")
+    return {"nic_gap_us": Provenance(why, True), "noise_us": Provenance(why, True),
+            "noise_exponent": Provenance(why, True),
+            "node_memory_MBps": Provenance(why.replace("assumed 0", "assumed 0 (unlimited)"),
+                                           True)}
+
+
 def hop_default(family: str) -> Default:
     return HOP_US["ethernet" if family == "tcp" else family]
 

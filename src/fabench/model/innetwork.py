@@ -60,7 +60,7 @@ def intra_reduce(md: Model, m: float) -> float:
     lg = _lg(k)
     binomial = lg * (md.intra_step(m) + md.reduce_cost(m))
     share = m * (k - 1) / k
-    split = (2 * lg * md.f.alpha(m, intra=True) + 2 * share * md.f.beta(m, intra=True)
+    split = (2 * lg * md.f.alpha(m, intra=True) + 2 * share * md.intra_per_byte(m)
              + md.reduce_cost(share))
     return min(binomial, split)
 
@@ -73,5 +73,5 @@ def intra_bcast(md: Model, m: float) -> float:
         return 0.0
     lg = _lg(k)
     binomial = lg * md.intra_step(m)
-    split = 2 * lg * md.f.alpha(m, intra=True) + 2 * m * (k - 1) / k * md.f.beta(m, intra=True)
+    split = 2 * lg * md.f.alpha(m, intra=True) + 2 * m * (k - 1) / k * md.intra_per_byte(m)
     return min(binomial, split)

@@ -126,6 +126,14 @@ PARAMS: list[Param] = [
     Param("overhead_us", "us", "LogGP o: CPU overhead per side and message",
           *_attr("overhead_us")),
     Param("gap_us", "us", "LogGP g: injection gap of small messages", *_attr("gap_us")),
+    Param("nic_gap_us", "us", "the NIC's gap per message (1 / message rate): ranks of a "
+          "node sending through it in one step queue behind each other", *_attr("nic_gap_us")),
+    Param("noise_us", "us", "mean random delay of a rank per step (a step waits for its "
+          "slowest rank: noise_us * H(ranks))", *_attr("noise_us")),
+    Param("noise_exponent", "", "tail of the step noise: 0 exponential (H(ranks)), b > 0 "
+          "heavy (ranks^b)", *_attr("noise_exponent")),
+    Param("node_memory_MBps", "MB/s", "memory bandwidth a node's ranks share when they copy "
+          "or reduce at once (0: not limiting)", *_attr("node_memory_MBps")),
     Param("link_bandwidth_MBps", "MB/s", "link rate that flows sharing a link divide",
           *_attr("link_bandwidth_MBps")),
     Param("gamma_MBps", "MB/s", "local reduction rate (float sums) inside a collective",

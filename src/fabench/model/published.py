@@ -28,6 +28,7 @@ from .fabric import Fabric
 from .families import in_network_defaults
 from .hpl import HplParams, hpl_point
 from .presets import PRESETS
+from .scale import Observation, ScaleFit, fit_scale
 from .sources import SOURCES
 from .topology import TopologySpec
 from .uncertainty import SAMPLES, variants
@@ -43,6 +44,9 @@ class CurvesFit(_Strict):
     family: str = "custom"
     latency_us: dict[int, float]
     bandwidth_MBps: dict[int, float] = Field(default_factory=dict)
+    # the NIC's published line rate (what the node's ranks share), when the system's
+    # description gives it; else the calibration's (the streaming rate of one flow)
+    link_MBps: float | None = None
 
 
 class FitSpec(_Strict):
@@ -81,6 +85,9 @@ class CaseSpec(_Strict):
 class SystemSpec(_Strict):
     id: str
     source: str
+    # The hardware a system shares with others in the corpus (two deployments of one instance
+    # type): leave-one-system-out holds out the whole group. Default: the system's id.
+    group: str | None = None
     description: str
     fit: FitSpec
     topology: TopoSpec = Field(default_factory=TopoSpec)
@@ -106,6 +113,12 @@ class Row:
     error: float  # relative error (time, ratio, hpl) or difference (relative, gap)
     unit: str  # "us", "x", "%", "pts", "us-gap"
     note: str = ""
+    group: str = ""  # leave-one-system-out holds out a whole group
+    collective: str = ""
+    nodes: int = 0
+    ppn: int = 0
+    kind: str = ""
+    band_kind: str = "parameters"  # "parameters" (assumed ranges) or "conformal 90%"
 
 
 @dataclass
@@ -113,6 +126,26 @@ class Result:
     rows: list[Row]
     systems: list[SystemSpec]
     notes: list[str] = field(default_factory=list)
+    scale_fits: dict[str, ScaleFit] = field(default_factory=dict)
+    coverage: Coverage | None = None
+
+
+NOMINAL = 0.90  # the prediction intervals' level
+
+
+@dataclass
+class Coverage:
+    """How the conformal bands did on the test rows (times and ratios)."""
+
+    nominal: float
+    rows: int
+    inside: int
+    median_width: float  # high / low of the band, median over the rows
+    infinite: int  # rows whose pool was too small for a finite band
+
+    @property
+    def achieved(self) -> float:
+        return self.inside / self.rows if self.rows else float("nan")
 
 
 def load_corpus(path: Path = CORPUS) -> Corpus:
@@ -132,8 +165,11 @@ def _curves_fabric(name: str, fit: CurvesFit) -> Fabric:
         bsz = sorted(fit.bandwidth_MBps)
         bw = Curve(bsz, [s / fit.bandwidth_MBps[s] for s in bsz])
     runs = RunCurves(lat=[lat], bw=[bw] if bw else [], launchers={"import:published"})
-    return calibrate_curves(runs, name, "published curves", family=fit.family,
-                            measure_gamma=False).fabric
+    f = calibrate_curves(runs, name, "published curves", family=fit.family,
+                         measure_gamma=False).fabric
+    if fit.link_MBps:
+        f.link_bandwidth_MBps = fit.link_MBps
+    return f
 
 
 def _fabric(system: SystemSpec, fitted: dict[str, Fabric]) -> Fabric:
@@ -284,20 +320,134 @@ def _case_rows(system: SystemSpec, f: Fabric, case: CaseSpec, n: int) -> list[Ro
     raise FabenchError(f"unknown case kind {case.kind}")
 
 
+def _scale_observations(system: SystemSpec, f: Fabric) -> list[Observation]:
+    """The system's fit rows that are host-based collective times on several nodes: the
+    small end of its series, to fit the scale-dependent terms on."""
+    obs = []
+    for case in system.cases:
+        if (case.split == "fit" and case.kind == "time" and case.algorithm != "in_network"
+                and case.nodes > 1 and case.published):
+            cl = _cluster(system, case.nodes, case.ppn)
+            obs.append(Observation(lambda v, cl=cl, case=case: _time(v, cl, case, case.size),
+                                   case.published, case.nodes))
+    return obs
+
+
 def run_corpus(path: Path = CORPUS, band_samples: int = SAMPLES,
-               systems: list[str] | None = None) -> Result:
+               systems: list[str] | None = None, scale: bool = True,
+               nominal: float = NOMINAL) -> Result:
+    """Every case of the corpus predicted from its system's fit part. With `scale`, a system
+    whose fit part holds host-based collective times (the small node counts of a series)
+    gets its scale-dependent terms fitted to them first (scale.py). Times and ratios then get
+    a conformal band from the other groups' test residuals (`conformal_bands`); the other
+    kinds keep the band of their assumed parameters."""
     corpus = load_corpus(path)
     fitted: dict[str, Fabric] = {}
     rows: list[Row] = []
+    fits: dict[str, ScaleFit] = {}
     chosen = [s for s in corpus.systems if not systems or s.id in systems]
     for system in corpus.systems:
         f = _fabric(system, fitted)
-        fitted[system.id] = f
+        fitted[system.id] = f  # the point-to-point fabric, without this system's scale terms
         if system not in chosen:
             continue
+        obs = _scale_observations(system, f) if scale else []
+        if obs:
+            fits[system.id] = fit_scale(f, obs)
+            f = fits[system.id].apply(f, f"{system.id}'s fit rows")
         for case in system.cases:
-            rows.extend(_case_rows(system, f, case, band_samples))
-    return Result(rows, chosen)
+            n = 0 if case.kind in ("time", "ratio", "max_ratio") else band_samples
+            for r in _case_rows(system, f, case, n):
+                r.group, r.collective, r.kind = system.group or system.id, case.collective, \
+                    case.kind
+                r.nodes, r.ppn = case.nodes, case.ppn
+                rows.append(r)
+    res = Result(rows, chosen, scale_fits=fits)
+    res.coverage = conformal_bands(rows, nominal)
+    return res
+
+
+def _log_residual(r: Row) -> float:
+    return abs(float(np.log(r.predicted / r.published)))
+
+
+def conformal_quantile(residuals: list[float], level: float) -> float:
+    """Split-conformal quantile: the ceil((n + 1) * level)-th smallest residual (infinite
+    when the pool is too small for that level)."""
+    n = len(residuals)
+    k = int(np.ceil((n + 1) * level))
+    if k > n:
+        return float("inf")
+    return float(sorted(residuals)[k - 1])
+
+
+def _scored(r: Row) -> bool:
+    return r.unit in ("us", "x") and r.predicted > 0 and r.published > 0
+
+
+SIGMA_FLOOR = 0.1  # a fit that reproduces its rows exactly still leaves 10 % unexplained
+
+
+def _innet(r: Row) -> bool:
+    return r.kind in ("ratio", "max_ratio") or "in_network" in r.case
+
+
+def difficulty(rows: list[Row]) -> dict[tuple[str, bool], float]:
+    """How well each system's fit rows are reproduced, per kind (host-based or in-network):
+    the rms of their |log(predicted / published)|, at least SIGMA_FLOOR; a system with no fit
+    row of a kind has none for it. Known before any test row is looked at."""
+    acc: dict[tuple[str, bool], list[float]] = {}
+    for r in rows:
+        if r.split == "fit" and _scored(r):
+            acc.setdefault((r.system, _innet(r)), []).append(_log_residual(r) ** 2)
+    return {k: max(SIGMA_FLOOR, float(np.sqrt(np.mean(v)))) for k, v in acc.items()}
+
+
+def conformal_bands(rows: list[Row], level: float = NOMINAL,
+                    normalised: bool = True) -> Coverage:
+    """A prediction interval on every time and ratio row, from the TEST rows of every other
+    group only (leave-one-system-out: no residual of the row's own group, fit or test, enters
+    its band).
+
+    A row whose system has fit rows of its kind (host-based or in-network) is *calibrated*:
+    its band is prediction x exp(+-q sigma), sigma the system's difficulty (how well its own
+    fit rows are reproduced, `difficulty`) and q the conformal quantile of |log(predicted /
+    published)| / sigma over the other groups' calibrated test rows (normalised split
+    conformal, Papadopoulos et al. 2008): a system whose small runs fit badly gets a wider
+    band. Any other row gets prediction x exp(+-q), q the conformal quantile of |log(predicted
+    / published)| over all the other groups' test rows: the corpus's spread, nothing known of
+    the system. `normalised=False`: every row as an uncalibrated one. The coverage is over the
+    test rows; the published value is a hit when it lies inside the band (the published
+    point, not its range)."""
+    sig = difficulty(rows) if normalised else {}
+
+    def sigma(r: Row) -> float | None:
+        return sig.get((r.system, _innet(r)))
+    pool = [r for r in rows if r.split == "test" and _scored(r)]
+    q_cache: dict[tuple[str, bool], float] = {}
+    for r in rows:
+        if not _scored(r):
+            continue
+        s = sigma(r)
+        key = (r.group, s is not None)
+        if key not in q_cache:
+            if s is not None:
+                scores = [_log_residual(o) / so for o in pool
+                          if o.group != r.group and (so := sigma(o)) is not None]
+            else:
+                scores = [_log_residual(o) for o in pool if o.group != r.group]
+            q_cache[key] = conformal_quantile(scores, level)
+        q = q_cache[key] * (s if s is not None else 1.0)
+        r.low = r.predicted * float(np.exp(-q)) if np.isfinite(q) else 0.0
+        r.high = r.predicted * float(np.exp(q)) if np.isfinite(q) else float("inf")
+        r.band_kind = f"conformal {level:.0%}"
+    inside = sum(1 for r in pool if r.low is not None and r.high is not None
+                 and r.low <= r.published <= r.high)
+    widths = [r.high / r.low for r in pool
+              if r.low and r.high is not None and np.isfinite(r.high)]
+    return Coverage(level, len(pool), inside,
+                    float(np.median(widths)) if widths else float("inf"),
+                    sum(1 for r in pool if r.high is not None and not np.isfinite(r.high)))
 
 
 def _fmt(v: float | None, unit: str) -> str:
@@ -318,7 +468,8 @@ def corpus_lines(res: Result) -> list[str]:
         lines.append(f"# [{s.source}] {s.id}: {s.description}")
         lines += [f"#   assumed: {a}" for a in s.assumptions]
     cols = [Col("split", 5, text=True), Col("system", 16, text=True), Col("case", 52, text=True),
-            Col("predicted", 10), Col("band", 19), Col("published", 22), Col("error", 9)]
+            Col("predicted", 10), Col("band (90 % or params)", 21), Col("published", 22),
+            Col("error", 9)]
     lines.append(header(cols))
     for r in res.rows:
         band = (f"{_fmt(r.low, r.unit)}-{_fmt(r.high, r.unit)}"
@@ -334,17 +485,63 @@ def corpus_lines(res: Result) -> list[str]:
             err = signed_percent(r.error)
         lines.append(row(cols, [r.split, r.system, r.case, _fmt(r.predicted, r.unit), band,
                                 pub, err], f"  {r.note}" if r.note else ""))
-    tests = [r for r in res.rows if r.split == "test" and r.unit in ("us", "x")]
-    if tests:
-        errs = np.abs([r.error for r in tests])
-        inside = sum(1 for r in tests if r.low is not None and r.high is not None
-                     and (r.published_range or (r.published, r.published))[1] >= r.low
-                     and (r.published_range or (r.published, r.published))[0] <= r.high)
-        lines.append(f"# test set, times and ratios: {len(tests)} cases, median |error| "
-                     f"{np.median(errs) * 100:.1f} %, within a factor of 2: "
-                     f"{sum(1 for r in tests if 0.5 <= 1 + r.error <= 2.0)}, band overlapping "
-                     f"the published value or range: {inside}")
-        for sid in dict.fromkeys(r.system for r in tests):
-            e = np.abs([r.error for r in tests if r.system == sid])
-            lines.append(f"#   {sid}: {len(e)} cases, median |error| {np.median(e) * 100:.1f} %")
+    lines += loso_lines(res)
+    return lines
+
+
+def _classes(r: Row) -> list[str]:
+    out = ["all"]
+    out.append("1 rank/node" if r.ppn <= 1 else
+               ("2-31 ranks/node" if r.ppn < 32 else ">= 32 ranks/node"))
+    innet = r.kind in ("ratio", "max_ratio") or "in_network" in r.case
+    out.append("in-network" if innet else f"host-based {r.collective}")
+    out.append("< 64 nodes" if r.nodes < 64 else ("64-255 nodes" if r.nodes < 256 else
+                                                   (">= 256 nodes" if r.nodes < 1000
+                                                    else ">= 1000 nodes")))
+    return out
+
+
+def loso_lines(res: Result) -> list[str]:
+    """The leave-one-system-out summary: per class of test row (times and ratios), the
+    median |error| of the point prediction (no row of a system is fitted to another system's
+    rows, so every error is already out of system) and the coverage and median width of the
+    conformal band (built from the other groups' residuals only)."""
+    tests = [r for r in res.rows if r.split == "test" and _scored(r)]
+    if not tests:
+        return []
+    lines = []
+    for sid, fit in res.scale_fits.items():
+        lines.append(f"# scale terms of {sid}, fitted to its fit rows (the small node counts): "
+                     f"noise {fit.noise_us:.3g} us/step, NIC gap {fit.nic_gap_us:.3g} "
+                     f"us/message, noise exponent {fit.noise_exponent:g}, node memory "
+                     f"{fit.node_memory_MBps:.3g} MB/s, rms log error "
+                     f"{fit.rms_log_error:.2f} over {fit.n} runs")
+    errs = np.abs([r.error for r in tests])
+    lines.append(f"# test set, times and ratios: {len(tests)} cases, median |error| "
+                 f"{np.median(errs) * 100:.1f} %, within a factor of 2: "
+                 f"{sum(1 for r in tests if 0.5 <= 1 + r.error <= 2.0)}")
+    cov = res.coverage
+    if cov is not None:
+        lines.append(f"# prediction intervals: nominal {cov.nominal:.0%}, split conformal over "
+                     f"leave-one-system-out |log(predicted/published)| of the test rows; "
+                     f"achieved {cov.inside}/{cov.rows} = {cov.achieved:.0%}, median width "
+                     f"x{cov.median_width:.2f} (high/low)"
+                     + (f", {cov.infinite} rows without a finite band" if cov.infinite else ""))
+    order: dict[str, list[Row]] = {}
+    for r in tests:
+        for c in _classes(r):
+            order.setdefault(c, []).append(r)
+    for r in tests:
+        order.setdefault(f"system {r.system}", []).append(r)
+    lines.append(f"# {'leave-one-system-out, test rows':<34} {'rows':>4} {'median |err|':>12} "
+                 f"{'in band':>8} {'band width':>10}")
+    for name, rs in order.items():
+        errs = np.abs([r.error for r in rs])
+        inside = sum(1 for r in rs if r.low is not None and r.high is not None
+                     and r.low <= r.published <= r.high)
+        widths = [r.high / r.low for r in rs if r.low and r.high is not None
+                  and np.isfinite(r.high)]
+        width = f"x{np.median(widths):.2f}" if widths else "-"
+        lines.append(f"#   {name:<32} {len(rs):>4} {np.median(errs) * 100:>11.1f}% "
+                     f"{inside:>3}/{len(rs):<4} {width:>10}")
     return lines

@@ -96,6 +96,10 @@ class FabricFile(_Strict):
     intra: list[SegmentModel] = Field(default_factory=list)
     overhead_us: float = Field(default=0.0, ge=0)
     gap_us: float = Field(default=0.0, ge=0)
+    nic_gap_us: float = Field(default=0.0, ge=0)
+    noise_us: float = Field(default=0.0, ge=0)
+    noise_exponent: float = Field(default=0.0, ge=0, le=1)
+    node_memory_MBps: float = Field(default=0.0, ge=0)
     calibrated_hops: int = Field(default=1, ge=0)
     hop_latency_us: float = Field(ge=0)
     link_bandwidth_MBps: float = Field(default=0.0, ge=0)
@@ -195,7 +199,9 @@ def to_fabric(m: FabricFile) -> Fabric:
     return Fabric(
         name=m.name, segments=[_seg(s) for s in m.segments], origin=m.origin, family=m.family,
         source=m.source, assumptions=list(m.assumptions), overhead_us=m.overhead_us,
-        gap_us=m.gap_us, calibrated_hops=m.calibrated_hops, hop_latency_us=m.hop_latency_us,
+        gap_us=m.gap_us, nic_gap_us=m.nic_gap_us, noise_us=m.noise_us,
+        noise_exponent=m.noise_exponent, node_memory_MBps=m.node_memory_MBps,
+        calibrated_hops=m.calibrated_hops, hop_latency_us=m.hop_latency_us,
         link_bandwidth_MBps=m.link_bandwidth_MBps,
         exchange_slowdown=[list(x) for x in m.exchange_slowdown],
         contention_ranks=m.contention_ranks, contention=[list(x) for x in m.contention],

@@ -42,7 +42,16 @@ SOURCES: dict[str, str] = {
     "PS24": "converged-computing/performance-study (GitHub, commit 6f3df687, Zenodo DOI "
             "10.5281/zenodo.13738495), experiments/azure/cyclecloud/cpu: Azure CycleCloud "
             "HPC VMs on InfiniBand, HPC-X, OSU 5.8: osu_latency and osu_bw between node pairs, "
-            "osu_allreduce on 32-256 nodes x 96 ranks, 5 iterations each",
+            "osu_allreduce on 32-256 nodes x 96 ranks, 5 iterations each; and "
+            "analysis/osu-benchmarks/data (the parsed osu_latency, osu_bw and osu_allreduce "
+            "tables) for the AWS EKS and ParallelCluster (hpc6a.48xlarge, EFA, Open MPI "
+            "4.1.2), Azure AKS (HB120-96rs_v3, HPC-X 2.19) and Google GKE and Compute Engine "
+            "(c2d-standard-112, TCP, Open MPI 4.1.2) CPU jobs",
+    "CNS": "CSCS, eth-cscs/cray-network-stack (GitHub): examples/container/osu-ompi/README.md "
+           "(commit 527cde9f, Open MPI 5) and examples/container/osu-mpich/README.md (commit "
+           "3025bd45, MPICH 4.2.1): OSU 7.5 on Alps (clariden), HPE Slingshot through "
+           "libfabric's CXI provider; osu_latency on 2 nodes and osu_alltoall, 8 ranks on 2 "
+           "nodes, host buffers",
 }
 
 
