@@ -147,7 +147,8 @@ def _row_factory(cursor: Any) -> Any:
 class PgCursor:
     def __init__(self, conn: "PgConnection") -> None:
         self._conn = conn
-        self._cur = conn.raw.cursor(row_factory=_row_factory)
+        with conn.guard():  # a connection the server dropped fails here already
+            self._cur = conn.raw.cursor(row_factory=_row_factory)
         self.lastrowid: int | None = None
 
     def execute(self, sql: str, parameters: Any = ()) -> "PgCursor":
