@@ -2,17 +2,20 @@
 the same tables and migrations, concurrent campaigns, a server killed mid-campaign, refused
 connections, and `store copy` between SQLite and PostgreSQL."""
 
+import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from conftest import fabench_cli
+from conftest import ROOT, fabench_cli
 from fabench.records import PairRecord, ResultRecord
 from fabench.store import Store
+from fabench.store_copy import compare_stores
 from fabench.store_schema import SCHEMA_VERSION, schema_columns
 from pgserver import PgServer
 
@@ -189,3 +192,47 @@ def test_a_server_killed_mid_campaign_keeps_its_runs_and_resume_finishes(
         ok = [r for r in st.runs(camp["id"]) if r.status == "ok"]
         assert sorted(r.repeat for r in ok) == list(range(8))  # each once
         assert {r.id for r in before} <= {r.id for r in ok}
+
+
+def _all_samples(st: Store) -> dict[tuple[int, int], tuple[Any, ...]]:
+    return {(r.id, rec.size): (rec.times, rec.times_min, rec.times_mean, rec.iterations,
+                               rec.extra)
+            for r in st.runs() for rec in st.results(r.id)}
+
+
+def test_store_copy_both_ways_keeps_every_sample(pg_url: str, tmp_path: Path) -> None:
+    sqlite = tmp_path / "a" / "fabench.sqlite"
+    sqlite.parent.mkdir()
+    shutil.copy(ROOT / "tests" / "fixtures" / "store" / "v1-4d08b82.sqlite", sqlite)
+    with Store(sqlite) as st:  # a real store of the previous release, migrated, and more
+        _fill(st)
+        before = _all_samples(st)
+    assert len(before) >= 5 and sum(len(v[0]) for v in before.values()) > 800
+    proc = fabench_cli("store", "copy", str(sqlite.parent), pg_url)
+    assert "compared row by row: identical" in proc.stdout
+    back = tmp_path / "b" / "fabench.sqlite"
+    fabench_cli("store", "copy", pg_url, str(back))
+    with Store(sqlite) as a, Store(pg_url) as p, Store(back) as b:
+        assert _all_samples(p) == before and _all_samples(b) == before
+        assert compare_stores(a, b) == [] and compare_stores(a, p) == []
+        assert [(r.id, r.status, r.provenance) for r in b.runs()] == \
+            [(r.id, r.status, r.provenance) for r in a.runs()]
+        assert b.matrix(max(b.matrices())) == a.matrix(max(a.matrices()))
+    with Store(pg_url) as p:  # new runs go on after the copied ids
+        rid = p.begin_run(campaign_id=None, key="n", kernel="mpi.latency", transport="shm",
+                          mpi="openmpi", ranks=2, launcher="local", repeat=0, settings={})
+        assert rid == max(before)[0] + 1
+    # into a store that holds rows: refused, the target unchanged
+    proc = fabench_cli("store", "copy", str(sqlite), pg_url, check=False)
+    assert proc.returncode == 2 and "only into an empty store" in proc.stderr
+
+
+def test_a_report_of_a_server_store_reads_the_numbers_of_the_file(pg_url: str,
+                                                                   tmp_path: Path) -> None:
+    sqlite = tmp_path / "fabench.sqlite"
+    shutil.copy(ROOT / "tests" / "fixtures" / "store" / "v1-4d08b82.sqlite", sqlite)
+    fabench_cli("store", "copy", str(sqlite), pg_url)
+    for store, name in ((sqlite, "file"), (pg_url, "server")):
+        fabench_cli("report", "--store", str(store), "-o", str(tmp_path / f"{name}.html"))
+    file_csv = (tmp_path / "file.csv").read_text()
+    assert file_csv == (tmp_path / "server.csv").read_text() and file_csv.count("\n") >= 5
