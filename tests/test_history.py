@@ -19,7 +19,7 @@ runs:
   - kernel: [mpi.latency]
     transport: [auto]
     ranks: 2
-    sizes: "8,4K"
+    sizes: "4K"
     iterations: 300
     warmup: 20
 """
@@ -53,11 +53,16 @@ def test_a_change_planted_at_night_7_is_called_there_and_nowhere_else(
     # campaign ids: nightly night k is 2k - 1, control 2k
     night_id = {k: 2 * k - 1 for k in range(1, NIGHTS + 1)}
 
-    proc = fabench_cli("history", "nightly", "--store", str(store), "--json", check=False)
+    # The tolerance is the policy a series is watched with (docs/history.md). On this shared
+    # test host night-to-night medians of one configuration were measured up to 1.6x apart
+    # at 4 KiB (ten nights, the series below): changes smaller than 50 % are not asked for.
+    tol = ("--tolerance", "0.5")
+    proc = fabench_cli("history", "nightly", "--store", str(store), "--json", *tol,
+                       "--html", str(tmp_path / "trend.html"), check=False)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     h = json.loads(proc.stdout)
     assert h["campaigns"] == [night_id[k] for k in range(1, NIGHTS + 1)]
-    assert [s["size"] for s in h["series"]] == [8, 4096]
+    assert [s["size"] for s in h["series"]] == [4096]
     for s in h["series"]:
         (ch,) = s["changes"]
         assert ch["kind"] == "regression" and ch["campaign"] == night_id[CHANGE_AT]
@@ -67,16 +72,18 @@ def test_a_change_planted_at_night_7_is_called_there_and_nowhere_else(
         changed = "\n".join(ch["provenance_changed"])
         assert "environment.OMPI_MCA_btl: (unset) -> \"tcp,self\"" in changed
         assert "environment.OMPI_MCA_pml" in changed
-    text = fabench_cli("history", "nightly", "--store", str(store), check=False).stdout
+    page = (tmp_path / "trend.html").read_text()
+    assert page.count('<svg class="trend"') == 1 and page.count('data-kind="regression"') == 1
+    text = fabench_cli("history", "nightly", "--store", str(store), *tol, check=False).stdout
     assert f"REGRESSION at c{night_id[CHANGE_AT]}" in text and "changed with it" in text
 
     # the series as it stood after night 6: nothing to call
-    proc = fabench_cli("history", "nightly", "--store", str(store), "--json",
+    proc = fabench_cli("history", "nightly", "--store", str(store), "--json", *tol,
                        "--until", str(night_id[CHANGE_AT - 1]))
     assert all(not s["changes"] for s in json.loads(proc.stdout)["series"])
 
     # the series without a planted change: nothing called
-    proc = fabench_cli("history", "control", "--store", str(store), "--json")
+    proc = fabench_cli("history", "control", "--store", str(store), "--json", *tol)
     ctrl = json.loads(proc.stdout)
     assert len(ctrl["campaigns"]) == NIGHTS
     assert all(not s["changes"] for s in ctrl["series"]), ctrl

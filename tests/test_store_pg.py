@@ -157,6 +157,7 @@ def _ok_runs(url: str) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_a_server_killed_mid_campaign_keeps_its_runs_and_resume_finishes(
         openmpi: str, pg: PgServer, pg_url: str, tmp_path: Path) -> None:
     spec = _spec(tmp_path, "night", iterations=2000, repeats=8)

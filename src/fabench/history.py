@@ -36,7 +36,7 @@ import numpy as np
 
 from .errors import FabenchError
 from .metrics import Better, Metric
-from .selection import config_key, config_label, run_metrics
+from .selection import config_key, run_label, run_metrics
 from .stats import compare_medians_runs, median_ci_runs
 from .store import CampaignRow, RunRow, Store
 
@@ -169,6 +169,14 @@ def provenance_changes(before: dict[str, str], after: dict[str, str]) -> list[st
     return out
 
 
+def _label(r: RunRow) -> str:
+    """A series' name: its configuration, without the transport the library selected (that
+    may change along the series, and is listed with the changes)."""
+    env = r.settings.get("env") or {}
+    return " ".join([r.kernel, run_label(r) or r.transport, f"np={r.ranks}", r.mpi,
+                     *(f"{k}={v}" for k, v in sorted(env.items()))])
+
+
 def _score(logm: np.ndarray, m: int) -> tuple[float, int]:
     """The largest two-sample t statistic over the splits of a segment (the likelihood-ratio
     statistic for one change in mean; Hawkins 1977, Worsley 1979), on log values so that a
@@ -289,7 +297,7 @@ def history(store: Store, name: str, *, until: int | None = None, alpha: float =
                     continue
                 key = (*config_key(r), rec.size, metric.name)
                 groups.setdefault(key, {}).setdefault(c.id, []).append((r, vals))
-                labels[key] = (config_label(r, with_kernel=True), r.kernel, rec.size, metric)
+                labels.setdefault(key, (_label(r), r.kernel, rec.size, metric))
                 first_run.setdefault((key, c.id), r)
     by_id = {c.id: c for c in camps}
     for key, per_camp in groups.items():

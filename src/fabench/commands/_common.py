@@ -57,7 +57,7 @@ def store_path(out: Path) -> Path:
 def store_of(args: argparse.Namespace) -> StoreLocation:
     """The store a measuring command writes: --store, else the results directory's."""
     store = getattr(args, "store", None)
-    return store if store is not None else store_of(args)
+    return store if store is not None else store_path(args.out)
 
 
 def output_dir(store: StoreLocation) -> Path:

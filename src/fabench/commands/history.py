@@ -2,8 +2,11 @@
 
 import argparse
 import json
+import sys
+from pathlib import Path
 
 from ..history import ALPHA, MIN_NIGHTS, PERMUTATIONS, TOLERANCE, history, history_lines, to_json
+from ..report.trend import write_history_html
 from ..store import Store
 from . import COMMANDS
 from ._common import add_store_argument, resolve_store
@@ -33,6 +36,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--permutations", type=int, default=PERMUTATIONS,
                    help=f"random orders in the permutation test (default {PERMUTATIONS})")
     p.add_argument("--json", action="store_true", help="the series and changes as JSON")
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="also write the trend charts (each metric over time with its "
+                        "intervals, the changes marked) as one HTML page")
     add_store_argument(p)
     p.set_defaults(func=main)
 
@@ -42,6 +48,8 @@ def main(args: argparse.Namespace) -> int:
         h = history(store, args.name, until=args.until, alpha=args.alpha,
                     tolerance=args.tolerance, min_nights=args.min_nights,
                     permutations=args.permutations)
+    if args.html is not None:
+        print(f"# wrote {write_history_html(h, args.html)}", file=sys.stderr)
     if args.json:
         print(json.dumps(to_json(h), indent=1))
     else:
