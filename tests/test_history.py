@@ -54,9 +54,10 @@ def test_a_change_planted_at_night_7_is_called_there_and_nowhere_else(
     night_id = {k: 2 * k - 1 for k in range(1, NIGHTS + 1)}
 
     # The tolerance is the policy a series is watched with (docs/history.md). On this shared
-    # test host night-to-night medians of one configuration were measured up to 1.6x apart
-    # at 4 KiB (ten nights, the series below): changes smaller than 50 % are not asked for.
-    tol = ("--tolerance", "0.5")
+    # test host the nightly medians of one configuration at 4 KiB were measured up to 1.6x
+    # and 1.9x apart within ten nights without a change (two runs of this test), and the
+    # planted change at +315 % and +369 %: changes under 2x are not asked for here.
+    tol = ("--tolerance", "1.0")
     proc = fabench_cli("history", "nightly", "--store", str(store), "--json", *tol,
                        "--html", str(tmp_path / "trend.html"), check=False)
     assert proc.returncode == 3, proc.stdout + proc.stderr
@@ -67,7 +68,7 @@ def test_a_change_planted_at_night_7_is_called_there_and_nowhere_else(
         (ch,) = s["changes"]
         assert ch["kind"] == "regression" and ch["campaign"] == night_id[CHANGE_AT]
         assert ch["standing"] and ch["nights_before"] == CHANGE_AT - 1
-        assert ch["ratio_low"] > 1 + 0.1 and ch["ratio_low"] <= ch["ratio"] <= ch["ratio_high"]
+        assert ch["ratio_low"] > 1.5 and ch["ratio_low"] <= ch["ratio"] <= ch["ratio_high"]
         assert ch["p_value"] < 0.05
         changed = "\n".join(ch["provenance_changed"])
         assert "environment.OMPI_MCA_btl: (unset) -> \"tcp,self\"" in changed

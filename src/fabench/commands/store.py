@@ -55,6 +55,11 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def check_main(args: argparse.Namespace) -> int:
+    if isinstance(args.store, str):  # a postgresql:// URL
+        raise FabenchError("`store check` reads SQLite stores; a PostgreSQL server checks its "
+                           "own pages and enforces the store's foreign keys on every write "
+                           "(`fabench store copy URL FILE` and a check of FILE reads every "
+                           "sample's CRC)")
     rep = check_store(resolve_store(args.store))
     if args.json:
         print(json.dumps(rep.to_json(), indent=1))
