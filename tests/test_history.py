@@ -75,6 +75,12 @@ def test_a_change_planted_at_night_7_is_called_there_and_nowhere_else(
         assert "environment.OMPI_MCA_pml" in changed
     page = (tmp_path / "trend.html").read_text()
     assert page.count('<svg class="trend"') == 1 and page.count('data-kind="regression"') == 1
+    # the report of the newest night carries the series' trend chart, the change marked
+    fabench_cli("report", f"c{night_id[NIGHTS]}", "--store", str(store), "-o",
+                str(tmp_path / "report.html"))
+    page = (tmp_path / "report.html").read_text()
+    assert "<h2>Trends</h2>" in page and page.count('<svg class="trend"') == 1
+    assert page.count('data-kind="regression"') == 1
     text = fabench_cli("history", "nightly", "--store", str(store), *tol, check=False).stdout
     assert f"REGRESSION at c{night_id[CHANGE_AT]}" in text and "changed with it" in text
 

@@ -129,7 +129,8 @@ def _date(t: float) -> str:
     return datetime.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M")
 
 
-def series_campaigns(store: Store, name: str, until: int | None = None) -> list[CampaignRow]:
+def series_campaigns(store: Store, name: str, until: int | None = None,
+                     last: int | None = None) -> list[CampaignRow]:
     """The campaigns named `name`, or whose spec digest starts with `name` (>= 8 hex digits),
     oldest first; none still running."""
     rows = [store.campaign(c["id"]) for c in store.campaigns()]
@@ -137,7 +138,8 @@ def series_campaigns(store: Store, name: str, until: int | None = None) -> list[
     if not by_name and len(name) >= 8 and all(ch in "0123456789abcdef" for ch in name):
         by_name = [c for c in rows if spec_digest(c.spec).startswith(name)]
     out = [c for c in by_name if c.status != "running" and (until is None or c.id <= until)]
-    return sorted(out, key=lambda c: (c.started, c.id))
+    out.sort(key=lambda c: (c.started, c.id))
+    return out[-last:] if last else out
 
 
 def _flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
@@ -263,12 +265,13 @@ def _watch(series: Series, tolerance: float, min_nights: int) -> str | None:
     return None
 
 
-def history(store: Store, name: str, *, until: int | None = None, alpha: float = ALPHA,
+def history(store: Store, name: str, *, until: int | None = None, last: int | None = None,
+            alpha: float = ALPHA,
             tolerance: float = TOLERANCE, min_nights: int = MIN_NIGHTS,
             permutations: int = PERMUTATIONS) -> History:
     if min_nights < 1:
         raise FabenchError("--min-nights must be at least 1")
-    camps = series_campaigns(store, name, until)
+    camps = series_campaigns(store, name, until, last)
     if not camps:
         names = sorted({c["name"] for c in store.campaigns()})
         raise FabenchError(f"no finished campaign named {name!r} (or with that spec digest) in "

@@ -323,12 +323,6 @@ class Store:
         for line in self.recovered:
             print(f"fabench: {self.path}: marked {line}", file=sys.stderr)
 
-    @property
-    def location(self) -> str:
-        """What --store takes to open this store again (a PostgreSQL URL without its
-        password: the password comes from PGPASSWORD or ~/.pgpass)."""
-        return str(self.path)
-
     def close(self) -> None:
         self.db.close()
 

@@ -26,6 +26,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("name", metavar="NAME", help="campaign name, or a spec digest prefix")
     p.add_argument("--until", type=int, metavar="CAMPAIGN",
                    help="the series as it stood after this campaign id")
+    p.add_argument("--last", type=int, metavar="N",
+                   help="only the newest N campaigns of the series (default: all)")
     p.add_argument("--tolerance", type=float, default=TOLERANCE,
                    help=f"smallest relative change called (default {TOLERANCE}: a policy, "
                         "set it to what your centre wants to hear about)")
@@ -45,7 +47,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 def main(args: argparse.Namespace) -> int:
     with Store(resolve_store(args.store)) as store:
-        h = history(store, args.name, until=args.until, alpha=args.alpha,
+        h = history(store, args.name, until=args.until, last=args.last, alpha=args.alpha,
                     tolerance=args.tolerance, min_nights=args.min_nights,
                     permutations=args.permutations)
     if args.html is not None:

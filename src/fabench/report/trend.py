@@ -15,13 +15,8 @@ W, H = 620, 300
 ML, MR, MT, MB = 70, 16, 22, 58
 _COLORS = {"regression": "#c22", "improvement": "#2a7"}
 
-_CSS = """
-body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1400px;color:#222;
-padding:0 16px}
-h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;padding-bottom:3px}
-.charts{display:flex;flex-wrap:wrap;gap:12px}
-figure.chartbox{margin:0;border:1px solid #ddd;padding:6px;background:#fff;max-width:640px}
-figcaption{font-weight:600;margin-bottom:4px}
+# The charts' own rules (the report's page has the rest).
+TREND_CSS = """
 svg.trend .plot{fill:#fafafa;stroke:#999}svg.trend .grid{stroke:#e4e4e4}
 svg.trend .tick{font-size:10px;fill:#444}svg.trend .axis{font-size:11px;fill:#222}
 svg.trend .ci{stroke:#1f77b4;stroke-width:3;opacity:.35}
@@ -29,6 +24,14 @@ svg.trend .median{fill:none;stroke:#1f77b4;stroke-width:1.6}
 svg.trend .change{stroke-width:1.5;stroke-dasharray:4 3}
 svg.trend .changelabel{font-size:11px}
 ul.changes{font-size:13px;margin:4px 0 0 0;padding-left:18px}
+"""
+_CSS = TREND_CSS + """
+body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1400px;color:#222;
+padding:0 16px}
+h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;padding-bottom:3px}
+.charts{display:flex;flex-wrap:wrap;gap:12px}
+figure.chartbox{margin:0;border:1px solid #ddd;padding:6px;background:#fff;max-width:640px}
+figcaption{font-weight:600;margin-bottom:4px}
 .muted{color:#777}.bad{color:#c22}.good{color:#2a7}
 code{font-size:12px;background:#f6f6f6}
 """
@@ -111,13 +114,13 @@ def trend_chart(chart_id: str, s: Series) -> str:
     return "".join(out)
 
 
-def _changes_list(s: Series) -> str:
+def changes_list(s: Series) -> str:
     if not s.changes:
         return '<p class="muted">no change called</p>'
     items = []
     for ch in s.changes:
         pct, lo, hi = ch.percent
-        cls = "bad" if ch.kind == "regression" else "good"
+        cls = "bad" if ch.kind == "regression" else "ok good"
         changed = "".join(f"<li><code>{escape(c)}</code></li>" for c in ch.changed[:12]) or \
             '<li class="muted">nothing recorded in provenance changed with it</li>'
         items.append(
@@ -144,7 +147,7 @@ def history_html(h: History) -> str:
         for i, s in enumerate(h.series):
             body.append(f'<figure class="chartbox"><figcaption>{escape(s.label)} size '
                         f"{s.size}</figcaption>{trend_chart(f'trend-{i}', s)}"
-                        f"{_changes_list(s)}</figure>")
+                        f"{changes_list(s)}</figure>")
         body.append("</div>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>"
