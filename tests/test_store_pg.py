@@ -130,6 +130,8 @@ def test_four_concurrent_campaigns_lose_and_duplicate_nothing(
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(4)]
     outs = [p.communicate(timeout=600) for p in procs]
     assert [p.returncode for p in procs] == [0] * 4, outs
+    for out, err in outs:  # the store named, its password not
+        assert "# results: postgresql://fabench:***@/" in out and "fb-test-secret" not in out + err
     with Store(pg_url) as st:
         camps = st.campaigns()
         assert sorted(c["name"] for c in camps) == ["c0", "c1", "c2", "c3"]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ..errors import FabenchError
 from ..schedulers import Scheduler, make_scheduler
-from ..store_pg import is_url
+from ..store_pg import display_url, is_url
 
 DEFAULT_OUT = Path("fabench-results")
 STORE_NAME = "fabench.sqlite"
@@ -58,6 +58,11 @@ def store_of(args: argparse.Namespace) -> StoreLocation:
     """The store a measuring command writes: --store, else the results directory's."""
     store = getattr(args, "store", None)
     return store if store is not None else store_path(args.out)
+
+
+def shown(store: StoreLocation) -> str:
+    """A store as messages name it: a URL without its password."""
+    return display_url(store) if isinstance(store, str) else str(store)
 
 
 def output_dir(store: StoreLocation) -> Path:

@@ -16,7 +16,7 @@ from ..report.table import (
     transport_details,
 )
 from . import COMMANDS
-from ._common import add_on_argument, add_out_argument, scheduler_from, store_of
+from ._common import add_on_argument, add_out_argument, scheduler_from, shown, store_of
 
 
 @COMMANDS.register("bench")
@@ -106,7 +106,7 @@ def main(args: argparse.Namespace) -> int:
         for line in [*transport_details(kernel.name, outcome.results),
                      *own_fields(kernel.name, outcome.results)]:
             print(line)
-        print(f"# run {outcome.run_id} stored in {store_of(args)}")
+        print(f"# run {outcome.run_id} stored in {shown(store_of(args))}")
     if outcome.status != "ok":
         print(f"fabench: {kernel.name} {outcome.status}: {outcome.reason}", file=sys.stderr)
         return 0 if outcome.status == "skipped" else 1

@@ -15,7 +15,7 @@ from ..report.hpl import hpl_section, text_lines
 from ..schedulers import DirectScheduler
 from ..store import Store
 from . import COMMANDS
-from ._common import add_on_argument, add_out_argument, scheduler_from, store_of
+from ._common import add_on_argument, add_out_argument, scheduler_from, shown, store_of
 
 
 @COMMANDS.register("hpl")
@@ -112,7 +112,7 @@ def cmd_nodes(args: argparse.Namespace) -> int:
               f"{'concurrent' if not args.sequential else 'sequential'}")
         for line in report.lines():
             print(line)
-        print(f"# runs stored in {store_of(args)}")
+        print(f"# runs stored in {shown(store_of(args))}")
     failed = [r for r in report.nodes if r.status != "ok"]
     for r in failed:
         print(f"fabench: hpl on {r.node} {r.status}: {r.reason}", file=sys.stderr)
@@ -148,7 +148,7 @@ def cmd_scaling(args: argparse.Namespace) -> int:
             print(f"# {note}")
         for line in text_lines(sec) if sec else []:
             print(line)
-        print(f"# runs stored in {store_of(args)}; fabench report c{sc.campaign_id}")
+        print(f"# runs stored in {shown(store_of(args))}; fabench report c{sc.campaign_id}")
     failed = [o for o in sc.outcomes if o.status != "ok"]
     for o in failed:
         print(f"fabench: hpl on {o.planned.ranks} ranks {o.status}: {o.reason}",

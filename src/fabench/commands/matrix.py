@@ -20,6 +20,7 @@ from ._common import (
     add_store_argument,
     resolve_store,
     scheduler_from,
+    shown,
     store_of,
 )
 
@@ -126,7 +127,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         for line in summary_lines(out.to_json(), scheduler.describe()):
             print(line)
-        print(f"# matrix stored in {store_of(args)} (campaign {out.campaign_id})")
+        print(f"# matrix stored in {shown(store_of(args))} (campaign {out.campaign_id})")
     return out.exit_status
 
 

@@ -15,7 +15,7 @@ from ..schedulers.simgrid import SimGridScheduler
 from ..sim.smpi import SimSetup, smpi_algorithm
 from ..transport import Transport
 from . import COMMANDS
-from ._common import add_out_argument, store_of
+from ._common import add_out_argument, shown, store_of
 from .model import add_topology_arguments, topology_spec
 
 
@@ -92,7 +92,7 @@ def main(args: argparse.Namespace) -> int:
             print(line)
         for line in kernel_tables(kernel.name, outcome.results):
             print(line)
-        print(f"# run {outcome.run_id} stored in {store_of(args)} (simulated)")
+        print(f"# run {outcome.run_id} stored in {shown(store_of(args))} (simulated)")
     if outcome.status != "ok":
         print(f"fabench: {kernel.name} {outcome.status}: {outcome.reason}", file=sys.stderr)
         return 1
