@@ -239,3 +239,26 @@ def test_a_report_of_a_server_store_reads_the_numbers_of_the_file(pg_url: str,
         fabench_cli("report", "--store", str(store), "-o", str(tmp_path / f"{name}.html"))
     file_csv = (tmp_path / "file.csv").read_text()
     assert file_csv == (tmp_path / "server.csv").read_text() and file_csv.count("\n") >= 5
+
+
+def test_import_and_history_read_and_write_a_server_store(pg_url: str) -> None:
+    """The commands that take --store take a URL: an import is one transaction there too
+    (both files or neither), and history reads the series from the server."""
+    fix = ROOT / "tests" / "fixtures" / "import"
+    bad = fabench_cli("import", "osu", str(fix / "osu_latency_z.txt"), str(fix / "imb_mpi1.txt"),
+                      "--store", pg_url, check=False)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert "imb_mpi1.txt: no osu results found" in bad.stderr
+    with Store(pg_url) as st:
+        assert st.campaigns() == [] and st.runs() == []  # nothing of the first file stayed
+    for _ in range(2):
+        fabench_cli("import", "osu", str(fix / "osu_latency_z.txt"), "--store", pg_url)
+    with Store(pg_url) as st:
+        # PostgreSQL's sequences do not roll back: the failed import's id is a gap, not reused
+        a, b = (r.id for r in st.runs())
+        (first, second) = (list(st.results(a)), list(st.results(b)))
+        assert [x.times for x in first] == [x.times for x in second] and len(first) > 10
+    with Store(pg_url) as st:
+        name = st.campaigns()[0]["name"]
+    proc = fabench_cli("history", name, "--store", pg_url, check=False)
+    assert proc.returncode == 0 and "2 campaigns" in proc.stdout
