@@ -22,7 +22,8 @@ $(BIN)/python:
 
 venv: $(BIN)/python
 	$(BIN)/pip install -q "scikit-build-core>=0.8" "pydantic>=2.5" "PyYAML>=6" "numpy>=1.24" \
-	  "scipy>=1.10" "pytest>=7" "pytest-timeout>=2" "ruff>=0.4"
+	  "scipy>=1.10" "psycopg[binary]>=3.1" "pyarrow>=12" "pytest>=7" "pytest-timeout>=2" \
+	  "ruff>=0.4" "prometheus_client>=0.17"
 
 # Non-editable on purpose: the wheel build compiles the native kernels into the package.
 install: venv

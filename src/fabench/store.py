@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import store_pg
 from .errors import FabenchError, StoreDamagedError, StoreError
 from .process_identity import ProcessOwner
 from .records import SERIES, PairRecord, ResultRecord
@@ -73,9 +74,11 @@ def _backups(store: Path) -> list[Path]:
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
 
 
-def damaged_message(store: Path, what: str) -> str:
+def damaged_message(store: Path | str, what: str) -> str:
     lines = [f"the store {store} is damaged: {what}.",
              f"  see what is wrong: fabench store check --store {store}"]
+    if not isinstance(store, Path):  # a server's store: its own backups, not files beside it
+        return "\n".join(lines)
     backups = _backups(store)
     for b in backups:
         when = datetime.datetime.fromtimestamp(b.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
@@ -255,6 +258,13 @@ class Store:
     a newer one, and marks `interrupted` the runs a dead fabench left `running`."""
 
     def __init__(self, path: str | Path) -> None:
+        self.migration: MigrationDone | None = None
+        self.recovered: list[str] = []
+        self._owner = ProcessOwner.current()
+        self.backend = "postgresql" if store_pg.is_url(path) else "sqlite"
+        if self.backend == "postgresql":
+            self._open_postgresql(str(path))
+            return
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -263,9 +273,6 @@ class Store:
                              f"{exc.strerror}") from None
         if self.path.is_dir():
             raise StoreError(f"the store {self.path} is a directory, not a file")
-        self.migration: MigrationDone | None = None
-        self.recovered: list[str] = []
-        self._owner = ProcessOwner.current()
         with _guard(self.path):
             db = sqlite3.connect(str(self.path), factory=_Connection)
         assert isinstance(db, _Connection)
@@ -293,6 +300,26 @@ class Store:
             print(f"fabench: migrated the store {self.path} from schema version "
                   f"{m.from_version} to {m.to_version}; the store as it was: {m.backup}",
                   file=sys.stderr)
+        for line in self.recovered:
+            print(f"fabench: {self.path}: marked {line}", file=sys.stderr)
+
+    def _open_postgresql(self, url: str) -> None:
+        """A store on a PostgreSQL server (store_pg.py): same tables, same queries."""
+        db = store_pg.PgConnection(url)
+        # Store's code is written once against the sqlite3 interface, which PgConnection
+        # provides; the type says so rather than a second copy of every query.
+        self.db = db  # type: ignore[assignment]
+        self.path = db.store_path  # type: ignore[assignment]
+        self.wal = False
+        try:
+            done = store_pg.prepare(db)
+            if done is not None:
+                print(f"fabench: migrated the store {self.path} from schema version {done[0]} "
+                      f"to {done[1]}", file=sys.stderr)
+            self.recovered = self.recover_abandoned()
+        except BaseException:
+            db.close()
+            raise
         for line in self.recovered:
             print(f"fabench: {self.path}: marked {line}", file=sys.stderr)
 
@@ -333,7 +360,12 @@ class Store:
 
     def check_health(self) -> None:
         """SQLite's quick structural check and the foreign keys; raises with the damaged-store
-        message. Before anything is run into the store."""
+        message. Before anything is run into the store. PostgreSQL checks its own pages and
+        enforces the foreign keys on every write: there, a query that answers is the check."""
+        if self.backend == "postgresql":
+            self.db.execute("SELECT count(*) FROM meta").fetchall()
+            self.db.commit()
+            return
         bad = [str(r[0]) for r in self.db.execute("PRAGMA quick_check(5)")]
         if bad != ["ok"]:
             raise StoreDamagedError(damaged_message(self.path, "; ".join(bad)[:300]))
@@ -344,10 +376,12 @@ class Store:
                 self.path, f"{len(orphans)} row(s) refer to rows that do not exist (first: "
                            f"{r[0]} row {r[1]} -> {r[2]})"))
 
-    def refresh_backup(self) -> Path:
+    def refresh_backup(self) -> Path | None:
         """Replace `<store>.bak` with a copy of the store as it is now; only a store that
         passed check_health() is copied, so a damaged file never replaces a sound backup.
         Inside a transaction with writes pending, the backup made before them stands."""
+        if self.backend == "postgresql":  # the server's own backups (pg_dump, WAL archive)
+            return None
         target = backup_path(self.path)
         if self.db.in_transaction:
             return target

@@ -16,7 +16,7 @@ from ..report.table import (
     transport_details,
 )
 from . import COMMANDS
-from ._common import add_on_argument, add_out_argument, scheduler_from, store_path
+from ._common import add_on_argument, add_out_argument, scheduler_from, shown, store_of
 
 
 @COMMANDS.register("bench")
@@ -83,7 +83,7 @@ def main(args: argparse.Namespace) -> int:
                        budget_s=args.budget)
     scheduler = scheduler_from(args.on, args.out, args.oversubscribe)
     try:
-        outcome = run_bench(planned, scheduler, store_path(args.out))
+        outcome = run_bench(planned, scheduler, store_of(args))
     finally:
         scheduler.close()
     context = {"kernel": kernel.name, "transport": str(planned.transport),
@@ -106,7 +106,7 @@ def main(args: argparse.Namespace) -> int:
         for line in [*transport_details(kernel.name, outcome.results),
                      *own_fields(kernel.name, outcome.results)]:
             print(line)
-        print(f"# run {outcome.run_id} stored in {store_path(args.out)}")
+        print(f"# run {outcome.run_id} stored in {shown(store_of(args))}")
     if outcome.status != "ok":
         print(f"fabench: {kernel.name} {outcome.status}: {outcome.reason}", file=sys.stderr)
         return 0 if outcome.status == "skipped" else 1

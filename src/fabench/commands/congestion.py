@@ -10,7 +10,7 @@ from ..congestion.victims import VICTIMS
 from ..errors import FabenchError
 from ..report.congestion import text_lines
 from . import COMMANDS
-from ._common import add_on_argument, add_out_argument, scheduler_from, store_path
+from ._common import add_on_argument, add_out_argument, scheduler_from, shown, store_of
 
 
 def _hosts(text: str | None) -> tuple[str, ...]:
@@ -75,7 +75,7 @@ def main(args: argparse.Namespace) -> int:
                                 transport=args.transport, timeout_s=args.timeout))
     scheduler = scheduler_from(args.on, args.out, args.oversubscribe)
     try:
-        out = congestion_campaign(cfg, scheduler, store_path(args.out), args.name,
+        out = congestion_campaign(cfg, scheduler, store_of(args), args.name,
                                   progress=lambda m: print(f"fabench: {m}", file=sys.stderr))
     finally:
         scheduler.close()
@@ -92,7 +92,7 @@ def main(args: argparse.Namespace) -> int:
             print(f"WARNING {w}")
         for line in text_lines(out.rows):
             print(line)
-        print(f"# campaign {out.campaign_id} stored in {store_path(args.out)}")
+        print(f"# campaign {out.campaign_id} stored in {shown(store_of(args))}")
     failed = [o for o in out.runs if o.status != "ok"]
     for o in failed:
         print(f"fabench: {o.planned.label_text} {o.status}: {o.reason}", file=sys.stderr)

@@ -17,7 +17,7 @@ from ..diagnose.session import TransportsOptions, run_transports
 from ..errors import FabenchError
 from ..hostnames import check_host
 from . import COMMANDS
-from ._common import add_on_argument, add_out_argument, scheduler_from, store_path
+from ._common import add_on_argument, add_out_argument, scheduler_from, store_of
 
 Subparsers = "argparse._SubParsersAction[argparse.ArgumentParser]"
 ActionFn = Callable[[argparse._SubParsersAction], None]  # type: ignore[type-arg]
@@ -131,7 +131,7 @@ def transports_main(args: argparse.Namespace) -> int:
         tolerance=args.tolerance, timeout_s=args.timeout, prove_settings=settings)
     scheduler = scheduler_from(args.on, args.out, args.oversubscribe)
     try:
-        outcome = run_transports(opts, scheduler, store_path(args.out),
+        outcome = run_transports(opts, scheduler, store_of(args),
                                  lambda m: print(f"fabench: {m}", file=sys.stderr))
     finally:
         scheduler.close()
@@ -211,7 +211,7 @@ def reorder_main(args: argparse.Namespace) -> int:
                           timeout_s=args.timeout, sweep=args.sweep, sweep_settings=sweep)
     scheduler = scheduler_from(args.on, args.out)
     try:
-        diag = run_reorder(opts, scheduler, store_path(args.out),
+        diag = run_reorder(opts, scheduler, store_of(args),
                            lambda m: print(f"fabench: {m}", file=sys.stderr))
     finally:
         scheduler.close()

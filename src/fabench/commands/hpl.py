@@ -15,7 +15,7 @@ from ..report.hpl import hpl_section, text_lines
 from ..schedulers import DirectScheduler
 from ..store import Store
 from . import COMMANDS
-from ._common import add_on_argument, add_out_argument, scheduler_from, store_path
+from ._common import add_on_argument, add_out_argument, scheduler_from, shown, store_of
 
 
 @COMMANDS.register("hpl")
@@ -98,7 +98,7 @@ def cmd_nodes(args: argparse.Namespace) -> int:
         if not isinstance(scheduler, DirectScheduler):
             raise FabenchError(f"hpl nodes runs under mpirun on each node; --on "
                                f"{scheduler.name} cannot place a run on one node")
-        report = run_nodes(scheduler, store_path(args.out), opts, args.sizes,
+        report = run_nodes(scheduler, store_of(args), opts, args.sizes,
                            args.ranks_per_node, args.mpi, not args.sequential, args.timeout,
                            args.threshold,
                            [s for s in args.nodes.split(",") if s] if args.nodes else None)
@@ -112,7 +112,7 @@ def cmd_nodes(args: argparse.Namespace) -> int:
               f"{'concurrent' if not args.sequential else 'sequential'}")
         for line in report.lines():
             print(line)
-        print(f"# runs stored in {store_path(args.out)}")
+        print(f"# runs stored in {shown(store_of(args))}")
     failed = [r for r in report.nodes if r.status != "ok"]
     for r in failed:
         print(f"fabench: hpl on {r.node} {r.status}: {r.reason}", file=sys.stderr)
@@ -128,13 +128,13 @@ def cmd_scaling(args: argparse.Namespace) -> int:
         if not isinstance(scheduler, DirectScheduler):
             raise FabenchError(f"hpl scaling places ranks on chosen hosts under mpirun; --on "
                                f"{scheduler.name} cannot")
-        sc = run_scaling(scheduler, store_path(args.out), opts, args.sizes,
+        sc = run_scaling(scheduler, store_of(args), opts, args.sizes,
                          args.ranks_per_node, args.nodes, args.mpi, args.timeout, fabric,
                          args.transport)
         where = scheduler.describe()
     finally:
         scheduler.close()
-    with Store(store_path(args.out)) as store:
+    with Store(store_of(args)) as store:
         sec = hpl_section(store, store.runs(sc.campaign_id), fabric)
     if args.json:
         d = sec.to_json() if sec else {}
@@ -148,7 +148,7 @@ def cmd_scaling(args: argparse.Namespace) -> int:
             print(f"# {note}")
         for line in text_lines(sec) if sec else []:
             print(line)
-        print(f"# runs stored in {store_path(args.out)}; fabench report c{sc.campaign_id}")
+        print(f"# runs stored in {shown(store_of(args))}; fabench report c{sc.campaign_id}")
     failed = [o for o in sc.outcomes if o.status != "ok"]
     for o in failed:
         print(f"fabench: hpl on {o.planned.ranks} ranks {o.status}: {o.reason}",

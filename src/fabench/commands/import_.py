@@ -8,7 +8,7 @@ from ..importers import IMPORTERS, import_file
 from ..store import Store
 from ..units import parse_size
 from . import COMMANDS
-from ._common import add_store_argument, resolve_store
+from ._common import add_store_argument, resolve_store, shown
 
 
 @COMMANDS.register("import")
@@ -50,5 +50,5 @@ def main(args: argparse.Namespace) -> int:
             done.append(f"# {f}: campaign c{cid}, runs {' '.join(map(str, ids))} ({kernels})")
     for line in done:
         print(line)
-    print(f"# store: {spath}")
+    print(f"# store: {shown(spath)}")
     return 0

@@ -20,7 +20,8 @@ from ._common import (
     add_store_argument,
     resolve_store,
     scheduler_from,
-    store_path,
+    shown,
+    store_of,
 )
 
 
@@ -108,7 +109,7 @@ def main(args: argparse.Namespace) -> int:
                          groups=args.groups)
     scheduler = scheduler_from(args.on, args.out)
     try:
-        out = measure_matrix(store_path(args.out), scheduler, opts, args.resume)
+        out = measure_matrix(store_of(args), scheduler, opts, args.resume)
     finally:
         scheduler.close()
     for u in out.unreachable:
@@ -126,7 +127,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         for line in summary_lines(out.to_json(), scheduler.describe()):
             print(line)
-        print(f"# matrix stored in {store_path(args.out)} (campaign {out.campaign_id})")
+        print(f"# matrix stored in {shown(store_of(args))} (campaign {out.campaign_id})")
     return out.exit_status
 
 

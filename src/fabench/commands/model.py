@@ -51,7 +51,7 @@ from ..model.validate import (
 from ..store import Store
 from ..units import parse_sizes
 from . import COMMANDS
-from ._common import add_out_argument, store_path
+from ._common import add_out_argument, store_of
 
 
 def add_topology_arguments(p: argparse.ArgumentParser) -> None:
@@ -292,7 +292,7 @@ def cmd_define(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    with Store(store_path(args.out)) as store:
+    with Store(store_of(args)) as store:
         cal = calibrate(store, args.runs, args.name, family=args.family,
                         max_breaks=args.max_breaks, calibrated_hops=args.hops,
                         hop_latency_us=args.hop_latency_us, link_bandwidth_MBps=args.link_MBps,
@@ -373,7 +373,7 @@ def cmd_hpl(args: argparse.Namespace) -> int:
     efficiency = args.efficiency_1node
     measured: list[MeasuredHpl] = []
     if args.from_run is not None or args.measured:
-        with Store(store_path(args.out)) as store:
+        with Store(store_of(args)) as store:
             if args.from_run is not None:
                 one = measured_hpl(store, args.from_run)
                 if one.nodes != 1:
@@ -435,7 +435,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if not args.runs or not args.fabric:
         raise FabenchError("model validate: give stored RUNs and --fabric, or --published")
     fabric = load_fabric(args.fabric, args.out)
-    with Store(store_path(args.out)) as store:
+    with Store(store_of(args)) as store:
         comps = []
         for rid in args.runs:
             nodes = args.nodes or max(1, store.run(rid).ranks // args.ppn)

@@ -7,7 +7,7 @@ from ..model.catalog import load_fabric
 from ..report.build import report_for, write_report
 from ..store import Store
 from . import COMMANDS
-from ._common import add_store_argument, resolve_store
+from ._common import add_store_argument, output_dir, resolve_store
 
 
 @COMMANDS.register("report")
@@ -34,8 +34,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 def main(args: argparse.Namespace) -> int:
     spath = resolve_store(args.store)
-    out = args.output or spath.parent / "report.html"
-    fabric = load_fabric(args.fabric, spath.parent) if args.fabric else None
+    out = args.output or output_dir(spath) / "report.html"
+    fabric = load_fabric(args.fabric, output_dir(spath)) if args.fabric else None
     with Store(spath) as store:
         report = report_for(store, args.select, args.title, fabric)
     for path in write_report(report, out, samples=args.samples):

@@ -9,7 +9,7 @@ from ..report.finalize import finalize_campaign
 from ..spec import load_spec
 from ..store import Store
 from . import COMMANDS
-from ._common import add_on_argument, add_out_argument, scheduler_from, store_path
+from ._common import add_on_argument, add_out_argument, scheduler_from, shown, store_of
 
 
 @COMMANDS.register("run")
@@ -55,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
         spec = spec.model_copy(update={"repeats": args.repeats})
     scheduler = scheduler_from(args.on if args.on != ["local"] else [spec.launcher], args.out,
                                args.oversubscribe or spec.oversubscribe)
-    spath = store_path(args.out)
+    spath = store_of(args)
     try:
         result = run_campaign(spec, scheduler, spath, quick=args.quick,
                               resume=args.resume is not None, resume_id=resume_id,
@@ -68,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
         for line in campaign_lines(store, result.campaign_id):
             print(line)
         files = finalize_campaign(store, result.campaign_id, args.out)
-    print(f"# results: {spath}")
+    print(f"# results: {shown(spath)}")
     for f in files:
         print(f"# wrote {f}")
     return 0 if result.status == "finished" else 1

@@ -15,7 +15,7 @@ from ..schedulers.simgrid import SimGridScheduler
 from ..sim.smpi import SimSetup, smpi_algorithm
 from ..transport import Transport
 from . import COMMANDS
-from ._common import add_out_argument, store_path
+from ._common import add_out_argument, shown, store_of
 from .model import add_topology_arguments, topology_spec
 
 
@@ -79,7 +79,7 @@ def main(args: argparse.Namespace) -> int:
                             extra=warmup_sync_args(kernel.kind, args.warmup_sync))
     planned = PlannedRun(kernel, transport, setup.ranks, "simgrid", settings=settings,
                          timeout_s=args.timeout)
-    outcome = run_bench(planned, launcher, store_path(args.out))
+    outcome = run_bench(planned, launcher, store_of(args))
     if args.json:
         ctx = {"kernel": kernel.name, "fabric": fabric.name, "topology": args.topology,
                "nodes": args.nodes, "ppn": args.ppn, "simulated": True,
@@ -92,7 +92,7 @@ def main(args: argparse.Namespace) -> int:
             print(line)
         for line in kernel_tables(kernel.name, outcome.results):
             print(line)
-        print(f"# run {outcome.run_id} stored in {store_path(args.out)} (simulated)")
+        print(f"# run {outcome.run_id} stored in {shown(store_of(args))} (simulated)")
     if outcome.status != "ok":
         print(f"fabench: {kernel.name} {outcome.status}: {outcome.reason}", file=sys.stderr)
         return 1

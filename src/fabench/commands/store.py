@@ -1,16 +1,21 @@
-"""`fabench store check`: SQLite's integrity check and fabench's own invariants."""
+"""`fabench store check|copy|export`: look after the result store, move it, export it."""
 
 import argparse
 import json
+from pathlib import Path
 
+from ..errors import FabenchError
+from ..store import Store
 from ..store_check import check_store
+from ..store_copy import copy_store
+from ..store_export import export_openmetrics, export_parquet
 from . import COMMANDS
-from ._common import add_store_argument, resolve_store
+from ._common import add_store_argument, resolve_store, store_location
 
 
 @COMMANDS.register("store")
 def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    p = sub.add_parser("store", help="look after the result store (check)",
+    p = sub.add_parser("store", help="look after the result store (check, copy, export)",
                        description="Look after the result store. See docs/store.md.")
     ssub = p.add_subparsers(dest="store_command", metavar="ACTION")
     ssub.required = True
@@ -25,9 +30,36 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     add_store_argument(c)
     c.add_argument("--json", action="store_true", help="the findings as one JSON object")
     c.set_defaults(func=check_main)
+    cp = ssub.add_parser(
+        "copy", help="copy a whole store between SQLite and PostgreSQL",
+        description="Copy every campaign, run, result and sample of SRC into DST, ids and "
+                    "values unchanged, in one transaction; then compare the two row by row. "
+                    "DST must be empty: a new SQLite file or results directory, or an empty "
+                    "PostgreSQL database. SRC and DST: a results directory, an SQLite file, or "
+                    "a postgresql://user@host/db URL. Exit status 0 copied and identical, 2 "
+                    "refused or failed (DST unchanged).")
+    cp.add_argument("src", type=store_location, metavar="SRC")
+    cp.add_argument("dst", type=store_location, metavar="DST")
+    cp.set_defaults(func=copy_main)
+    ex = ssub.add_parser(
+        "export", help="export for analysis: Parquet, or OpenMetrics of the latest medians",
+        description="parquet DIR: samples.parquet (one row per sample), runs.parquet, "
+                    "campaigns.parquet and provenance.parquet, readable by pandas, polars and "
+                    "DuckDB. openmetrics FILE: the median of each metric's latest run in the "
+                    "OpenMetrics text format, for a Prometheus node-exporter textfile "
+                    "collector (written to a temporary file, then renamed into place).")
+    ex.add_argument("format", choices=("parquet", "openmetrics"))
+    ex.add_argument("target", type=Path, metavar="DIR|FILE")
+    add_store_argument(ex)
+    ex.set_defaults(func=export_main)
 
 
 def check_main(args: argparse.Namespace) -> int:
+    if isinstance(args.store, str):  # a postgresql:// URL
+        raise FabenchError("`store check` reads SQLite stores; a PostgreSQL server checks its "
+                           "own pages and enforces the store's foreign keys on every write "
+                           "(`fabench store copy URL FILE` and a check of FILE reads every "
+                           "sample's CRC)")
     rep = check_store(resolve_store(args.store))
     if args.json:
         print(json.dumps(rep.to_json(), indent=1))
@@ -53,3 +85,27 @@ def check_main(args: argparse.Namespace) -> int:
                2: "unreadable"}[rep.exit_code]
     print(f"# {verdict} (exit status {rep.exit_code})")
     return rep.exit_code
+
+
+def copy_main(args: argparse.Namespace) -> int:
+    src_loc = resolve_store(args.src)
+    dst_loc = resolve_store(args.dst, must_exist=False)
+    if src_loc == dst_loc:
+        raise FabenchError("SRC and DST are the same store")
+    with Store(src_loc) as src, Store(dst_loc) as dst:
+        rep = copy_store(src, dst)
+    rows = ", ".join(f"{n} {t}" for t, n in rep.rows.items())
+    print(f"# copied {rep.source} -> {rep.target}: {rows}; {rep.sample_values} sample values; "
+          "compared row by row: identical")
+    return 0
+
+
+def export_main(args: argparse.Namespace) -> int:
+    with Store(resolve_store(args.store)) as store:
+        if args.format == "parquet":
+            files = export_parquet(store, args.target)
+        else:
+            files = [export_openmetrics(store, args.target)]
+    for f in files:
+        print(f"# wrote {f}")
+    return 0

@@ -20,7 +20,7 @@ from ..tune.profiles import available_profiles, load_profile
 from ..tune.target import Target
 from ..tune.targets import resolve
 from . import COMMANDS
-from ._common import add_out_argument, scheduler_from, store_path
+from ._common import add_out_argument, scheduler_from, store_of
 
 
 @COMMANDS.register("tune")
@@ -183,7 +183,7 @@ def ab_main(args: argparse.Namespace) -> int:
     if args.netns and not targets[0].meta.get("testbed"):
         print("fabench: note: the benchmark runs through the "
               f"{launcher_name} launcher, not inside --netns namespaces", file=sys.stderr)
-    res = run_ab(profile, targets, planned, launcher, store_path(args.out), _journal(args),
+    res = run_ab(profile, targets, planned, launcher, store_of(args), _journal(args),
                  rounds=args.rounds, ifaces=args.iface, tolerance=args.tolerance,
                  on_progress=lambda m: print(f"# {m}", file=sys.stderr, flush=True))
     if args.json:
@@ -191,7 +191,7 @@ def ab_main(args: argparse.Namespace) -> int:
             print(json.dumps(d))
     else:
         print(f"# tune ab {profile.name}: {res.changes} system change(s) per round, "
-              f"{args.rounds} round(s); campaign {res.campaign_id} in {store_path(args.out)}")
+              f"{args.rounds} round(s); campaign {res.campaign_id} in {store_of(args)}")
         for d in res.deltas:
             print(f"  {d.sentence()}")
         for s in res.summaries:

@@ -21,6 +21,7 @@ from .matrix import matrix_section
 from .model import TABLE_COLUMNS, Report
 from .prediction import prediction_section
 from .tcp import COLUMNS as TCP_COLUMNS
+from .trend import TREND_CSS, changes_list, trend_chart
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1400px;color:#222;
@@ -254,6 +255,25 @@ def _prediction(report: Report) -> list[str]:
     return ["<h2>Prediction</h2>", section] if section else []
 
 
+def _trends(report: Report) -> list[str]:
+    """Each selected campaign name's series over time (fabench history), changes marked."""
+    if not report.history:
+        return []
+    out = ["<h2>Trends</h2>", f"<style>{TREND_CSS}</style>"]
+    for k, h in enumerate(report.history):
+        regs = h.regressions
+        out.append(f"<p>{escape(h.name)}: {len(h.campaigns)} campaigns, "
+                   f'<span class="{"bad" if regs else "ok"}">{len(regs)} regression(s)</span>'
+                   f" (<code>fabench history {escape(h.name)}</code>, docs/history.md)</p>")
+        out.append('<div class="charts">')
+        for i, s in enumerate(h.series):
+            out.append(f'<figure class="chartbox"><figcaption>{escape(s.label)} size '
+                       f"{s.size}</figcaption>{trend_chart(f'trend-{k}-{i}', s)}"
+                       f"{changes_list(s)}</figure>")
+        out.append("</div>")
+    return out
+
+
 def render_html(report: Report) -> str:
     when = _dt.datetime.fromtimestamp(report.generated).isoformat(timespec="seconds")
     body = [
@@ -267,6 +287,7 @@ def render_html(report: Report) -> str:
           if report.matrices else []),
         "<h2>Comparisons</h2>", _comparisons(report),
         "<h2>Charts</h2>", _charts(report),
+        *_trends(report),
         *_prediction(report),
         *_tcp_counters(report),
         html_section(report.congestion),

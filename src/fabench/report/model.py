@@ -8,6 +8,8 @@ from typing import Any
 
 from ..compare import Comparison, compare_series
 from ..congestion.impact import ImpactRow, impact_rows
+from ..errors import FabenchError
+from ..history import History, history
 from ..hostprobe import HOST_STATE_RATIO, run_core_to_core_ns
 from ..model.fabric import Fabric
 from ..mpi.onnode import FLAG as NIC_FLAG
@@ -54,6 +56,9 @@ class Report:
     matrices: list[dict[str, Any]] = field(default_factory=list)
     congestion: list[ImpactRow] = field(default_factory=list)  # congestion runs selected
     hpl: HplSection | None = None  # hpcc.hpl runs selected: scaling, model, node tables
+    # the series (fabench history) of each selected campaign's name that has 2+ campaigns,
+    # as it stood at the newest selected campaign of that name: the report's trend charts
+    history: list[History] = field(default_factory=list)
 
 
 TABLE_COLUMNS = {  # column -> (kernel suffix, metric, size)
@@ -190,7 +195,28 @@ def build_report(store: Store, runs: list[RunRow], excluded: list[RunRow] | None
                   summary_table(series), warnings, campaigns, tcp=tcp_rows(runs),
                   matrices=matrices, congestion=impact_rows(runs, results),
                   hpl=hpl_section(store, [*runs, *(excluded or [])],
-                                  fabric or scaling_fabric(store, runs)))
+                                  fabric or scaling_fabric(store, runs)),
+                  history=_histories(store, campaigns))
+
+
+# A report reads the samples of every campaign of the series it charts: the newest ones only,
+# so a report of night 1000 costs what one of night 30 does (`fabench history` reads all).
+REPORT_NIGHTS = 30
+
+
+def _histories(store: Store, campaigns: list[dict[str, Any]]) -> list[History]:
+    newest: dict[str, int] = {}
+    for c in campaigns:
+        newest[c["name"]] = max(newest.get(c["name"], 0), int(c["id"]))
+    out = []
+    for name, until in sorted(newest.items()):
+        try:
+            h = history(store, name, until=until, last=REPORT_NIGHTS)
+        except FabenchError:  # every campaign of the name still running: no series yet
+            continue
+        if len(h.campaigns) >= 2:
+            out.append(h)
+    return out
 
 
 def _campaign_provenance(store: Store, cid: int) -> dict[str, Any]:
