@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import FabenchError
 from .kernels import Kernel, get_kernel
-from .mpi.base import FLAVOURS
+from .mpi.base import FLAVOURS, Mpi
 from .transport import Transport, transport_for
 from .units import parse_sizes
 
@@ -285,7 +285,7 @@ class PlannedRun:
     kernel: Kernel
     transport: Transport
     ranks: int
-    mpi: str
+    mpi: Mpi
     repeat: int = 0
     settings: KernelSettings = field(default_factory=KernelSettings)
     env: Mapping[str, str] = field(default_factory=dict)
@@ -333,7 +333,7 @@ class PlannedRun:
     @property
     def key(self) -> str:
         """Stable identity, so `run --resume` skips exactly the runs already finished."""
-        blob = json.dumps([self.kernel.name, str(self.transport), self.ranks, self.mpi,
+        blob = json.dumps([self.kernel.name, str(self.transport), self.ranks, str(self.mpi),
                            self.repeat, self.settings.argv(self.kernel),
                            sorted(self.env.items())])
         return hashlib.sha1(blob.encode()).hexdigest()[:16]
@@ -350,19 +350,20 @@ class PlannedRun:
         s = self.settings
         return {
             "kernel": self.kernel.name, "transport": str(self.transport), "ranks": self.ranks,
-            "mpi": self.mpi, "repeat": self.repeat, "kernel_args": self.settings.argv(self.kernel),
+            "mpi": str(self.mpi), "repeat": self.repeat,
+            "kernel_args": self.settings.argv(self.kernel),
             "env": dict(self.env), "timeout_s": self.timeout_s, "precision": self.precision,
             "budget_s": self.budget_s, "label": self.label,
             "kernel_settings": s.record(),
         }
 
 
-def check_mpi(kernel: Kernel, mpi: str) -> str:
-    """An MPI flavour's name, known to fabench (transport kernels ignore it)."""
+def check_mpi(kernel: Kernel, mpi: str) -> Mpi:
+    """An MPI flavour, known to fabench (transport kernels ignore it)."""
     if kernel.needs_mpi and mpi not in FLAVOURS:
         raise FabenchError(f"--mpi {mpi!r}: unknown MPI flavour; known: "
                            f"{', '.join(FLAVOURS.names())}")
-    return mpi
+    return Mpi(mpi)
 
 
 def plan_run(kernel_name: str, *, transport: str | None = None, ranks: int = 2,
@@ -391,8 +392,8 @@ def _group_runs(spec: "CampaignSpec", group: "RunGroup", quick: bool) -> list[Pl
                     continue
                 if not kernel.needs_mpi and ranks != 2:
                     continue
-                for mpi in group.mpi or [spec.mpi]:
-                    check_mpi(kernel, mpi)
+                for name in group.mpi or [spec.mpi]:
+                    mpi = check_mpi(kernel, name)
                     for rep in range(spec.repeats):
                         runs.append(PlannedRun(kernel, transport, ranks, mpi, rep, settings,
                                                dict(group.env), spec.timeout_s,

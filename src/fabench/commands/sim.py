@@ -9,6 +9,7 @@ from ..campaign import run_bench
 from ..kernels import get_kernel
 from ..model.catalog import load_fabric
 from ..model.collectives import ALGORITHMS
+from ..mpi.base import Mpi
 from ..plan import PlannedRun, add_kernel_options, settings_from_args
 from ..report.table import header_lines, kernel_tables, summaries_json
 from ..schedulers.simgrid import SimGridScheduler
@@ -76,7 +77,7 @@ def main(args: argparse.Namespace) -> int:
     transport = Transport("sim", ":".join(x for x in (fabric.name, args.topology, algo) if x))
     settings = settings_from_args(kernel, args,
                                   extra=warmup_sync_args(kernel.kind, args.warmup_sync))
-    planned = PlannedRun(kernel, transport, setup.ranks, "simgrid", settings=settings,
+    planned = PlannedRun(kernel, transport, setup.ranks, Mpi("simgrid"), settings=settings,
                          timeout_s=args.timeout)
     outcome = run_bench(planned, launcher, store_path(args.out))
     if args.json:
