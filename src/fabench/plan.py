@@ -112,10 +112,9 @@ def _option(kind: str, help: str, **kw: Any) -> Any:
     return field(default=default, metadata={"option": (kind, help, kw)})
 
 
+# --datatype's one vocabulary (the kernels' and OSU's -T words); a kernel's records name the
+# MPI type it used (MPI_FLOAT), which is what was measured, not an option to validate.
 DATATYPES = ("char", "int", "float", "double")
-# The kernels' vocabulary (--datatype) and the one their records carry (MPI's names).
-MPI_DATATYPES = {"char": "MPI_CHAR", "int": "MPI_INT", "float": "MPI_FLOAT",
-                 "double": "MPI_DOUBLE"}
 
 
 @dataclass(frozen=True)
