@@ -126,3 +126,8 @@ def test_runs_with_different_kernel_settings_are_two_series(openmpi: str,
     assert "hugepages vs without hugepages" in c["summary"]
     proc = fabench_cli("compare", "c1", "c1", "--json", "--store", str(out), check=False)
     assert proc.returncode != 0 and "no matching configurations" in proc.stderr
+    # a model calibration merges the runs of one curve as repeats: it refuses to merge these
+    proc = fabench_cli("model", "calibrate", "--name", "x", str(plain_id), str(huge_id),
+                       "--out", str(out), check=False)
+    assert proc.returncode != 0 and "differ in their kernel settings" in proc.stderr
+    assert "defaults vs hugepages" in proc.stderr or "hugepages vs defaults" in proc.stderr
