@@ -114,9 +114,22 @@ def own_testbeds(prefix: str) -> Iterator[str]:
     assert leftovers(prefix) == []
 
 
+@pytest.fixture
+def tb() -> Iterator[str]:
+    """A testbed name prefix of this test's own (own_testbeds), so cleanup never touches
+    anybody else's testbed; whatever the test leaves is removed, and a leftover fails it."""
+    with own_testbeds(f"fbt{os.getpid() % 100000}") as prefix:
+        yield prefix
+
+
 # ---- a fabench process's own children, by PID and start time ---------------------------------
 
 Procs = list[tuple[int, int | None]]
+
+
+def descendant_pids(pid: int) -> list[int]:
+    """Every process below pid now."""
+    return [p for p, _ in descendants(pid)]
 
 
 def alive(procs: Procs) -> list[int]:

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import fabench_cli
+from conftest import descendant_pids, fabench_cli
 from fabench.store import Store
 
 SPEC = """\
@@ -49,23 +49,6 @@ def test_spec_error_is_reported_without_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d.name))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
 def _wait_for_ok_runs(db: Path, n: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -87,12 +70,12 @@ def test_kill_keeps_finished_runs_and_resume_finishes(openmpi: str, tmp_path: Pa
                             stderr=subprocess.DEVNULL)
     try:
         _wait_for_ok_runs(db, 2, timeout=240)
-        strays = _descendants(proc.pid)
+        strays = descendant_pids(proc.pid)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
         # kill -9 leaves the mpirun we started orphaned: end exactly those processes.
-        for pid in _descendants(proc.pid) + locals().get("strays", []):
+        for pid in descendant_pids(proc.pid) + locals().get("strays", []):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -83,3 +83,51 @@ def test_adaptive_repetition_merges_batches_until_precise(openmpi: str, tmp_path
         assert a["met"] == (a["achieved"] <= 0.003)
         if not a["met"]:
             assert any("not met" in f for f in run.flags)
+
+
+def test_runs_with_different_kernel_settings_are_two_series(openmpi: str,
+                                                              tmp_path: Path) -> None:
+    """The spec a new user writes to see what huge pages do (docs/campaign-spec.md): mpi.bw
+    over shm at 4 MiB, once plain and once with hugepages. The two runs are two
+    configurations everywhere (report table, rows, CSV, compare), never one series pooling
+    them as repeats, and each is named by what differs."""
+    spec = tmp_path / "hugepages.yaml"
+    spec.write_text("name: hugepages\nruns:\n"
+                    "  - {kernel: mpi.bw, transport: shm, sizes: 4M, iterations: 20}\n"
+                    "  - {kernel: mpi.bw, transport: shm, sizes: 4M, iterations: 20,"
+                    " hugepages: true}\n")
+    out = tmp_path / "out"
+    fabench_cli("run", str(spec), "--out", str(out))
+    report = json.loads((out / "campaign-1-report.json").read_text())
+    runs = {r["id"]: r for r in report["runs"]}
+    [huge_id] = [i for i, r in runs.items() if "--hugepages" in r["settings"]["kernel_args"]]
+    [plain_id] = set(runs) - {huge_id}
+    fabrics = {t["fabric"]: t["bandwidth"] for t in report["summary_table"]}
+    assert len(fabrics) == 2, fabrics
+    [huge_name] = [f for f in fabrics if f.endswith(" hugepages")]
+    [plain_name] = [f for f in fabrics if f != huge_name]
+    assert fabrics[huge_name]["runs"] == fabrics[plain_name]["runs"] == 1
+    pooled = {r["run_ids"]: r for r in report["rows"] if r["scope"] == "pooled"}
+    assert set(pooled) == {str(plain_id), str(huge_id)}
+    assert pooled[str(huge_id)]["kernel_settings"] == "hugepages"
+    assert pooled[str(plain_id)]["kernel_settings"] == ""
+    # each series holds its own run's numbers: the pooled median is that run's median
+    per_run = {r["run_ids"]: r["median"] for r in report["rows"] if r["scope"] == "run"}
+    for rid, row in pooled.items():
+        assert row["median"] == per_run[rid]
+    assert fabrics[huge_name]["median"] == per_run[str(huge_id)]
+    with (out / "campaign-1-report.csv").open() as f:
+        lines = [ln for ln in f if ln.startswith("pooled,")]
+    assert len(lines) == 2 and sum("hugepages" in ln for ln in lines) == 1
+    # compare pairs across the setting that differs between its sides, and names the sides
+    # by it; within one campaign, by the setting (the plain run with the plain run only)
+    [c] = _compare(out, str(plain_id), str(huge_id))
+    assert c["b"].endswith("hugepages") and not c["a"].endswith("hugepages")
+    assert "hugepages vs without hugepages" in c["summary"]
+    proc = fabench_cli("compare", "c1", "c1", "--json", "--store", str(out), check=False)
+    assert proc.returncode != 0 and "no matching configurations" in proc.stderr
+    # a model calibration merges the runs of one curve as repeats: it refuses to merge these
+    proc = fabench_cli("model", "calibrate", "--name", "x", str(plain_id), str(huge_id),
+                       "--out", str(out), check=False)
+    assert proc.returncode != 0 and "differ in their kernel settings" in proc.stderr
+    assert "defaults vs hugepages" in proc.stderr or "hugepages vs defaults" in proc.stderr

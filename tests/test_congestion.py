@@ -217,7 +217,8 @@ def test_cli_refuses_before_anything_runs(tmp_path: Path) -> None:
     r = fabench_cli("congestion", "--aggressor", "storm", "--out", str(tmp_path), check=False)
     assert r.returncode == 2 and "invalid choice" in r.stderr
     r = fabench_cli("congestion", "--on", "local", "--out", str(tmp_path), check=False)
-    assert r.returncode != 0 and "runs on a testbed" in r.stderr
+    assert r.returncode != 0 and "places victims and aggressors on hosts" in r.stderr
+    assert "not --on local" in r.stderr
 
 
 def test_spec_block() -> None:

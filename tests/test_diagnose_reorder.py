@@ -4,7 +4,6 @@ TCP trade-off on copies of the path."""
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,22 +11,10 @@ import pytest
 from conftest import fabench_cli
 from fabench.diagnose.reorder import Histogram
 from fabench.diagnose.reorder_sweep import path_specs, with_window
-from fabench.testbed import destroy_all, leftovers
 from fabench.testbed.impair import parse_impair
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and TAP devices as root "
                                 "(CI is root)")
-
-
-@pytest.fixture
-def tb(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    prefix = f"fbdr{os.getpid() % 100000}"
-    monkeypatch.setenv("FABENCH_TESTBED_PREFIX", prefix)
-    try:
-        yield prefix
-    finally:
-        destroy_all(prefix)
-    assert leftovers(prefix) == []
 
 
 def test_percentile_is_the_smallest_value_covering_the_share() -> None:

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from fabench.tcpstats import (
     read_tcp_counters,
     ss_reordering,
 )
-from fabench.testbed import TestbedConfig, create, destroy_all, leftovers, load_state
+from fabench.testbed import TestbedConfig, create, leftovers, load_state
 from fabench.testbed.impair import parse_impair, parse_impairs
 from fabench.testbed.linkprobe import measure
 from fabench.testbed.links import LinkWatch, dead_links, link_status, plan, tc_lines
@@ -31,19 +30,6 @@ from fabench.testbed.state import TestbedState
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="namespaces and TAP devices as root "
                                 "(CI is root)")
 HOSTS8 = [f"h{i}" for i in range(1, 9)]
-
-
-@pytest.fixture
-def tb(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A name prefix of this test's own; whatever the test leaves is removed, and a leftover
-    (namespace, holder, fb-link state) fails the test."""
-    prefix = f"fbl{os.getpid() % 100000}"
-    monkeypatch.setenv("FABENCH_TESTBED_PREFIX", prefix)
-    try:
-        yield prefix
-    finally:
-        destroy_all(prefix)
-    assert leftovers(prefix) == []
 
 
 # ---- specs: parsed strictly ------------------------------------------------------------------

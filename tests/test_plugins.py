@@ -49,6 +49,27 @@ def test_site_transport_kernel_runs_through_the_pair_starter(tmp_path: Path) -> 
     assert all(r["n"] == 20 and r["median"] > 0 for r in rows)
 
 
+def test_site_scheduler_offering_hosts_carries_a_pair_matrix(tmp_path: Path) -> None:
+    """A matrix spreads one process per host: it asks the scheduler for its hosts and how to
+    start a process on one (Scheduler.host_names/host_exec), so the site's `loopbacks`
+    scheduler (three hosts, one loopback address each) carries real tcp.latency and tcp.bw
+    pair jobs between every ordered pair, as a testbed or a hostfile would."""
+    p = fabench_cli("matrix", "--kernel", "tcp", "--on", "loopbacks", "3", "--size", "64K",
+                    "--iterations", "2", "--lat-iterations", "50", "--json",
+                    "--out", str(tmp_path), env=plugin_env(), check=False, timeout=600)
+    assert p.returncode in (0, 3), p.stdout + p.stderr  # 3: a verdict (the host is shared)
+    j = json.loads(p.stdout)
+    assert j["hosts"] == ["lo2", "lo3", "lo4"]
+    assert len(j["latency_us"]) == 6  # every ordered pair measured
+    with Store(tmp_path / "fabench.sqlite") as st:
+        run = st.runs(j["campaign_id"])[0]
+        pairs = st.matrix_pairs(run.id)
+    assert run.launcher == "loopbacks" and run.status == "ok"
+    assert {(x.src_host, x.dst_host) for x in pairs} == {
+        (a, b) for a in ("lo2", "lo3", "lo4") for b in ("lo2", "lo3", "lo4") if a != b}
+    assert "127.0.0.3" in (run.command or "") or "127.0.0.4" in (run.command or "")
+
+
 def test_site_importer(tmp_path: Path) -> None:
     f = tmp_path / "lat.csv"
     f.write_text("# size,us\n8,1.5\n1024,3.25\n")

@@ -1,7 +1,19 @@
+from dataclasses import replace
+
 import pytest
 
+from fabench.cli import build_parser
 from fabench.errors import SpecError
-from fabench.plan import QUICK_COLLECTIVE_ITERATIONS, QUICK_ITERATIONS, make_plan
+from fabench.plan import (
+    KERNEL_OPTIONS,
+    QUICK_COLLECTIVE_ITERATIONS,
+    QUICK_ITERATIONS,
+    configuration_of,
+    configuration_text,
+    make_plan,
+    settings_from_args,
+    settings_from_words,
+)
 from fabench.spec import load_spec, parse_spec
 
 
@@ -80,3 +92,42 @@ def test_quick_sets_fewer_iterations() -> None:
 def test_odd_ranks_dropped_for_pair_kernels() -> None:
     plan = make_plan(parse_spec("runs:\n  - kernel: mpi.mbw_mr\n    ranks: [2, 3, 4]\n"))
     assert [p.ranks for p in plan] == [2, 4]
+
+
+def test_each_kernel_option_is_a_spec_key_a_command_option_and_kernel_argv() -> None:
+    """One declaration (plan.KernelSettings) gives the spec's keys, the options of every
+    command that runs kernels, and the argv: a spec and a command line that set the same
+    options plan the same kernel command line, and the argv reads back as the settings."""
+    spec = parse_spec("runs:\n  - kernel: mpi.allreduce\n    sizes: 8,1K\n    iterations: 7\n"
+                      "    warmup: 2\n    window: 3\n    rounds: 2\n    validate: true\n"
+                      "    hugepages: true\n    datatype: double\n"
+                      "    args: [--osu-iterations, '5']\n")
+    [run] = make_plan(spec)
+    words = ["--sizes", "8,1K", "--iterations", "7", "--warmup", "2", "--window", "3",
+             "--rounds", "2", "--validate", "--hugepages", "--datatype", "double"]
+    assert run.settings.argv(run.kernel) == [*words, "--osu-iterations", "5"]
+    assert settings_from_words(run.kernel, run.settings.argv(run.kernel)) == run.settings
+    for command in (["bench", "mpi.allreduce"], ["sim", "mpi.allreduce", "-f", "x", "-N", "2"],
+                    ["tune", "ab", "p", "--bench", "mpi.allreduce"]):
+        args = build_parser().parse_args(
+            [*command, *[w if w != "--rounds" or command[0] != "tune" else "--kernel-rounds"
+                         for w in words]])
+        assert settings_from_args(run.kernel, args) == replace(run.settings, extra=())
+    for opt in KERNEL_OPTIONS:  # each one is a spec key (validate's is spelled so too)
+        with pytest.raises(SpecError, match=f"runs\\[0\\].{opt.name}"):
+            parse_spec(f"runs:\n  - kernel: mpi.allreduce\n    {opt.name}: [1]\n")
+    with pytest.raises(SpecError, match="'char', 'int', 'float' or 'double'"):
+        parse_spec("runs:\n  - kernel: mpi.allreduce\n    datatype: MPI_FLOAT\n")
+
+
+def test_configuration_is_what_the_kernel_settings_measure() -> None:
+    """Sizes and iteration counts say how much is measured (runs differing there pool); every
+    other option says what (runs differing there are different series). An option at the
+    kernel's own default is not a difference."""
+    assert configuration_of(["--sizes", "4M", "--iterations", "9", "--warmup", "1"]) == ()
+    assert configuration_of(["--rounds", "1", "--datatype", "float"]) == ()
+    conf = configuration_of(["--sizes", "4M", "--hugepages", "--window", "16", "--streams",
+                             "8"])
+    assert conf == (("window", "16"), ("hugepages", ""), ("args", "--streams 8"))
+    assert configuration_text(conf) == "window=16 hugepages --streams 8"
+    assert configuration_of(["--window"]) == (("args", "--window"),)  # unreadable: kept whole

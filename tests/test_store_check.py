@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, fabench_cli
+from conftest import ROOT, descendant_pids, fabench_cli
 from fabench.store import Store
 from fabench.store_check import OK, PROBLEMS, UNREADABLE, check_store
 from fabench.store_schema import SCHEMA_VERSION
@@ -186,29 +186,12 @@ def test_what_is_not_a_readable_store_exits_2(store: Path, damage: str) -> None:
 
 # -- SIGKILL mid-write ------------------------------------------------------------------
 
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(d.name))
-    out, todo = [], [pid]
-    while todo:
-        for c in children.get(todo.pop(), []):
-            out.append(c)
-            todo.append(c)
-    return out
-
-
 def _kill_tree(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL the process and every process it started (mpirun and its ranks): only ours."""
-    tree = _descendants(proc.pid)
+    tree = descendant_pids(proc.pid)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    for pid in tree + _descendants(proc.pid):
+    for pid in tree + descendant_pids(proc.pid):
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:

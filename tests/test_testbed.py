@@ -9,7 +9,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -22,7 +21,6 @@ from fabench.testbed import (
     TestbedState,
     create,
     destroy,
-    destroy_all,
     leftovers,
     load_state,
 )
@@ -31,19 +29,6 @@ from fabench.testbed.state import queue_us
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="these testbed tests run as root "
                                 "(CI is root); test_unprivileged covers the other mode")
-
-
-@pytest.fixture
-def tb_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[str]:
-    """A name prefix of this test's own, so cleanup never touches anybody else's testbed;
-    whatever the test leaves is removed, and a leftover fails the test."""
-    prefix = f"fbt{os.getpid() % 100000}"
-    monkeypatch.setenv("FABENCH_TESTBED_PREFIX", prefix)
-    try:
-        yield prefix
-    finally:
-        destroy_all(prefix)
-    assert leftovers(prefix) == []
 
 
 def _in(state_name: str, host: str, cmd: str) -> str:
@@ -55,7 +40,7 @@ def _in(state_name: str, host: str, cmd: str) -> str:
 
 
 @needs_root
-def test_four_hosts_up_status_down(tb_env: str) -> None:
+def test_four_hosts_up_status_down(tb: str) -> None:
     up = fabench_cli("testbed", "up", "--name", "four", "--hosts", "4", "--mtu", "9000",
                      "--rate", "2gbit", "--offloads", "off",
                      "--sysctl", "net.ipv4.tcp_rmem=4096 131072 6291456")
@@ -90,7 +75,7 @@ def test_four_hosts_up_status_down(tb_env: str) -> None:
     status = fabench_cli("testbed", "status", "four").stdout
     assert status.count(" up, eth0 ") == 4
     fabench_cli("testbed", "down", "four")
-    assert leftovers(tb_env) == []
+    assert leftovers(tb) == []
     assert "no testbeds" in fabench_cli("testbed", "status").stdout
 
 
@@ -110,7 +95,7 @@ def _link_ends(name: str) -> list[tuple[list[str], str]]:
 
 
 @needs_root
-def test_queue_is_set_on_every_tbf_and_shown(tb_env: str) -> None:
+def test_queue_is_set_on_every_tbf_and_shown(tb: str) -> None:
     up = fabench_cli("testbed", "up", "--name", "q", "--hosts", "2", "--rate", "1gbit",
                      "--queue", "2ms")
     assert "queue 2ms" in up.stdout
@@ -143,17 +128,17 @@ def test_queue_durations_and_testbeds_recorded_before_the_option() -> None:
 
 
 @needs_root
-def test_failed_up_leaves_nothing(tb_env: str) -> None:
+def test_failed_up_leaves_nothing(tb: str) -> None:
     # net.core.rmem_max is read-only inside a network namespace: `up` must fail and undo.
     proc = fabench_cli("testbed", "up", "--name", "bad", "--hosts", "3",
                        "--sysctl", "net.core.rmem_max=16777216", check=False)
     assert proc.returncode == 2
     assert "net.core.rmem_max is not writable in a network namespace" in proc.stderr
-    assert leftovers(tb_env) == []
+    assert leftovers(tb) == []
 
 
 @needs_root
-def test_down_after_kill_9_of_fabench(openmpi: str, tb_env: str, tmp_path: Path) -> None:
+def test_down_after_kill_9_of_fabench(openmpi: str, tb: str, tmp_path: Path) -> None:
     """fabench dies hard in the middle of a run on a testbed it made for itself: no atexit,
     no signal handler. The ranks and the namespaces stay; `down --all` removes them."""
     proc = subprocess.Popen(
@@ -163,7 +148,7 @@ def test_down_after_kill_9_of_fabench(openmpi: str, tb_env: str, tmp_path: Path)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            state = [x for x in leftovers(tb_env) if x.startswith("state")]
+            state = [x for x in leftovers(tb) if x.startswith("state")]
             ranks = subprocess.run(["pgrep", "-f", "fb-mpi-latency --sizes 8 --iterations "
                                     "100000000"], capture_output=True, text=True).stdout.split()
             if state and len(ranks) >= 2:
@@ -174,11 +159,11 @@ def test_down_after_kill_9_of_fabench(openmpi: str, tb_env: str, tmp_path: Path)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-    left = leftovers(tb_env)
+    left = leftovers(tb)
     assert any(x.startswith("netns") for x in left), left
     out = fabench_cli("testbed", "down", "--all").stdout
     assert "removed" in out
-    assert leftovers(tb_env) == []
+    assert leftovers(tb) == []
     time.sleep(0.5)
     ranks = subprocess.run(["pgrep", "-f", "fb-mpi-latency --sizes 8 --iterations 100000000"],
                            capture_output=True, text=True).stdout.split()
@@ -199,7 +184,7 @@ def test_holders_are_matched_by_their_exact_command_line() -> None:
 
 
 @needs_root
-def test_down_all_spares_processes_outside_the_testbed(tb_env: str) -> None:
+def test_down_all_spares_processes_outside_the_testbed(tb: str) -> None:
     """`down --all` kills what runs inside the testbed's namespaces and its holders, nothing
     else: processes that merely carry the holder marker in their argv survive, and so does
     everything in this host's own network namespace, even next to a process shaped exactly
@@ -207,8 +192,8 @@ def test_down_all_spares_processes_outside_the_testbed(tb_env: str) -> None:
     fabench_cli("testbed", "up", "--name", "spare", "--hosts", "2")
     st = load_state("spare")
     st.state_file.unlink()  # a crash lost the state file: leftovers are found by name
-    marker = f"{HOLDER_MARK}:{tb_env}-spare"
-    ghost_marker = f"{HOLDER_MARK}:{tb_env}-ghost"
+    marker = f"{HOLDER_MARK}:{tb}-spare"
+    ghost_marker = f"{HOLDER_MARK}:{tb}-ghost"
     py = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
     decoys = [
         # sleeps whose argv carries the marker text, as argv[0] and as a whole fake command
@@ -228,7 +213,7 @@ def test_down_all_spares_processes_outside_the_testbed(tb_env: str) -> None:
         time.sleep(0.3)
         assert [d.poll() for d in decoys] == [None] * len(decoys)
         assert ghost.wait(timeout=5) == -signal.SIGKILL
-        assert leftovers(tb_env) == []
+        assert leftovers(tb) == []
     finally:
         for d in [*decoys, ghost]:
             if d.poll() is None:
@@ -237,16 +222,16 @@ def test_down_all_spares_processes_outside_the_testbed(tb_env: str) -> None:
 
 
 @needs_root
-def test_twenty_cycles_leave_nothing(tb_env: str) -> None:
+def test_twenty_cycles_leave_nothing(tb: str) -> None:
     netns_before = subprocess.run(["ip", "netns", "list"], capture_output=True,
                                   text=True).stdout
     for i in range(20):
         st = create(f"c{i}", TestbedConfig(hosts=2, rate="100mbit", mtu=9000))
         assert load_state(f"c{i}").complete
         assert destroy(st) == []
-    assert leftovers(tb_env) == []
+    assert leftovers(tb) == []
     after = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    assert tb_env not in after and tb_env not in netns_before
+    assert tb not in after and tb not in netns_before
 
 
 def _unprivileged_ok() -> bool:

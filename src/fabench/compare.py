@@ -24,6 +24,7 @@ from .selection import (
     Series,
     group_series,
     load_results,
+    run_configuration,
     run_metrics,
     run_source,
     select_runs,
@@ -34,7 +35,7 @@ from .textable import Col, header, row
 from .units import format_number
 
 DEFAULT_TOLERANCE = 0.05
-PAIR_FIELDS = ("transport", "mpi", "env", "label", "source")
+PAIR_FIELDS = ("transport", "mpi", "env", "label", "source", "kernel_settings")
 
 
 @dataclass
@@ -156,6 +157,8 @@ def _pair_key(s: Series, fields: list[str]) -> tuple[Any, ...]:
             vals.append(str(run.settings.get("label") or ""))
         elif f == "source":
             vals.append(run_source(run))
+        elif f == "kernel_settings":
+            vals.append(run_configuration(run))
         else:
             vals.append(getattr(run, f))
     return tuple(vals)
@@ -236,9 +239,13 @@ def short_names(a: str, b: str) -> tuple[str, str]:
     ta, tb = a.split(), b.split()
     da = [w for w in ta if w not in tb]
     db = [w for w in tb if w not in ta]
-    if not da or not db:
-        return a, b
-    return " ".join(da), " ".join(db)
+    if da and db:
+        return " ".join(da), " ".join(db)
+    # One side adds a setting to the other ('... hugepages' against '...'): name it by it.
+    if da or db:
+        words = " ".join(da or db)
+        return (words, f"without {words}") if da else (f"without {words}", words)
+    return a, b
 
 
 def _amount(sc: SizeComparison, unit: str) -> str:

@@ -10,15 +10,17 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any
 
 from .errors import FabenchError
 from .kernels import Kernel, get_kernel
-from .mpi.base import FLAVOURS
-from .spec import CampaignSpec, RunGroup
+from .mpi.base import FLAVOURS, Mpi
 from .transport import Transport, transport_for
 from .units import parse_sizes
+
+if TYPE_CHECKING:  # the spec's schema is derived from the kernel options declared here
+    from .spec import CampaignSpec, RunGroup
 
 # --quick keeps every size but runs fewer iterations: enough for a median, not for tails. One
 # count serves every size, and the largest sizes take nearly all the time (4 MiB windows over
@@ -27,13 +29,8 @@ from .units import parse_sizes
 QUICK_ITERATIONS = {"latency": 200, "bw": 5, "bibw": 5, "mbw_mr": 5}
 QUICK_COLLECTIVE_ITERATIONS = 50
 
-# Kernel options with a typed field: given as raw kernel arguments they would fight it (and
-# adaptive batches rewrite sizes and iterations), so they are refused there.
-TYPED_OPTIONS = ("--sizes", "--iterations", "--warmup", "--window", "--rounds", "--validate",
-                 "--hugepages", "--datatype")
 # Options the launch owns: a pair kernel's role and rendezvous are set by its starter.
 STARTER_OPTIONS = ("--role", "--peer", "--port", "--bind", "--tls", "--provider")
-DATATYPES = ("char", "int", "float", "double")
 LONG_MAX = (1 << 63) - 1  # the kernels read counts with strtol
 # What a shell, mpirun -x and a job script's `export` accept as a variable name.
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -63,80 +60,221 @@ class Sizes:
         return cls(",".join(map(str, values)), tuple(values))
 
 
+# -- the kernel settings, declared once ----------------------------------------------------
+# Each field of KernelSettings below carries its option's declaration; the command-line options
+# (add_kernel_options), the spec's keys (spec.RunGroup), the kernel's argv, the options refused
+# as raw kernel arguments and the configuration a report groups runs by are all derived from
+# it. A new first-class kernel option is one field here (and its parser in
+# native/common/fb_opts.c).
+@dataclass(frozen=True)
+class KernelOption:
+    name: str
+    kind: str  # "int", "flag", "choice" or "sizes"
+    help: str
+    lo: int | None = None
+    hi: int | None = None
+    choices: tuple[str, ...] = ()
+    # False for how much is measured (sizes, iteration counts): runs differing only there are
+    # one configuration, pooled. True for what is measured: a different series.
+    configures: bool = True
+    collectives_only: bool = False
+    # the value the kernel uses when the option is absent (what "not given" means)
+    kernel_default: Any = None
+    # a value written as no option at all, so run keys of earlier versions stay the same
+    omitted: Any = None
+    metavar: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name
+
+    def check(self, v: Any) -> None:
+        """The kernels' own ranges (native/common/fb_opts.c), checked before anything starts."""
+        if v is None:
+            return
+        if self.kind == "int" and not (self.lo or 0) <= v <= (self.hi or LONG_MAX):
+            top = "" if self.hi is None else f"..{self.hi}"
+            raise FabenchError(f"{self.flag} must be {self.lo}{top}"
+                               + (" or more" if not top else "") + f", got {v}")
+        if self.kind == "choice" and v not in self.choices:
+            raise FabenchError(f"{self.flag} {v!r}: one of {', '.join(self.choices)}")
+
+    def words(self, v: Any) -> list[str]:
+        if v is None or v is False or (self.omitted is not None and v == self.omitted):
+            return []
+        if self.kind == "flag":
+            return [self.flag]
+        return [self.flag, v.text if self.kind == "sizes" else str(v)]
+
+
+def _option(kind: str, help: str, **kw: Any) -> Any:
+    default = False if kind == "flag" else None
+    return field(default=default, metadata={"option": (kind, help, kw)})
+
+
+# --datatype's one vocabulary (the kernels' and OSU's -T words); a kernel's records name the
+# MPI type it used (MPI_FLOAT), which is what was measured, not an option to validate.
+DATATYPES = ("char", "int", "float", "double")
+
+
 @dataclass(frozen=True)
 class KernelSettings:
     """The kernel's own options; ``extra`` are options only that kernel knows (--streams 8)."""
 
-    sizes: Sizes | None = None
-    iterations: int | None = None
-    warmup: int | None = None
-    window: int | None = None
-    rounds: int | None = None
-    validate: bool = False
-    hugepages: bool = False
-    datatype: str | None = None
+    sizes: Sizes | None = _option(
+        "sizes", "MIN:MAX power-of-two sweep or a,b,c list (4K, 1M ok)", configures=False)
+    iterations: int | None = _option(
+        "int", "timed iterations per size (default: OSU's)", lo=1, configures=False)
+    warmup: int | None = _option("int", "untimed iterations per size", lo=0, configures=False)
+    window: int | None = _option(
+        "int", "messages in flight (bandwidth kernels, 64)", lo=1, hi=1_000_000)
+    rounds: int | None = _option(
+        "int", "sweep the sizes R times, 1/R of the iterations each time, so a burst of host "
+        "load hits a slice of every size, not all of one (default 1)", lo=1, hi=1000,
+        kernel_default=1, omitted=1, metavar="R")
+    validate: bool = _option("flag", "check every received byte", kernel_default=False)
+    hugepages: bool = _option(
+        "flag", "buffers of 2 MiB and more on transparent huge pages (default: plain pages, "
+        "as OSU; large shared-memory transfers differ a lot)", kernel_default=False)
+    datatype: str | None = _option(
+        "choice", "collectives: the MPI datatype reduced and moved, as OSU's -T "
+        "(default: float)", choices=DATATYPES, collectives_only=True, kernel_default="float")
     extra: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        # The kernels' own ranges (native/common/fb_opts.c), checked before anything starts.
-        for name, lo, hi in (("iterations", 1, LONG_MAX), ("warmup", 0, LONG_MAX),
-                             ("window", 1, 1_000_000), ("rounds", 1, 1000)):
-            v = getattr(self, name)
-            if v is not None and not lo <= v <= hi:
-                top = "" if hi == LONG_MAX else f"..{hi}"
-                raise FabenchError(f"--{name} must be {lo}{top}" + (" or more" if not top else "")
-                                   + f", got {v}")
-        if self.datatype is not None and self.datatype not in DATATYPES:
-            raise FabenchError(f"--datatype {self.datatype!r}: one of {', '.join(DATATYPES)}")
+        for opt in KERNEL_OPTIONS:
+            opt.check(getattr(self, opt.name))
         for a in self.extra:
-            opt = a.split("=", 1)[0]
-            if opt in TYPED_OPTIONS:
-                raise FabenchError(f"kernel argument {a!r}: use fabench's own {opt} option")
-            if opt in STARTER_OPTIONS:
-                raise FabenchError(f"kernel argument {a!r}: {opt} is set by the launch")
+            opt_name = a.split("=", 1)[0]
+            if opt_name in TYPED_OPTIONS:
+                raise FabenchError(f"kernel argument {a!r}: use fabench's own {opt_name} "
+                                   "option")
+            if opt_name in STARTER_OPTIONS:
+                raise FabenchError(f"kernel argument {a!r}: {opt_name} is set by the launch")
 
     def argv(self, kernel: Kernel) -> list[str]:
         """The kernel's command line, in the order fabench has always written it (run keys
         hash it, so `run --resume` recognises runs stored by earlier versions)."""
         args: list[str] = []
-        if self.sizes is not None and kernel.sized:
-            args += ["--sizes", self.sizes.text]
-        if self.iterations is not None:
-            args += ["--iterations", str(self.iterations)]
-        if self.warmup is not None:
-            args += ["--warmup", str(self.warmup)]
-        if self.window is not None:
-            args += ["--window", str(self.window)]
-        if self.rounds is not None and self.rounds > 1:
-            args += ["--rounds", str(self.rounds)]
-        if self.validate:
-            args.append("--validate")
-        if self.hugepages:
-            args.append("--hugepages")
-        if self.datatype is not None:
-            args += ["--datatype", self.datatype]
+        for opt in KERNEL_OPTIONS:
+            if opt.kind != "sizes" or kernel.sized:
+                args += opt.words(getattr(self, opt.name))
         return [*args, *self.extra]
 
+    def record(self) -> dict[str, Any]:
+        return {**{o.name: (v.text if isinstance(v := getattr(self, o.name), Sizes) else v)
+                   for o in KERNEL_OPTIONS}, "extra": list(self.extra)}
 
-def settings_for(kernel: Kernel, *, sizes: str | None = None, iterations: int | None = None,
-                 warmup: int | None = None, window: int | None = None,
-                 rounds: int | None = None, validate: bool = False, hugepages: bool = False,
-                 datatype: str | None = None, extra: Sequence[str] = (),
-                 quick: bool = False) -> KernelSettings:
-    """Kernel settings from what a user wrote; --quick picks the iteration counts here."""
-    if iterations is None and quick:
+
+KERNEL_OPTIONS: tuple[KernelOption, ...] = tuple(
+    KernelOption(f.name, f.metadata["option"][0], f.metadata["option"][1],
+                 **f.metadata["option"][2])
+    for f in fields(KernelSettings) if "option" in f.metadata)
+# Kernel options with a typed field: given as raw kernel arguments they would fight it (and
+# adaptive batches rewrite sizes and iterations), so they are refused there.
+TYPED_OPTIONS = tuple(o.flag for o in KERNEL_OPTIONS)
+
+
+def _dest(opt: KernelOption) -> str:
+    return f"kernel_{opt.name}"
+
+
+def add_kernel_options(p: argparse.ArgumentParser, *, rename: Mapping[str, str] | None = None,
+                       help: Mapping[str, str] | None = None,
+                       defaults: Mapping[str, Any] | None = None, strict: bool = True) -> None:
+    """Every kernel option on a command line. `rename`: a command whose own option already
+    has an option's name spells the kernel's differently (tune ab's --rounds are A/B rounds);
+    `help`/`defaults`: a command's own default (sim runs one iteration)."""
+    for opt in KERNEL_OPTIONS:
+        flag = (rename or {}).get(opt.name, opt.flag)
+        text = (help or {}).get(opt.name, opt.help)
+        default = (defaults or {}).get(opt.name, False if opt.kind == "flag" else None)
+        metavar = opt.metavar or ("N" if opt.kind == "int" else opt.name.upper())
+        if opt.kind == "flag":
+            p.add_argument(flag, dest=_dest(opt), action="store_true", default=default,
+                           help=text)
+        elif opt.kind == "int":
+            p.add_argument(flag, dest=_dest(opt), type=int if strict else str,
+                           default=default, metavar=metavar, help=text)
+        else:
+            choices = opt.choices if strict and opt.choices else None
+            p.add_argument(flag, dest=_dest(opt), default=default, choices=choices,
+                           metavar=None if choices else metavar, help=text)
+
+
+def settings_for(kernel: Kernel, *, extra: Sequence[str] = (), quick: bool = False,
+                 **values: Any) -> KernelSettings:
+    """Kernel settings from what a user wrote (the options by name, None: not given); --quick
+    picks the iteration counts here."""
+    names = {o.name for o in KERNEL_OPTIONS}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        raise TypeError(f"settings_for: no kernel option {', '.join(unknown)}")
+    if values.get("iterations") is None and quick:
         short = kernel.name.split(".", 1)[1]
         iterations = (QUICK_COLLECTIVE_ITERATIONS if kernel.kind == "collective"
                       else QUICK_ITERATIONS.get(short))
-        if warmup is None and iterations is not None:
-            warmup = max(1, iterations // 10)
-    if datatype is not None and kernel.kind != "collective":
-        raise FabenchError(f"{kernel.name}: --datatype applies to collectives only")
-    # An empty --sizes is an error (Sizes.parse says so), not the kernel's default sizes.
-    return KernelSettings(sizes=Sizes.parse(sizes) if sizes is not None else None,
-                          iterations=iterations,
-                          warmup=warmup, window=window, rounds=rounds, validate=validate,
-                          hugepages=hugepages, datatype=datatype, extra=tuple(extra))
+        values["iterations"] = iterations
+        if values.get("warmup") is None and iterations is not None:
+            values["warmup"] = max(1, iterations // 10)
+    for opt in KERNEL_OPTIONS:
+        v = values.get(opt.name)
+        if opt.kind == "flag":
+            values[opt.name] = bool(v)
+        elif opt.kind == "sizes" and v is not None:
+            # An empty --sizes is an error (Sizes.parse says so), not the kernel's default.
+            values[opt.name] = Sizes.parse(v)
+        if opt.collectives_only and v not in (None, False) and kernel.kind != "collective":
+            raise FabenchError(f"{kernel.name}: {opt.flag} applies to collectives only")
+    return KernelSettings(**values, extra=tuple(extra))
+
+
+def settings_from_args(kernel: Kernel, args: argparse.Namespace, *,
+                       extra: Sequence[str] = (), quick: bool = False) -> KernelSettings:
+    """Kernel settings from a command line that add_kernel_options built."""
+    return settings_for(kernel, extra=extra, quick=quick,
+                        **{o.name: getattr(args, _dest(o)) for o in KERNEL_OPTIONS})
+
+
+def _words(words: Sequence[str], strict: bool) -> tuple[dict[str, Any], list[str]]:
+    ap = argparse.ArgumentParser(add_help=False, exit_on_error=False, allow_abbrev=False)
+    add_kernel_options(ap, strict=strict)
+    try:
+        known, extra = ap.parse_known_args(list(words))
+    except argparse.ArgumentError as exc:
+        raise FabenchError(f"kernel options {' '.join(words)!r}: {exc}") from None
+    return {o.name: getattr(known, _dest(o)) for o in KERNEL_OPTIONS}, extra
+
+
+def settings_from_words(kernel: Kernel, words: Sequence[str]) -> KernelSettings:
+    """Kernel settings from options written as on the kernel's own command line (scripts in
+    bench/ and tests write them that way): fabench's typed options are picked out, the rest
+    stay the kernel's own. Like every parse, only at the top of the pipeline."""
+    values, extra = _words(words, strict=True)
+    return settings_for(kernel, extra=extra, **values)
+
+
+def configuration_of(kernel_args: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """What a stored run's kernel arguments say about *what* was measured: each configuring
+    option whose value differs from the kernel's own default, then the kernel's own options.
+    Runs that differ here are different configurations, never repeats of one."""
+    try:
+        values, extra = _words(kernel_args, strict=False)
+    except FabenchError:
+        return (("args", " ".join(kernel_args)),)
+    out = []
+    for opt in KERNEL_OPTIONS:
+        v = values[opt.name]
+        if opt.configures and v not in (None, False) and str(v) != str(opt.kernel_default):
+            out.append((opt.name, "" if v is True else str(v)))
+    if extra:
+        out.append(("args", " ".join(extra)))
+    return tuple(out)
+
+
+def configuration_text(items: Sequence[tuple[str, str]]) -> str:
+    """'hugepages window=16 --streams 8': a configuration's settings as a label shows them."""
+    return " ".join(v if k == "args" else (f"{k}={v}" if v else k) for k, v in items)
 
 
 @dataclass(frozen=True)
@@ -146,7 +284,7 @@ class PlannedRun:
     kernel: Kernel
     transport: Transport
     ranks: int
-    mpi: str
+    mpi: Mpi
     repeat: int = 0
     settings: KernelSettings = field(default_factory=KernelSettings)
     env: Mapping[str, str] = field(default_factory=dict)
@@ -194,7 +332,7 @@ class PlannedRun:
     @property
     def key(self) -> str:
         """Stable identity, so `run --resume` skips exactly the runs already finished."""
-        blob = json.dumps([self.kernel.name, str(self.transport), self.ranks, self.mpi,
+        blob = json.dumps([self.kernel.name, str(self.transport), self.ranks, str(self.mpi),
                            self.repeat, self.settings.argv(self.kernel),
                            sorted(self.env.items())])
         return hashlib.sha1(blob.encode()).hexdigest()[:16]
@@ -211,23 +349,20 @@ class PlannedRun:
         s = self.settings
         return {
             "kernel": self.kernel.name, "transport": str(self.transport), "ranks": self.ranks,
-            "mpi": self.mpi, "repeat": self.repeat, "kernel_args": self.settings.argv(self.kernel),
+            "mpi": str(self.mpi), "repeat": self.repeat,
+            "kernel_args": self.settings.argv(self.kernel),
             "env": dict(self.env), "timeout_s": self.timeout_s, "precision": self.precision,
             "budget_s": self.budget_s, "label": self.label,
-            "kernel_settings": {
-                "sizes": s.sizes.text if s.sizes else None, "iterations": s.iterations,
-                "warmup": s.warmup, "window": s.window, "rounds": s.rounds,
-                "validate": s.validate, "hugepages": s.hugepages, "datatype": s.datatype,
-                "extra": list(s.extra)},
+            "kernel_settings": s.record(),
         }
 
 
-def check_mpi(kernel: Kernel, mpi: str) -> str:
-    """An MPI flavour's name, known to fabench (transport kernels ignore it)."""
+def check_mpi(kernel: Kernel, mpi: str) -> Mpi:
+    """An MPI flavour, known to fabench (transport kernels ignore it)."""
     if kernel.needs_mpi and mpi not in FLAVOURS:
         raise FabenchError(f"--mpi {mpi!r}: unknown MPI flavour; known: "
                            f"{', '.join(FLAVOURS.names())}")
-    return mpi
+    return Mpi(mpi)
 
 
 def plan_run(kernel_name: str, *, transport: str | None = None, ranks: int = 2,
@@ -243,33 +378,12 @@ def plan_run(kernel_name: str, *, transport: str | None = None, ranks: int = 2,
                       budget_s, label)
 
 
-def settings_from_words(kernel: Kernel, words: Sequence[str]) -> KernelSettings:
-    """Kernel settings from options written as on the kernel's own command line (scripts in
-    bench/ and tests write them that way): fabench's typed options are picked out, the rest
-    stay the kernel's own. Like every parse, only at the top of the pipeline."""
-    ap = argparse.ArgumentParser(add_help=False, exit_on_error=False)
-    for opt in ("--sizes", "--datatype"):
-        ap.add_argument(opt)
-    for opt in ("--iterations", "--warmup", "--window", "--rounds"):
-        ap.add_argument(opt, type=int)
-    ap.add_argument("--validate", action="store_true")
-    ap.add_argument("--hugepages", action="store_true")
-    try:
-        known, extra = ap.parse_known_args(list(words))
-    except argparse.ArgumentError as exc:
-        raise FabenchError(f"kernel options {' '.join(words)!r}: {exc}") from None
-    return settings_for(kernel, extra=extra, **vars(known))
-
-
-def _group_runs(spec: CampaignSpec, group: RunGroup, quick: bool) -> list[PlannedRun]:
+def _group_runs(spec: "CampaignSpec", group: "RunGroup", quick: bool) -> list[PlannedRun]:
     runs = []
     for kname in group.kernel:
         kernel = get_kernel(kname)
-        settings = settings_for(kernel, sizes=group.sizes, iterations=group.iterations,
-                                warmup=group.warmup, window=group.window, rounds=group.rounds,
-                                validate=bool(group.validate_data),
-                                hugepages=bool(group.hugepages), datatype=group.datatype,
-                                extra=group.args, quick=quick)
+        settings = settings_for(kernel, extra=group.args, quick=quick,
+                                **group.kernel_options())
         for tname in group.transport:
             transport = transport_for(kernel, tname)
             for ranks in group.ranks:
@@ -277,8 +391,8 @@ def _group_runs(spec: CampaignSpec, group: RunGroup, quick: bool) -> list[Planne
                     continue
                 if not kernel.needs_mpi and ranks != 2:
                     continue
-                for mpi in group.mpi or [spec.mpi]:
-                    check_mpi(kernel, mpi)
+                for name in group.mpi or [spec.mpi]:
+                    mpi = check_mpi(kernel, name)
                     for rep in range(spec.repeats):
                         runs.append(PlannedRun(kernel, transport, ranks, mpi, rep, settings,
                                                dict(group.env), spec.timeout_s,
@@ -286,7 +400,7 @@ def _group_runs(spec: CampaignSpec, group: RunGroup, quick: bool) -> list[Planne
     return runs
 
 
-def make_plan(spec: CampaignSpec, quick: bool = False) -> list[PlannedRun]:
+def make_plan(spec: "CampaignSpec", quick: bool = False) -> list[PlannedRun]:
     plan: list[PlannedRun] = []
     for group in spec.runs:
         plan.extend(_group_runs(spec, group, quick))

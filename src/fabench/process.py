@@ -17,7 +17,7 @@ from typing import Any
 
 from .errors import KernelError
 from .process_identity import proc_start
-from .records import KernelOutput, ResultRecord, parse_line
+from .records import KernelOutput
 
 STDERR_KEEP = 64 * 1024
 NOT_FOUND = 127  # a shell's status for a missing command
@@ -81,20 +81,6 @@ class ProcessOutcome:
     timed_out: bool = False
 
 
-def dispatch(obj: dict[str, Any], out: KernelOutput) -> None:
-    kind = obj.get("type")
-    if kind == "meta":
-        out.meta.update(obj)
-    elif kind == "result":
-        out.results.append(ResultRecord.from_json(obj))
-    elif kind == "error":
-        out.errors.append(obj)
-    elif kind == "skip":
-        out.skip_reason = str(obj.get("reason", "skipped"))
-    elif kind == "end":
-        out.end = obj
-
-
 def run_streaming(argv: list[str], env: dict[str, str], timeout_s: float,
                   on_record: Callable[[dict[str, Any]], None] | None = None,
                   cwd: str | None = None) -> ProcessOutcome:
@@ -120,13 +106,7 @@ def run_streaming(argv: list[str], env: dict[str, str], timeout_s: float,
     timer.start()
     try:
         assert proc.stdout is not None
-        for line in proc.stdout:
-            obj = parse_line(line)
-            if obj is None:
-                continue
-            dispatch(obj, out)
-            if on_record is not None:
-                on_record(obj)
+        out.add_lines(proc.stdout, on_record)
         proc.wait()
     except BaseException:
         terminate(proc)

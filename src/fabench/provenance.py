@@ -6,6 +6,7 @@ import re
 import socket
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -65,29 +66,38 @@ def _driver(dev: Path) -> str | None:
     return link.resolve().name if link.exists() else None
 
 
+@dataclass(frozen=True)
+class VersionProbe:
+    """How one library tells its version: the commands to try (the first that answers counts)
+    and the pattern whose first group is the version; without a pattern, or when it does not
+    match, the answer's first line (a build's own wording is better than nothing)."""
+
+    name: str
+    commands: tuple[tuple[str, ...], ...]
+    pattern: str | None = None
+    first_line_fallback: bool = True
+
+    def version(self) -> str | None:
+        text = next((out for cmd in self.commands if (out := output_of(list(cmd)))), None)
+        if not text:
+            return None
+        m = re.search(self.pattern, text) if self.pattern else None
+        if m:
+            return m.group(1)
+        return text.splitlines()[0] if self.first_line_fallback else None
+
+
+LIBRARIES = (
+    VersionProbe("openmpi", (("mpirun.openmpi", "--version"), ("mpirun", "--version"))),
+    VersionProbe("mpich", (("mpichversion",),), r"MPICH Version:\s*(\S+)"),
+    VersionProbe("ucx", (("ucx_info", "-v"),), r"Version\s+(\S+)", first_line_fallback=False),
+    VersionProbe("libfabric", (("fi_info", "--version"),), r"libfabric:\s*(\S+)",
+                 first_line_fallback=False),
+)
+
+
 def library_versions() -> dict[str, str | None]:
-    versions: dict[str, str | None] = {}
-    ompi = output_of(["mpirun.openmpi", "--version"]) or output_of(["mpirun", "--version"])
-    versions["openmpi"] = ompi.splitlines()[0] if ompi else None
-    mpich = output_of(["mpichversion"])
-    if mpich:
-        m = re.search(r"MPICH Version:\s*(\S+)", mpich)
-        versions["mpich"] = m.group(1) if m else mpich.splitlines()[0]
-    else:
-        versions["mpich"] = None
-    ucx = output_of(["ucx_info", "-v"])
-    if ucx:
-        m = re.search(r"Version\s+(\S+)", ucx)
-        versions["ucx"] = m.group(1) if m else None
-    else:
-        versions["ucx"] = None
-    fi = output_of(["fi_info", "--version"])
-    if fi:
-        m = re.search(r"libfabric:\s*(\S+)", fi)
-        versions["libfabric"] = m.group(1) if m else None
-    else:
-        versions["libfabric"] = None
-    return versions
+    return {probe.name: probe.version() for probe in LIBRARIES}
 
 
 def git_revision(start: str | Path | None = None) -> str | None:

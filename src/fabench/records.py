@@ -3,6 +3,7 @@
 import json
 import math
 import statistics
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,6 +106,31 @@ class KernelOutput:
     errors: list[dict[str, Any]] = field(default_factory=list)
     skip_reason: str | None = None
     end: dict[str, Any] | None = None
+
+    def add(self, obj: dict[str, Any],
+            on_record: Callable[[dict[str, Any]], None] | None = None) -> None:
+        """One record into its place, then to ``on_record`` (the store, a progress line)."""
+        kind = obj.get("type")
+        if kind == "meta":
+            self.meta.update(obj)
+        elif kind == "result":
+            self.results.append(ResultRecord.from_json(obj))
+        elif kind == "error":
+            self.errors.append(obj)
+        elif kind == "skip":
+            self.skip_reason = str(obj.get("reason", "skipped"))
+        elif kind == "end":
+            self.end = obj
+        if on_record is not None:
+            on_record(obj)
+
+    def add_lines(self, lines: Iterable[str],
+                  on_record: Callable[[dict[str, Any]], None] | None = None) -> None:
+        """Every record among lines of a kernel's stdout (other lines are chatter)."""
+        for line in lines:
+            obj = parse_line(line)
+            if obj is not None:
+                self.add(obj, on_record)
 
 
 def parse_line(line: str) -> dict[str, Any] | None:

@@ -61,7 +61,7 @@ def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
     scheduler.check_ranks(planned)  # before the store records a run that never starts
     run_id = store.begin_run(
         campaign_id=campaign_id, key=planned.key, kernel=planned.kernel.name,
-        transport=str(planned.transport), mpi=planned.mpi, ranks=planned.ranks,
+        transport=str(planned.transport), mpi=str(planned.mpi), ranks=planned.ranks,
         launcher=scheduler.name, repeat=planned.repeat, settings=planned.record())
     c2c_start = core_to_core() if scheduler.ranks_here else None
     load_start = load_snapshot()

@@ -6,8 +6,10 @@ ranks, campaign, run, repeat, selected, launcher, label, source, env.NAME), or a
 taken as a transport (`shm`, `tcp`, `ucx:posix`). Runs that did not finish `ok` are left out
 of the statistics (the report lists them under warnings).
 
-A configuration is everything about a run except its repeat index and iteration counts: runs of
-one configuration (repeats, or the same bench run twice) are pooled, see docs/statistics.md.
+A configuration is everything about a run except its repeat index, its sizes and iteration
+counts: runs of one configuration (repeats, or the same bench run twice) are pooled, see
+docs/statistics.md. Runs whose kernel settings differ (hugepages, window, datatype, rounds,
+validate, the kernel's own options) are different configurations, and their labels say how.
 """
 
 from collections import defaultdict
@@ -21,6 +23,7 @@ import numpy as np
 from .errors import FabenchError
 from .kernels import get_kernel
 from .metrics import METRICS, Metric
+from .plan import configuration_of, configuration_text
 from .records import ResultRecord
 from .stats import (
     Interval,
@@ -130,10 +133,16 @@ def select_runs(store: Store, selectors: Iterable[str], kernel: str | None = Non
 
 
 # -- configurations -------------------------------------------------------------------------
+def run_configuration(run: RunRow) -> tuple[tuple[str, str], ...]:
+    """What the run's kernel settings measured (hugepages, window, datatype, rounds, validate,
+    the kernel's own options...), as plan.configuration_of reads them."""
+    return configuration_of([str(a) for a in run.settings.get("kernel_args") or []])
+
+
 def config_key(run: RunRow) -> tuple[Any, ...]:
     env = tuple(sorted(run.settings.get("env", {}).items()))
     return (run.kernel, run.transport, run.mpi, run.ranks, env, run_label(run),
-            run_source(run))
+            run_source(run), run_configuration(run))
 
 
 def config_label(run: RunRow, with_kernel: bool = False) -> str:
@@ -147,6 +156,8 @@ def config_label(run: RunRow, with_kernel: bool = False) -> str:
         parts.append(f"({run_source(run)})")
     env = run.settings.get("env") or {}
     parts += [f"{k}={v}" for k, v in sorted(env.items())]
+    if kernel_settings := configuration_text(run_configuration(run)):
+        parts.append(kernel_settings)
     return (f"{run.kernel} " if with_kernel else "") + " ".join(parts)
 
 

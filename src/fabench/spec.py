@@ -4,10 +4,11 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator
 
 from .errors import FabenchError, SpecError
 from .kernels import get_kernel
+from .plan import KERNEL_OPTIONS, KernelOption
 from .textfile import read_text
 from .transport import transport_for
 from .units import parse_sizes
@@ -20,8 +21,10 @@ def _listify(v: Any) -> Any:
     return v if isinstance(v, list) else [v]
 
 
-class RunGroup(BaseModel):
-    """One block of a campaign: the cross product of its lists becomes runs."""
+class _RunGroupBase(BaseModel):
+    """One block of a campaign: the cross product of its lists becomes runs. The kernel
+    options (sizes, iterations, window, hugepages...) are added from their declaration in
+    plan.KernelSettings, as RunGroup below."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -29,14 +32,6 @@ class RunGroup(BaseModel):
     transport: list[str] = Field(default_factory=lambda: ["shm"], min_length=1)
     ranks: list[int] = Field(default_factory=lambda: [2], min_length=1)
     mpi: list[str] | None = None
-    sizes: str | None = None
-    iterations: int | None = Field(default=None, gt=0)
-    warmup: int | None = Field(default=None, ge=0)
-    window: int | None = Field(default=None, gt=0)
-    rounds: int | None = Field(default=None, ge=1, le=1000)  # sweeps over the sizes
-    hugepages: bool | None = None  # buffers >= 2 MiB on transparent huge pages
-    datatype: str | None = None  # collectives: char, int, float (default), double
-    validate_data: bool | None = Field(default=None, alias="validate")
     env: dict[str, str] = Field(default_factory=dict)
     args: list[str] = Field(default_factory=list)  # kernel options, e.g. [--streams, "8"]
     precision: float | None = Field(default=None, gt=0, lt=1)  # see docs/statistics.md
@@ -88,12 +83,34 @@ class RunGroup(BaseModel):
                 raise ValueError(f"env {k}: a NUL byte cannot be in a value")
         return v
 
-    @field_validator("sizes")
+    @field_validator("sizes", check_fields=False)
     @classmethod
     def _sizes_parse(cls, v: str | None) -> str | None:
         if v is not None:
             parse_sizes(v)
         return v
+
+    def kernel_options(self) -> dict[str, Any]:
+        """The group's kernel options by name (None: not given)."""
+        return {o.name: getattr(self, _field_name(o)) for o in KERNEL_OPTIONS}
+
+
+def _field_name(opt: KernelOption) -> str:
+    # `validate` is a BaseModel method: the field takes another name, the key stays.
+    return f"{opt.name}_data" if hasattr(BaseModel, opt.name) else opt.name
+
+
+def _option_field(opt: KernelOption) -> tuple[Any, Any]:
+    alias = opt.name if _field_name(opt) != opt.name else None
+    kind: Any = {"int": int, "flag": bool, "sizes": str}.get(opt.kind)
+    if opt.kind == "choice":
+        kind = Literal[opt.choices]  # type: ignore[valid-type]
+    return kind | None, Field(default=None, ge=opt.lo, le=opt.hi if opt.kind == "int" else None,
+                              alias=alias, description=opt.help)
+
+
+RunGroup = create_model("RunGroup", __base__=_RunGroupBase, __module__=__name__,
+                        **{_field_name(o): _option_field(o) for o in KERNEL_OPTIONS})
 
 
 Aggressor = Literal["incast", "alltoall", "bcast", "bulk"]  # congestion/aggressors.PATTERNS

@@ -1,15 +1,18 @@
 """A site's plugins, kept outside fabench's source (tests/test_plugins.py loads them with
 FABENCH_PLUGINS=fbdemo_plugins): one of each kind docs/DEVELOPING.md explains."""
 
+import copy
+from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
+from fabench.errors import FabenchError
 from fabench.importers import ImportedRun, Importer, aggregate, register_importer
 from fabench.kernels import LATENCY, Kernel, register_kernel
 from fabench.launched import LaunchResult, RecordCallback
 from fabench.placement import Allocation, HostExec, HostSlots
 from fabench.plan import PlannedRun
-from fabench.schedulers import SCHEDULERS, DirectScheduler
+from fabench.schedulers import SCHEDULERS, DirectScheduler, Scheduler
 from fabench.starters import STARTERS
 from fabench.starters.mpirun import MpirunStarter
 
@@ -42,6 +45,50 @@ class OneHost(DirectScheduler):
     def allocation(self, run: PlannedRun) -> Allocation:
         here = HostExec("here", "127.0.0.1")
         return Allocation(placed=[HostSlots("here", run.ranks)], execs={"here": here})
+
+
+@SCHEDULERS.register("loopbacks")
+class Loopbacks(DirectScheduler):
+    """This machine as N hosts, each one loopback address (127.0.0.2, .3, ...): a site's own
+    scheduler that offers its hosts (host_names, host_exec, on_hosts), so the features that
+    spread processes over hosts (a pair-kernel matrix, congestion's placement) run on it.
+    Pair kernels go between its hosts; MPI ranks all stay on the first."""
+
+    description = "this host as N loopback addresses, one per host"
+    usage = "loopbacks [N]"
+
+    def __init__(self, n: int = 3, starter: str | None = None) -> None:
+        super().__init__(starter)
+        if not 2 <= n <= 200:
+            raise FabenchError(f"--on loopbacks {n}: 2 to 200 hosts")
+        self.names = [f"lo{i}" for i in range(2, n + 2)]
+
+    @classmethod
+    def from_words(cls, words: list[str], starter: str | None = None) -> Scheduler:
+        if len(words) > 1 or (words and not words[0].isdigit()):
+            raise FabenchError("--on loopbacks [N]")
+        return cls(int(words[0]) if words else 3, starter=starter)
+
+    def host_names(self) -> list[str] | None:
+        return list(self.names)
+
+    def host_exec(self, name: str) -> HostExec:
+        if name not in self.names:
+            raise FabenchError(f"no host {name!r} here")
+        return HostExec(name, f"127.0.0.{name[2:]}")
+
+    def on_hosts(self, names: Sequence[str]) -> Scheduler:
+        view = copy.copy(self)
+        view.names = [self.host_exec(n).name for n in names]
+        return view
+
+    def allocation(self, run: PlannedRun) -> Allocation:
+        if run.kernel.needs_mpi:
+            return Allocation(placed=[HostSlots(self.names[0], run.ranks)],
+                              execs={self.names[0]: self.host_exec(self.names[0])})
+        return Allocation(placed=[HostSlots(n) for n in self.names],
+                          execs={n: self.host_exec(n) for n in self.names}, remote=True,
+                          crosses=True)
 
 
 @register_importer("csvlat")

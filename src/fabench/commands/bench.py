@@ -7,7 +7,7 @@ import sys
 from ..campaign import run_bench
 from ..errors import FabenchError
 from ..kernels import KERNELS, get_kernel
-from ..plan import DATATYPES, plan_run, settings_for
+from ..plan import add_kernel_options, plan_run, settings_from_args
 from ..report.table import (
     header_lines,
     kernel_tables,
@@ -34,20 +34,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--mpi", default="openmpi",
                    help="openmpi | mpich, for MPI kernels (default: openmpi)")
     p.add_argument("--ranks", "-n", type=int, default=2, help="MPI ranks (default: 2)")
-    p.add_argument("--sizes", help="MIN:MAX power-of-two sweep or a,b,c list (4K, 1M ok)")
-    p.add_argument("--iterations", type=int, help="timed iterations per size (default: OSU's)")
-    p.add_argument("--warmup", type=int, help="untimed iterations per size")
-    p.add_argument("--window", type=int, help="messages in flight (bandwidth kernels, 64)")
-    p.add_argument("--rounds", type=int, metavar="R",
-                   help="sweep the sizes R times, 1/R of the iterations each time, so a burst "
-                        "of host load hits a slice of every size, not all of one (default 1)")
-    p.add_argument("--datatype", choices=DATATYPES,
-                   help="collectives: the MPI datatype reduced and moved, as OSU's -T "
-                        "(default: float)")
-    p.add_argument("--validate", action="store_true", help="check every received byte")
-    p.add_argument("--hugepages", action="store_true",
-                   help="buffers of 2 MiB and more on transparent huge pages (default: plain "
-                        "pages, as OSU; large shared-memory transfers differ a lot)")
+    add_kernel_options(p)
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds (default: 1800)")
     p.add_argument("--precision", type=float, metavar="P",
                    help="adaptive: repeat batches until each size's 95%% CI half-width is "
@@ -74,10 +61,7 @@ def _kernel_words(texts: list[str]) -> list[str]:
 
 def main(args: argparse.Namespace) -> int:
     kernel = get_kernel(args.kernel)
-    settings = settings_for(kernel, sizes=args.sizes, iterations=args.iterations,
-                            warmup=args.warmup, window=args.window, rounds=args.rounds,
-                            validate=args.validate, hugepages=args.hugepages,
-                            datatype=args.datatype, extra=_kernel_words(args.kernel_args))
+    settings = settings_from_args(kernel, args, extra=_kernel_words(args.kernel_args))
     planned = plan_run(kernel.name, transport=args.transport, ranks=args.ranks, mpi=args.mpi,
                        settings=settings, timeout_s=args.timeout, precision=args.precision,
                        budget_s=args.budget)

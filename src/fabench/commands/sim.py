@@ -9,7 +9,8 @@ from ..campaign import run_bench
 from ..kernels import get_kernel
 from ..model.catalog import load_fabric
 from ..model.collectives import ALGORITHMS
-from ..plan import PlannedRun, settings_for
+from ..mpi.base import Mpi
+from ..plan import PlannedRun, add_kernel_options, settings_from_args
 from ..report.table import header_lines, kernel_tables, summaries_json
 from ..schedulers.simgrid import SimGridScheduler
 from ..sim.smpi import SimSetup, smpi_algorithm
@@ -35,16 +36,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--algorithm", "-a",
                    help="model name: ring, recursive_doubling, rabenseifner, binomial, "
                         "pairwise, bruck, linear, scatter_allgather (default: an O(P) one)")
-    p.add_argument("--sizes", help="sizes (default: the kernel's)")
     p.add_argument("--cores", type=int, default=None,
                    help="cores the nodes shared when the measurement to compare with ran on "
                         "emulated nodes of one machine: endpoint overheads stretch as the "
                         "fabric's contention calibration says (default: a core per rank)")
-    p.add_argument("--iterations", type=int, default=1,
-                   help="simulated iterations per size (default 1: the simulator is "
-                        "deterministic, after the warm-up call repeats give the same time "
-                        "and only cost wall time, ~6 s per call at 4096 ranks)")
-    p.add_argument("--warmup", type=int, default=1)
+    add_kernel_options(p, defaults={"iterations": 1, "warmup": 1}, help={
+        "sizes": "sizes (default: the kernel's)",
+        "iterations": "simulated iterations per size (default 1: the simulator is "
+                      "deterministic, after the warm-up call repeats give the same time and "
+                      "only cost wall time, ~6 s per call at 4096 ranks)",
+        "warmup": "untimed iterations per size (default 1)"})
     p.add_argument("--warmup-sync", choices=("clock", "barrier"), default="clock",
                    help="collectives: how a warm-up call starts. clock (default): every rank "
                         "at one instant of the simulated clock, 2 (P - 1) messages; barrier: "
@@ -74,10 +75,9 @@ def main(args: argparse.Namespace) -> int:
     coll = kernel.name.partition(".")[2]
     algo = smpi_algorithm(coll, args.algorithm)[0] if coll in ALGORITHMS else None
     transport = Transport("sim", ":".join(x for x in (fabric.name, args.topology, algo) if x))
-    settings = settings_for(kernel, sizes=args.sizes, iterations=args.iterations,
-                            warmup=args.warmup,
-                            extra=warmup_sync_args(kernel.kind, args.warmup_sync))
-    planned = PlannedRun(kernel, transport, setup.ranks, "simgrid", settings=settings,
+    settings = settings_from_args(kernel, args,
+                                  extra=warmup_sync_args(kernel.kind, args.warmup_sync))
+    planned = PlannedRun(kernel, transport, setup.ranks, Mpi("simgrid"), settings=settings,
                          timeout_s=args.timeout)
     outcome = run_bench(planned, launcher, store_of(args))
     if args.json:

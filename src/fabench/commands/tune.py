@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..errors import FabenchError
 from ..kernels import get_kernel
-from ..plan import make_plan, plan_run, settings_for
+from ..plan import add_kernel_options, make_plan, plan_run, settings_from_args
 from ..schedulers import split_on
 from ..spec import load_spec
 from ..tune.ab import deltas_json, run_ab
@@ -67,10 +67,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     b.add_argument("--transport", default="tcp", help="(--bench) transport (default: tcp)")
     b.add_argument("--mpi", default="openmpi", help="(--bench) openmpi | mpich")
     b.add_argument("--ranks", "-n", type=int, default=2, help="(--bench) ranks (default: 2)")
-    b.add_argument("--sizes", help="(--bench) MIN:MAX or a,b,c")
-    b.add_argument("--iterations", type=int, help="(--bench) timed iterations per size")
-    b.add_argument("--warmup", type=int, help="(--bench) untimed iterations per size")
-    b.add_argument("--window", type=int, help="(--bench) messages in flight")
+    # --rounds here have counted A/B rounds since the command exists: the kernel's own
+    # --rounds is spelled --kernel-rounds
+    add_kernel_options(b, rename={"rounds": "--kernel-rounds"})
     b.add_argument("--kernel-arg", action="append", default=[], metavar="ARG",
                    help="(--bench) extra kernel option for both sides, e.g. --kernel-arg=-x")
     b.add_argument("--quick", action="store_true", help="(--campaign) fewer iterations")
@@ -166,8 +165,7 @@ def ab_main(args: argparse.Namespace) -> int:
     targets = _resolve(args)
     if args.bench:
         k = get_kernel(args.bench)
-        settings = settings_for(k, sizes=args.sizes, iterations=args.iterations,
-                                warmup=args.warmup, window=args.window, extra=args.kernel_arg)
+        settings = settings_from_args(k, args, extra=args.kernel_arg)
         planned = [plan_run(k.name, transport=args.transport, ranks=args.ranks, mpi=args.mpi,
                             settings=settings, timeout_s=args.timeout)]
         tb = targets[0].meta.get("testbed")

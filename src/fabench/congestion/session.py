@@ -17,8 +17,7 @@ from ..plan import PlannedRun
 from ..process import output_of
 from ..provenance import host_provenance
 from ..runner import RunOutcome, execute_run
-from ..schedulers import Scheduler
-from ..schedulers.testbed import AutoScheduler, TestbedScheduler
+from ..schedulers import DirectScheduler, Scheduler
 from ..spec import CongestionBlock
 from ..store import Store
 from .aggressors import PATTERNS, AggressorPlan, start
@@ -96,13 +95,17 @@ def layout(cfg: CongestionConfig, hosts: list[str]) -> Layout:
     return Layout(victims, aggressors, cfg.target or victims[1])
 
 
-def testbed_of(scheduler: Scheduler) -> TestbedScheduler:
-    inner = scheduler.inner if isinstance(scheduler, AutoScheduler) else scheduler
-    if not isinstance(inner, TestbedScheduler):
+def hosts_of(scheduler: Scheduler) -> list[str]:
+    """The hosts victims and aggressors go to: the scheduler must offer hosts and start
+    processes on a host of fabench's choosing (a testbed, a hostfile, a site's own)."""
+    names = scheduler.host_names()
+    if not names or len(names) < 2:
         raise FabenchError("fabench congestion places victims and aggressors on hosts of "
-                           "their own and starts aggressors there: it runs on a testbed "
-                           "(`fabench testbed up --hosts 6 ...`, then --on testbed NAME)")
-    return inner
+                           "their own and starts aggressors there: it runs where fabench "
+                           "places processes on hosts (a testbed: `fabench testbed up --hosts "
+                           f"6 ...`, then --on testbed NAME; or --on hosts FILE), not --on "
+                           f"{scheduler.name}")
+    return names
 
 
 # TCP congestion controls that do not slow down on CE marks: BBR (v1, Linux's `bbr`) reacts
@@ -111,15 +114,16 @@ def testbed_of(scheduler: Scheduler) -> TestbedScheduler:
 IGNORES_ECN = ("bbr",)
 
 
-def tcp_settings(tb: TestbedScheduler) -> dict[str, dict[str, str]]:
-    """Each host's TCP congestion control and ECN mode, read inside it: what decides whether
+def tcp_settings(scheduler: Scheduler) -> dict[str, dict[str, str]]:
+    """Each host's TCP congestion control and ECN mode, read on it: what decides whether
     a CE mark slows anything down (recorded with the campaign)."""
     out = {}
-    for h in tb.state.hosts:
+    for name in hosts_of(scheduler):
+        prefix = list(scheduler.host_exec(name).prefix)
         got = {}
         for key in ("net.ipv4.tcp_congestion_control", "net.ipv4.tcp_ecn"):
-            got[key.rsplit(".", 1)[1]] = output_of([*h.enter, "sysctl", "-n", key]) or "?"
-        out[h.name] = got
+            got[key.rsplit(".", 1)[1]] = output_of([*prefix, "sysctl", "-n", key]) or "?"
+        out[name] = got
     return out
 
 
@@ -150,16 +154,18 @@ def run_congestion(cfg: CongestionConfig, scheduler: Scheduler, store: Store,
                    campaign_id: int, progress: Progress | None = None,
                    tcp: dict[str, dict[str, str]] | None = None) -> CongestionOutcome:
     """Every round and phase into the store under campaign_id; the impact rows after."""
-    tb = testbed_of(scheduler)
-    lay = layout(cfg, [h.name for h in tb.state.hosts])
+    lay = layout(cfg, hosts_of(scheduler))
     say = progress or (lambda _: None)
-    tcp = tcp if tcp is not None else tcp_settings(tb)
-    warning = ecn_warning(tcp, any("ecn=" in spec for spec in tb.state.config.impairs))
+    tcp = tcp if tcp is not None else tcp_settings(scheduler)
+    warning = ecn_warning(tcp, any("ecn=" in spec for spec in scheduler.link_impairments()))
     if warning:
         say(f"warning: {warning}")
 
     def alloc_for(run: PlannedRun, hosts: list[str]) -> Allocation:
-        view = tb.on_hosts(hosts)
+        view = scheduler.on_hosts(hosts)
+        if not isinstance(view, DirectScheduler):
+            raise FabenchError(f"the {scheduler.name} scheduler cannot start aggressors from "
+                               "here")
         view.check_ranks(run)  # more aggressor ranks than cores: only with --oversubscribe
         return view.allocation(run)
 
@@ -185,7 +191,7 @@ def run_congestion(cfg: CongestionConfig, scheduler: Scheduler, store: Store,
                                                rnd, cfg.settings):
                     say(f"round {rnd + 1}/{cfg.rounds} {phase}: {planned.kernel.name} on "
                         f"{','.join(on)}")
-                    oc = execute_run(store, tb.on_hosts(on), planned, campaign_id)
+                    oc = execute_run(store, scheduler.on_hosts(on), planned, campaign_id)
                     if oc.status != "ok":
                         say(f"  {oc.status}: {oc.reason}")
                     phase_runs.append(oc)
@@ -209,9 +215,8 @@ def congestion_campaign(cfg: CongestionConfig, scheduler: Scheduler, store_path:
                         name: str = "congestion",
                         progress: Progress | None = None) -> CongestionOutcome:
     """The test as a campaign of its own in the store."""
-    tb = testbed_of(scheduler)
-    layout(cfg, [h.name for h in tb.state.hosts])  # refused before anything is stored
-    tcp = tcp_settings(tb)
+    layout(cfg, hosts_of(scheduler))  # refused before anything is stored
+    tcp = tcp_settings(scheduler)
     with Store(store_path) as store:
         cid = store.begin_campaign(name, {"congestion": cfg.to_json(),
                                           "launcher": scheduler.describe(), "tcp": tcp},

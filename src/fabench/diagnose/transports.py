@@ -21,7 +21,6 @@ from typing import Any
 from ..compare import DEFAULT_TOLERANCE, compare_series
 from ..kernels import get_kernel
 from ..metrics import Better, Metric
-from ..mpi.base import get_flavour
 from ..mpi.onnode import FLAG as NIC_FLAG
 from ..plan import PlannedRun, plan_run, settings_for
 from ..provenance import host_provenance
@@ -174,7 +173,7 @@ def library_choice(pr: PathRuns, env: dict[str, str], peer: str,
 def run_env(scheduler: Scheduler, planned: PlannedRun) -> tuple[dict[str, str], tuple[str, ...]]:
     """The steering environment of a run's ranks (the flavour's translation of the transport,
     the scheduler's own variables, the run's), and how to run a command on its first host."""
-    env = dict(get_flavour(planned.mpi).direct_launch_env(planned.transport))
+    env = dict(planned.mpi.flavour().direct_launch_env(planned.transport))
     prefix: tuple[str, ...] = ()
     if isinstance(scheduler, DirectScheduler):
         alloc = scheduler.allocation(planned)

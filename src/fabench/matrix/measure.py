@@ -9,8 +9,6 @@ samples, and the judgement (verdicts with their evidence, the groups) a row of `
 
 from __future__ import annotations
 
-import copy
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -26,8 +24,6 @@ from ..records import PairRecord
 from ..report.model import load_warning
 from ..runner import execute_run
 from ..schedulers import Scheduler
-from ..schedulers.hosts import HostsScheduler
-from ..schedulers.testbed import TestbedScheduler
 from ..store import Store
 from .judge import Judgement, Link, Matrix, Suspects, find_suspects, judge
 from .pairwise import PairPlans, run_tcp_pass
@@ -82,10 +78,9 @@ class MatrixOptions:
 
 def host_count(scheduler: Scheduler, asked: int | None) -> int:
     """One rank per host: how many hosts the scheduler offers."""
-    if isinstance(scheduler, TestbedScheduler):
-        n = len(scheduler.state.hosts)
-    elif isinstance(scheduler, HostsScheduler):
-        n = len(scheduler.hosts)
+    names = scheduler.host_names()
+    if names is not None and len(names) > 1:
+        n = len(names)
     elif asked is None:
         raise FabenchError(f"{scheduler.name}: say how many hosts the matrix spans (--hosts N, "
                            "one rank per host; for Slurm also -N N --ntasks-per-node=1)")
@@ -96,9 +91,6 @@ def host_count(scheduler: Scheduler, asked: int | None) -> int:
     if n < 2:
         raise FabenchError(f"a matrix needs at least 2 hosts, {scheduler.describe()} has {n}")
     return n
-
-
-PROBE_TIMEOUT_S = 20.0  # an ssh that has not run `true` by then will not carry a matrix either
 
 
 @dataclass(frozen=True)
@@ -112,39 +104,17 @@ class Unreachable:
 
 
 def probe_hosts(scheduler: Scheduler) -> list[Unreachable]:
-    """Hosts of a hostfile that do not run `true` through the scheduler's agent (ssh), each
-    with the agent's last words. A testbed's hosts are made here; Slurm gives what it
-    allocated."""
-    if not isinstance(scheduler, HostsScheduler):
-        return []
-    bad = []
-    for h in scheduler.hosts:
-        if h.name.startswith("-"):  # would be read as an option of ssh or the agent
-            bad.append(Unreachable(h.name, "a host name may not start with '-'"))
-            continue
-        try:
-            p = subprocess.run([scheduler.agent, h.name, "true"], capture_output=True,
-                               text=True, timeout=PROBE_TIMEOUT_S, check=False,
-                               stdin=subprocess.DEVNULL)
-            if p.returncode != 0:
-                tail = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
-                bad.append(Unreachable(h.name, f"{scheduler.agent}: {tail[:200]}"))
-        except subprocess.TimeoutExpired:
-            bad.append(Unreachable(h.name, f"{scheduler.agent} did not answer in "
-                                           f"{PROBE_TIMEOUT_S:.0f} s"))
-        except OSError as exc:
-            raise FabenchError(f"cannot run {scheduler.agent}: {exc.strerror}") from None
-    return bad
+    """Hosts the scheduler cannot reach now (a hostfile's host that does not answer ssh),
+    each with why. A testbed's hosts are made here; Slurm gives what it allocated."""
+    return [Unreachable(h, why) for h, why in scheduler.unreachable_hosts()]
 
 
 def without(scheduler: Scheduler, gone: list[Unreachable]) -> Scheduler:
-    """The same hostfile scheduler without the unreachable hosts."""
-    if not gone or not isinstance(scheduler, HostsScheduler):
+    """The same scheduler without the unreachable hosts."""
+    if not gone:
         return scheduler
     names = {u.host for u in gone}
-    left = copy.copy(scheduler)
-    left.hosts = [h for h in scheduler.hosts if h.name not in names]
-    return left
+    return scheduler.on_hosts([h for h in scheduler.host_names() or [] if h not in names])
 
 
 def parse_pairs(text: str, hosts: Sequence[str] | None = None) -> tuple[Link, ...]:

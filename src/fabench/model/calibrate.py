@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import FabenchError
+from ..plan import configuration_of, configuration_text
 from ..store import RunRow, Store
 from . import gamma as gamma_kernel
 from .fabric import Fabric, Provenance, Replicate, Segment
@@ -311,8 +312,25 @@ class RunCurves:
     launchers: set[str] = field(default_factory=set)
 
 
+def _one_configuration(runs: Sequence[RunRow]) -> None:
+    """Runs that fit one curve are merged as repeats: their kernel settings must agree (a
+    hugepages run and a plain one are two fabrics' worth of bandwidth, not one)."""
+    seen: dict[tuple[str, bool, int], tuple[RunRow, tuple[tuple[str, str], ...]]] = {}
+    for run in runs:
+        conf = configuration_of([str(a) for a in run.settings.get("kernel_args") or []])
+        first, first_conf = seen.setdefault((run.kernel, is_shared_memory(run), run.ranks),
+                                            (run, conf))
+        if conf != first_conf:
+            raise FabenchError(
+                f"runs {first.id} and {run.id} ({run.kernel}) differ in their kernel settings "
+                f"({configuration_text(first_conf) or 'defaults'} vs "
+                f"{configuration_text(conf) or 'defaults'}): a calibration merges them as "
+                "repeats of one curve; give the runs of one configuration")
+
+
 def _sort_runs(store: Store, run_ids: Sequence[int]) -> RunCurves:
     out = RunCurves()
+    _one_configuration([store.run(rid) for rid in run_ids])
     for rid in run_ids:
         kernel, curve = run_curve(store, rid)
         run = store.run(rid)

@@ -30,6 +30,8 @@ import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from scipy.optimize import brentq
+
 from ..errors import FabenchError
 from ..store import Store
 from ..textfile import read_text
@@ -212,7 +214,7 @@ def hpl_curve(fabric: Fabric, nodes: list[int], prm: HplParams) -> list[HplPoint
 def fit_node_cv(fabric: Fabric, nodes: int, target_efficiency: float,
                 prm: HplParams) -> float | None:
     """The node-to-node spread that makes the model hit `target_efficiency` at `nodes`
-    (bisection; efficiency falls as the spread grows). None if out of [0, 20 %]. The curve it
+    (Brent's method; efficiency falls as the spread grows). None if out of [0, 20 %]. The curve it
     gives is fitted, not predicted: it reproduces the figure it was fitted to by
     construction."""
     def eff(cv: float) -> float:
@@ -221,13 +223,7 @@ def fit_node_cv(fabric: Fabric, nodes: int, target_efficiency: float,
     lo, hi = 0.0, 0.2
     if not eff(hi) <= target_efficiency <= eff(lo):
         return None
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        if eff(mid) > target_efficiency:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
+    return float(brentq(lambda cv: eff(cv) - target_efficiency, lo, hi, xtol=1e-12))
 
 
 @dataclass(frozen=True)

@@ -273,5 +273,24 @@ def get_flavour(name: str, **kwargs: str | None) -> MpiFlavour:
     return FLAVOURS.get(name)(**kwargs)
 
 
+@dataclass(frozen=True)
+class Mpi:
+    """The MPI a run uses, by name: a registered flavour (openmpi, mpich, a plugin's), or an
+    MPI that is no flavour of ours (SimGrid's SMPI under `fabench sim`; a transport kernel
+    ignores it). Written as its name wherever a run is shown or stored."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def registered(self) -> bool:
+        return self.name in FLAVOURS
+
+    def flavour(self, **kwargs: str | None) -> MpiFlavour:
+        return get_flavour(self.name, **kwargs)
+
+
 def available_flavours() -> list[MpiFlavour]:
     return [f for f in (cls() for _, cls in FLAVOURS.items()) if f.available()]

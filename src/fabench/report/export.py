@@ -15,14 +15,15 @@ from typing import Any
 import numpy as np
 
 from ..peer_stats import peer_fields
-from ..selection import config_label, run_source
+from ..plan import configuration_text
+from ..selection import config_label, run_configuration, run_source
 from ..stats import summarize
 from .model import TABLE_COLUMNS, Report
 
 CSV_FIELDS = ("scope", "kernel", "configuration", "transport", "selected", "mpi", "ranks",
-              "source", "label", "metric", "unit", "better", "size", "run_ids", "runs", "n",
-              "median", "ci_low", "ci_high", "confidence", "ci_method", "ci_point_outside", "mean",
-              "min", "max",
+              "source", "label", "kernel_settings", "metric", "unit", "better", "size",
+              "run_ids", "runs", "n", "median", "ci_low", "ci_high", "confidence", "ci_method",
+              "ci_point_outside", "mean", "min", "max",
               "p5", "p95", "p99", "stdev", "cv", "robust_cv", "outliers_low", "outliers_high",
               "repeat_cv", "median_rank_mean", "osu_avg", "on")
 
@@ -67,6 +68,7 @@ def rows(report: Report) -> list[dict[str, Any]]:
         base = {"kernel": s.kernel, "configuration": s.label, "transport": r0.transport,
                 "selected": r0.selected_transport or "", "mpi": r0.mpi, "ranks": r0.ranks,
                 "source": run_source(r0), "label": r0.settings.get("label") or "",
+                "kernel_settings": configuration_text(run_configuration(r0)),
                 "metric": s.metric.name, "unit": s.metric.unit,
                 "better": s.metric.better.value,
                 # where it ran, with a testbed's rate, MTU and impairments

@@ -10,6 +10,7 @@ of a plugin, and nothing else changes.
 
 import shlex
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -17,7 +18,7 @@ from ..errors import FabenchError
 from ..kernels import Kernel
 from ..launched import LaunchResult, RecordCallback
 from ..netcounters import IfCounters, check_crossing
-from ..placement import Allocation, placement_note
+from ..placement import Allocation, HostExec, placement_note
 from ..plan import PlannedRun
 from ..records import ResultRecord
 from ..registry import Registry
@@ -95,6 +96,33 @@ class Scheduler(ABC):
 
     def close(self) -> None:  # noqa: B027 - most schedulers make nothing to give back
         """Give back what the scheduler made for this process (an ephemeral testbed)."""
+
+    # -- hosts: what features that spread processes over hosts need (a matrix, congestion's
+    # victims and aggressors). A site scheduler that offers them works there too.
+    def host_names(self) -> list[str] | None:
+        """The hosts this place offers, in its order; None where it cannot say before it
+        runs (a batch system allocates at submission, a simulation has no hosts to reach)."""
+        return None
+
+    def host_exec(self, name: str) -> HostExec:
+        """How to start a process on one of its hosts: the argv prefix that runs a command
+        there (ssh, a namespace's nsenter), and the address its peers reach it at."""
+        raise FabenchError(f"the {self.name} scheduler cannot start a process on a host of "
+                           "fabench's choosing")
+
+    def on_hosts(self, names: Sequence[str]) -> "Scheduler":
+        """The same place with ranks on these hosts only, in this order (a view: closing it
+        never gives back what its owner made)."""
+        raise FabenchError(f"the {self.name} scheduler cannot place ranks on chosen hosts")
+
+    def unreachable_hosts(self) -> list[tuple[str, str]]:
+        """Hosts that do not answer now, each with why; [] where every host is made or
+        allocated for the run (a testbed, this host, a batch allocation)."""
+        return []
+
+    def link_impairments(self) -> tuple[str, ...]:
+        """What the place does to its links on purpose (an emulated testbed's impairments)."""
+        return ()
 
 
 class DirectScheduler(Scheduler):

@@ -6,7 +6,10 @@ ranks over ssh, transport kernels start over ssh on two of the hosts.
 check on one network.
 """
 
+import copy
 import os
+import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import FabenchError
@@ -16,6 +19,8 @@ from ..placement import Allocation, HostExec, HostSlots, place_ranks
 from ..plan import PlannedRun
 from ..textfile import read_text
 from . import SCHEDULERS, DirectScheduler, Scheduler
+
+PROBE_TIMEOUT_S = 20.0  # an ssh that has not run `true` by then will not carry a run either
 
 
 def parse_hostfile(path: str | Path) -> list[HostSlots]:
@@ -90,6 +95,42 @@ class HostsScheduler(DirectScheduler):
             remote=True, crosses=len(placed) > 1 or not run.kernel.needs_mpi,
             agent=None if self.agent == "ssh" else self.agent, iface=self._ifname,
             subnet=self.iface if self.iface and "/" in self.iface else None)
+
+    def host_names(self) -> list[str] | None:
+        return [h.name for h in self.hosts]
+
+    def host_exec(self, name: str) -> HostExec:
+        if name not in {h.name for h in self.hosts}:
+            raise FabenchError(f"host {name!r} is not in {self.hostfile}")
+        return self._exec(name)
+
+    def on_hosts(self, names: Sequence[str]) -> Scheduler:
+        by_name = {h.name: h for h in self.hosts}
+        bad = [n for n in names if n not in by_name]
+        if bad or not names or len(set(names)) != len(names):
+            raise FabenchError(f"hosts {','.join(names)}: each once, among those of "
+                               f"{self.hostfile}")
+        view = copy.copy(self)
+        view.hosts = [by_name[n] for n in names]
+        return view
+
+    def unreachable_hosts(self) -> list[tuple[str, str]]:
+        """Hosts that do not run `true` through the agent (ssh), each with its last words."""
+        bad = []
+        for h in self.hosts:
+            try:
+                p = subprocess.run([*self._exec(h.name).prefix, "true"], capture_output=True,
+                                   text=True, timeout=PROBE_TIMEOUT_S, check=False,
+                                   stdin=subprocess.DEVNULL)
+                if p.returncode != 0:
+                    tail = (p.stderr.strip().splitlines() or
+                            [f"exit status {p.returncode}"])[-1]
+                    bad.append((h.name, f"{self.agent}: {tail[:200]}"))
+            except subprocess.TimeoutExpired:
+                bad.append((h.name, f"{self.agent} did not answer in {PROBE_TIMEOUT_S:.0f} s"))
+            except OSError as exc:
+                raise FabenchError(f"cannot run {self.agent}: {exc.strerror}") from None
+        return bad
 
     def counters(self, hosts: list[str]) -> dict[str, IfCounters]:
         return {n: read_host_counters(self._exec(n).prefix, self._ifname) for n in hosts}

@@ -23,8 +23,8 @@ from ..errors import FabenchError
 from ..launched import LaunchResult, RecordCallback
 from ..placement import Allocation, HostSlots
 from ..plan import PlannedRun
-from ..process import STDERR_KEEP, dispatch, run_capture
-from ..records import KernelOutput, parse_line
+from ..process import STDERR_KEEP, run_capture
+from ..records import KernelOutput
 from ..starters import STARTERS, Starter
 from . import SCHEDULERS, Scheduler
 from .slurm_netdev import NETDEV_FUNCTION, check_slurm_crossing, snapshot_line
@@ -238,13 +238,7 @@ class SlurmScheduler(Scheduler):
             return offset
         text = data.decode(errors="replace")
         complete = text if final else text[:text.rfind("\n") + 1]
-        for line in complete.splitlines():
-            obj = parse_line(line)
-            if obj is None:
-                continue
-            dispatch(obj, output)
-            if on_record is not None:
-                on_record(obj)
+        output.add_lines(complete.splitlines(), on_record)
         return offset + len(complete.encode())
 
     @staticmethod

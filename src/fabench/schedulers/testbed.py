@@ -13,6 +13,7 @@ import copy
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from types import FrameType
 from typing import ClassVar
 
@@ -117,7 +118,19 @@ class TestbedScheduler(DirectScheduler):
         return (f"testbed {s.name} ({len(s.hosts)} hosts, {s.subnet}, mtu {c.mtu}{rate}{sw}, "
                 f"{s.mode}{kind}{imp})")
 
-    def on_hosts(self, names: list[str]) -> "TestbedScheduler":
+    def host_names(self) -> list[str] | None:
+        return [h.name for h in self._hosts()]
+
+    def host_exec(self, name: str) -> HostExec:
+        execs = testbed_execs(self.state)
+        if name not in execs:
+            raise FabenchError(f"host {name!r} is not one of testbed {self.state.name}'s")
+        return execs[name]
+
+    def link_impairments(self) -> tuple[str, ...]:
+        return tuple(self.state.config.impairs)
+
+    def on_hosts(self, names: Sequence[str]) -> "TestbedScheduler":
         """The same testbed, ranks placed on these hosts only (in this order); each run
         records the TCP counters of every host of the testbed, since traffic it did not send
         (aggressors sharing its links) is what explains its numbers. The view never removes
@@ -227,6 +240,18 @@ class AutoScheduler(Scheduler):
 
     def close(self) -> None:
         self.inner.close()
+
+    def host_names(self) -> list[str] | None:
+        return self.inner.host_names()
+
+    def host_exec(self, name: str) -> HostExec:
+        return self.inner.host_exec(name)
+
+    def on_hosts(self, names: Sequence[str]) -> Scheduler:
+        return self.inner.on_hosts(names)
+
+    def link_impairments(self) -> tuple[str, ...]:
+        return self.inner.link_impairments()
 
     def run(self, run: PlannedRun, on_record: RecordCallback | None = None) -> LaunchResult:
         return self.inner.run(run, on_record)

@@ -30,7 +30,7 @@ from ..launched import LaunchResult, RecordCallback
 from ..mpi.base import UnsupportedTransport
 from ..placement import Allocation
 from ..plan import PlannedRun
-from ..process import dispatch, run_capture, run_streaming
+from ..process import run_capture, run_streaming
 from ..records import KernelOutput
 from . import STARTERS
 from .mpirun import MpirunStarter, selected, usable_flavour
@@ -201,9 +201,7 @@ class HpccStarter(MpirunStarter):
                 out.errors.append({"type": "error", "reason": str(exc)})
                 returncode = returncode or 1
         for obj in [meta, *records]:
-            dispatch(obj, out)
-            if on_record is not None:
-                on_record(obj)
+            out.add(obj, on_record)
         summary, detail = selected(flavour, run, outcome.stderr)
         return LaunchResult(
             output=out, returncode=returncode, command=argv, stderr=outcome.stderr,

@@ -4,7 +4,7 @@ import os
 
 from ..errors import FabenchError
 from ..launched import LaunchResult, RecordCallback
-from ..mpi.base import MpiFlavour, MpiLaunch, UnsupportedTransport, get_flavour
+from ..mpi.base import MpiFlavour, MpiLaunch, UnsupportedTransport
 from ..native import kernel_executable
 from ..placement import Allocation
 from ..plan import PlannedRun
@@ -13,9 +13,9 @@ from . import STARTERS, StartCommand, Starter
 
 
 def usable_flavour(run: PlannedRun) -> MpiFlavour:
-    flavour = get_flavour(run.mpi)
+    flavour = run.mpi.flavour()
     if not flavour.available():
-        raise FabenchError(f"MPI flavour {run.mpi!r} is not usable here: "
+        raise FabenchError(f"MPI flavour '{run.mpi}' is not usable here: "
                            f"{flavour.why_unavailable()}")
     return flavour
 
@@ -84,4 +84,4 @@ class MpirunStarter(Starter):
         return StartCommand(launch.argv, {**launch.env, **alloc.extra_env}, launch.notes)
 
     def selected(self, run: PlannedRun, stderr: str) -> tuple[str | None, str | None]:
-        return selected(get_flavour(run.mpi), run, stderr)
+        return selected(run.mpi.flavour(), run, stderr)

@@ -19,7 +19,7 @@ from ..launched import LaunchResult, RecordCallback
 from ..native import kernel_executable
 from ..placement import Allocation, HostExec
 from ..plan import PlannedRun
-from ..process import dispatch, run_streaming, terminate
+from ..process import run_streaming, terminate
 from ..records import KernelOutput, parse_line
 from . import STARTERS, Starter
 
@@ -103,9 +103,7 @@ def run_pair(run: PlannedRun, on_record: RecordCallback | None,
             rc = server.finish(SERVER_EXIT_GRACE_S if server.proc.poll() is None else 0)
             out = KernelOutput()
             for obj in server.records:
-                dispatch(obj, out)
-                if on_record is not None:
-                    on_record(obj)
+                out.add(obj, on_record)
             return LaunchResult(
                 output=out, returncode=rc, command=server_argv, stderr="".join(server.stderr),
                 notes=[] if out.skip_reason else ["the server side never listened"],
@@ -122,9 +120,7 @@ def run_pair(run: PlannedRun, on_record: RecordCallback | None,
     out = outcome.output
     for obj in server.records:
         if obj.get("type") in ("error", "skip"):
-            dispatch(obj, out)
-            if on_record is not None:
-                on_record(obj)
+            out.add(obj, on_record)
     rc = outcome.returncode
     if rc == 0 and srv_rc not in (0, None):
         rc = srv_rc

@@ -6,7 +6,7 @@ variables, which srun exports to its tasks.
 
 from ..errors import FabenchError
 from ..launched import LaunchResult, RecordCallback
-from ..mpi.base import UnsupportedTransport, get_flavour
+from ..mpi.base import UnsupportedTransport
 from ..native import kernel_executable
 from ..placement import Allocation
 from ..plan import PlannedRun
@@ -40,4 +40,4 @@ class SrunStarter(Starter):
                             [f"started by srun --mpi={flavour.pmi}"])
 
     def selected(self, run: PlannedRun, stderr: str) -> tuple[str | None, str | None]:
-        return selected(get_flavour(run.mpi), run, stderr)
+        return selected(run.mpi.flavour(), run, stderr)
