@@ -452,6 +452,10 @@ class Prediction:
     # composite columns (what an MPI library runs): the algorithm chosen at each size
     chosen: dict[str, list[str]] = field(default_factory=dict)
     bands: dict[str, Band] = field(default_factory=dict)
+    # what the bands are: "" for the parameter bands (5th-95th percentile over fabric
+    # variants), else the prediction interval's description and its nominal level
+    band_label: str = ""
+    band_level: float | None = None
 
     @property
     def algorithms(self) -> list[str]:

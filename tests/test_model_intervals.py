@@ -1,0 +1,136 @@
+"""Prediction intervals in `model predict` and the small-to-large path from the command line
+(`model calibrate --scale-runs`, then `model predict` at many nodes): known answers."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, fabench_cli
+from fabench.model.catalog import load_fabric
+from fabench.model.collectives import Prediction, algorithms
+from fabench.model.cost import Cluster, Model
+from fabench.model.decisions import library_choice
+from fabench.model.intervals import Score, add_intervals, fabric_sigma, interval
+from fabench.model.scale import NIC_GAP_GRID, NOISE_GRID
+from fabench.model.topology import TopologySpec
+
+FIX = ROOT / "tests" / "fixtures" / "import"
+
+
+def _scores(plain: list[float], normalised: list[float | None] | None = None,
+            ppn: list[int] | None = None) -> list[Score]:
+    norm = normalised or [None] * len(plain)
+    ppns = ppn or [1] * len(plain)
+    return [Score(f"g{i}", p, n, k, False) for i, (p, n, k) in
+            enumerate(zip(plain, norm, ppns, strict=True))]
+
+
+def test_interval_is_the_split_conformal_quantile() -> None:
+    # 19 scores 0.1..1.9: at 90 % the ceil(20 x 0.9) = 18th smallest, 1.8
+    sc = _scores([0.1 * k for k in range(1, 20)])
+    iv = interval(sc, None, 0.9)
+    assert iv.q == pytest.approx(1.8) and iv.rows == 19
+    assert iv.width == pytest.approx(math.exp(3.6))
+    # 8 scores are too few for 90 % (ceil(9 x 0.9) = 9 > 8): an infinite band, said so
+    assert math.isinf(interval(sc[:8], None, 0.9).q)
+
+
+def test_normalised_interval_scales_with_the_systems_own_fit_error() -> None:
+    # normalised scores 1..19 (plain / sigma of their systems): the 18th smallest, 18,
+    # times this fabric's sigma 0.2: q = 3.6
+    sc = _scores([1.0] * 19, [float(k) for k in range(1, 20)])
+    assert interval(sc, 0.2, 0.9).q == pytest.approx(3.6)
+
+
+def test_mondrian_interval_uses_the_class_when_it_holds_enough_rows() -> None:
+    # 19 rows at 1 rank/node with small scores, 19 at 96 ranks/node with large ones
+    sc = _scores([0.01 * k for k in range(1, 20)] + [1.0 + 0.1 * k for k in range(1, 20)],
+                 ppn=[1] * 19 + [96] * 19)
+    assert interval(sc, None, 0.9, ppn=1, mondrian=True).q == pytest.approx(0.18)
+    assert interval(sc, None, 0.9, ppn=64, mondrian=True).q == pytest.approx(2.8)
+    # the whole pool (38 rows): ceil(39 x 0.9) = 36th smallest = 1.0 + 1.7
+    assert interval(sc, None, 0.9, ppn=1).q == pytest.approx(2.7)
+    # a class too small for the level falls back to the whole pool
+    assert interval(sc[:19] + sc[19:24], None, 0.9, ppn=96, mondrian=True).rows == 24
+
+
+def test_add_intervals_scales_every_column() -> None:
+    pred = Prediction("allreduce", [8, 1024], {"ring": [10.0, 20.0], "openmpi": [5.0, 40.0]},
+                      chosen={"openmpi": ["binomial", "ring"]})
+    iv = interval(_scores([0.1 * k for k in range(1, 20)]), None, 0.9)
+    add_intervals(pred, iv)
+    assert pred.bands["ring"].low[1] == pytest.approx(20.0 * math.exp(-1.8))
+    assert pred.bands["openmpi"].high[0] == pytest.approx(5.0 * math.exp(1.8))
+    assert pred.band_level == 0.9 and "90% prediction interval" in pred.band_label
+
+
+def _osu_allreduce(path: Path, times: dict[int, float]) -> None:
+    lines = ["", "# OSU MPI Allreduce Latency Test v7.4", "# Datatype: MPI_CHAR.",
+             "# Size       Avg Latency(us)"]
+    lines += [f"{s:<10} {t:>18.2f}" for s, t in sorted(times.items())]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_calibrate_scale_runs_then_predict_at_many_nodes(tmp_path: Path) -> None:
+    """A user's small runs (8 and 16 nodes x 4 ranks) made by a machine whose scale terms are
+    known (grid values): `model calibrate --scale-runs` finds them again from the imported
+    OSU files, and `model predict -N 128` gives the same machine's 128-node time, with a
+    90 % prediction interval normalised by the fit's own error."""
+    store = str(tmp_path)
+    fabench_cli("import", "osu", str(FIX / "osu_latency_z.txt"), "--transport", "ib",
+                "--store", store)
+    fabench_cli("model", "calibrate", "1", "--name", "base", "--family", "ib", "--out", store)
+    truth = load_fabric("base", tmp_path)
+    noise, gap = NOISE_GRID[9], NIC_GAP_GRID[5]  # 1.78 us per step, 0.1 us per message
+    truth.noise_us, truth.nic_gap_us, truth.noise_exponent = noise, gap, 0.5
+    ppn, sizes = 4, [8, 64, 1024, 8192, 65536, 1 << 20]
+    spec = TopologySpec("fat-tree", 24)
+
+    def t(nodes: int, m: int) -> float:
+        cl = Cluster(nodes, ppn, spec.build(nodes))
+        algo = library_choice("openmpi", "allreduce", nodes * ppn, ppn, m)
+        return algorithms("allreduce")[algo][0](Model(truth, cl), float(m))
+    files = []
+    for nodes in (8, 16):
+        p = tmp_path / f"ar{nodes}.txt"
+        _osu_allreduce(p, {m: t(nodes, m) for m in sizes})
+        files.append(p)
+    fabench_cli("import", "osu", str(files[0]), "--ranks", "32", "--mpi", "openmpi",
+                "--store", store)
+    fabench_cli("import", "osu", str(files[1]), "--ranks", "64", "--mpi", "openmpi",
+                "--store", store)
+    out = fabench_cli("model", "calibrate", "1", "--name", "mine", "--family", "ib",
+                      "--scale-runs", "2", "3", "--scale-ppn", "4", "--out", store).stdout
+    assert "scale terms fitted to runs 2, 3 (12 times)" in out
+    mine = load_fabric("mine", tmp_path)
+    assert (mine.noise_us, mine.nic_gap_us, mine.noise_exponent) == pytest.approx(
+        (noise, gap, 0.5))
+    assert mine.node_memory_MBps == 0.0
+    assert mine.fit["scale"]["rms_log_error"] < 0.01
+    assert "collective runs 2, 3" in mine.provenance["noise_us"].source
+    sigma = fabric_sigma(mine)
+    assert sigma == pytest.approx(0.1)  # a near-exact fit is floored
+
+    res = fabench_cli("model", "predict", "-f", "mine", "-N", "128", "--ppn", "4",
+                      "-c", "allreduce", "--sizes", "8,1M", "--mpi", "openmpi", "--json",
+                      "--out", store).stdout
+    recs = [json.loads(x) for x in res.splitlines()]
+    for rec in recs:
+        assert rec["times_us"]["openmpi"] == pytest.approx(t(128, rec["size"]), rel=1e-3)
+        lo, hi = rec["bands_us"]["openmpi"]
+        assert rec["band_kind"] == "prediction interval" and rec["band_level"] == 0.9
+        assert lo < rec["times_us"]["openmpi"] < hi
+        # symmetric in log: low x high = prediction^2
+        assert lo * hi == pytest.approx(rec["times_us"]["openmpi"] ** 2, rel=1e-6)
+    text = fabench_cli("model", "predict", "-f", "mine", "-N", "128", "--ppn", "4",
+                       "-c", "allreduce", "--sizes", "8", "--out", store).stdout
+    assert "90% prediction interval" in text and "scale fit's rms log error 0.10" in text
+    # the parameter bands stay available under their own name
+    par = fabench_cli("model", "predict", "-f", "mine", "-N", "128", "--ppn", "4", "-c",
+                      "allreduce", "--sizes", "8", "--bands", "parameters", "--json",
+                      "--out", store).stdout
+    assert json.loads(par.splitlines()[0])["band_kind"] == "parameters"
