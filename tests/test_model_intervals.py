@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from pathlib import Path
@@ -14,6 +15,9 @@ from fabench.model.catalog import load_fabric
 from fabench.model.collectives import Prediction, algorithms
 from fabench.model.cost import Cluster, Model
 from fabench.model.decisions import library_choice
+from fabench.model.fabric import Fabric, Segment
+from fabench.model.families import in_network_defaults
+from fabench.model.innetwork import in_network_time
 from fabench.model.intervals import Score, add_intervals, fabric_sigma, interval
 from fabench.model.scale import NIC_GAP_GRID, NOISE_GRID
 from fabench.model.topology import TopologySpec
@@ -111,9 +115,13 @@ def test_calibrate_scale_runs_then_predict_at_many_nodes(tmp_path: Path) -> None
         (noise, gap, 0.5))
     assert mine.node_memory_MBps == 0.0
     assert mine.fit["scale"]["rms_log_error"] < 0.01
+    # fitted to the 8-node runs alone (one node count: no noise exponent), the 16-node runs
+    # miss by a little: that extrapolation error is the fabric's difficulty
+    extrap = mine.fit["scale"]["extrapolation_rms_log_error"]
+    assert extrap > 0
     assert "collective runs 2, 3" in mine.provenance["noise_us"].source
     sigma = fabric_sigma(mine)
-    assert sigma == pytest.approx(0.1)  # a near-exact fit is floored
+    assert sigma == pytest.approx(max(0.1, extrap))  # floored at 0.1
 
     res = fabench_cli("model", "predict", "-f", "mine", "-N", "128", "--ppn", "4",
                       "-c", "allreduce", "--sizes", "8,1M", "--mpi", "openmpi", "--json",
@@ -128,9 +136,34 @@ def test_calibrate_scale_runs_then_predict_at_many_nodes(tmp_path: Path) -> None
         assert lo * hi == pytest.approx(rec["times_us"]["openmpi"] ** 2, rel=1e-6)
     text = fabench_cli("model", "predict", "-f", "mine", "-N", "128", "--ppn", "4",
                        "-c", "allreduce", "--sizes", "8", "--out", store).stdout
-    assert "90% prediction interval" in text and "scale fit's rms log error 0.10" in text
+    assert "90% prediction interval" in text and f"scale fit's difficulty {sigma:.2f}" in text
     # the parameter bands stay available under their own name
     par = fabench_cli("model", "predict", "-f", "mine", "-N", "128", "--ppn", "4", "-c",
                       "allreduce", "--sizes", "8", "--bands", "parameters", "--json",
                       "--out", store).stdout
     assert json.loads(par.splitlines()[0])["band_kind"] == "parameters"
+
+
+def test_streaming_rate_is_a_fraction_of_the_fabrics_link_rate() -> None:
+    # sharp2 on one leaf (1 level) of 16 nodes x 1 rank: from 16 KiB the streaming engine,
+    # max(first trip, streaming_us) + m / (0.95 x link)
+    inn, prov = in_network_defaults("ib", "sharp2")
+    assert inn.streaming_fraction == 0.95
+    assert "[G20]" in prov["in_network.streaming_fraction"].source
+    assert "[NVSHARP]" in prov["in_network.streaming_fraction"].source
+    m = float(1 << 20)
+    times = {}
+    for link in (12500.0, 25000.0):
+        f = Fabric("t", [Segment(0, 1.0, 1 / 24000)], calibrated_hops=1, hop_latency_us=0.1,
+                   link_bandwidth_MBps=link, in_network=copy.deepcopy(inn))
+        cl = Cluster(16, 1, TopologySpec("fat-tree", 24).build(16))
+        first = inn.host_overhead_us + 2 * 1 * inn.level_us
+        expect = max(first, inn.streaming_us) + m / (0.95 * link)
+        assert in_network_time(Model(f, cl), m) == pytest.approx(expect)
+        times[link] = expect
+    # [NVSHARP]'s 1 MiB (101.53 us) comes back on an HDR100 link within 1 %
+    assert times[12500.0] == pytest.approx(101.53, rel=0.01)
+    # without a fraction the fixed rate applies whatever the link
+    inn0 = copy.deepcopy(inn)
+    inn0.streaming_fraction = 0.0
+    assert inn0.streaming_rate(25000.0) == inn.streaming_MBps

@@ -35,7 +35,7 @@ from ..model.intervals import (
     interval,
 )
 from ..model.published import NOMINAL, corpus_lines, run_corpus
-from ..model.scale import fit_scale
+from ..model.scale import extrapolation_error, fit_scale
 from ..model.tables import (
     calibration_lines,
     comparison_lines,
@@ -337,16 +337,20 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         with Store(store_path(args.out)) as store:
             obs = scale_observations(store, args.scale_runs, args.scale_ppn,
                                      TopologySpec("fat-tree", 24))
+        extrap = extrapolation_error(cal.fabric, obs)
         fit = fit_scale(cal.fabric, obs)
         runs = ", ".join(map(str, args.scale_runs))
         cal.fabric = fit.apply(cal.fabric, f"collective runs {runs}")
         cal.fabric.fit[SCALE_FIT_KEY] = {"runs": args.scale_runs, "ppn": args.scale_ppn,
                                          "observations": fit.n,
-                                         "rms_log_error": fit.rms_log_error}
+                                         "rms_log_error": fit.rms_log_error,
+                                         "extrapolation_rms_log_error": extrap}
         print(f"# scale terms fitted to runs {runs} ({fit.n} times): noise "
               f"{fit.noise_us:.3g} us/step x n^{fit.noise_exponent:g}, NIC gap "
               f"{fit.nic_gap_us:.3g} us/message, node memory {fit.node_memory_MBps:.3g} MB/s "
-              f"(0: unlimited), rms log error {fit.rms_log_error:.2f}")
+              f"(0: unlimited), rms log error {fit.rms_log_error:.2f}"
+              + (f", {extrap:.2f} extrapolated from the smallest node count"
+                 if extrap is not None else ""))
     path = save_fabric(cal.fabric, args.out)
     print(f"# calibration stored as fabric {args.name!r}: {path}")
     return 0

@@ -5,7 +5,8 @@ A fabric `model predict` is given was never in the corpus, so every corpus test 
 out of its system: the pool of scores is the corpus's test rows (times and ratios), nothing
 held out. What the fabric says of itself picks the score:
 - its scale terms were fitted to the user's own collective runs (`model calibrate
-  --scale-runs`), with an rms log error sigma over them: the band is prediction x
+  --scale-runs`), with a difficulty sigma (`fabric_sigma`: how well the fit extrapolates
+  from the runs' smallest node count to their others): the band is prediction x
   exp(+-q sigma), q over the corpus's normalised scores |log(predicted / published)| / sigma
   of the rows whose system had such a fit (normalised conformal prediction: Papadopoulos,
   Vovk, Gammerman, "Normalized nonconformity measures for regression conformal
@@ -64,8 +65,8 @@ def ppn_class(ppn: int) -> str:
     return "1" if ppn <= 1 else ("2-31" if ppn < 32 else ">=32")
 
 
-def scores_of(rows: list[Row]) -> list[Score]:
-    sig = difficulty(rows)
+def scores_of(rows: list[Row], extrapolation: dict[str, float] | None = None) -> list[Score]:
+    sig = difficulty(rows, extrapolation)
     out = []
     for r in rows:
         if r.split != "test" or not _scored(r):
@@ -92,7 +93,8 @@ def corpus_scores(cache_dir: Path | None = None, corpus: Path = CORPUS) -> list[
             return [Score(**d) for d in json.loads(path.read_text())]
         except (ValueError, TypeError):
             pass  # a damaged cache is recomputed
-    scores = scores_of(run_corpus(corpus, band_samples=0).rows)
+    res = run_corpus(corpus, band_samples=0)
+    scores = scores_of(res.rows, res.extrapolation)
     if path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -103,11 +105,17 @@ def corpus_scores(cache_dir: Path | None = None, corpus: Path = CORPUS) -> list[
 
 
 def fabric_sigma(fabric: Fabric) -> float | None:
-    """The rms log error of the fabric's scale fit on its own collective runs, or None."""
+    """The difficulty of a fabric whose scale terms were fitted to the user's collective
+    runs, as the corpus's rows have theirs (published.difficulty): the fit's error when
+    extrapolating from the runs' smallest node count to the others, else (one node count)
+    its rms log error on the runs; None without a scale fit."""
     fit = fabric.fit.get(SCALE_FIT_KEY)
-    if not isinstance(fit, dict) or "rms_log_error" not in fit:
+    if not isinstance(fit, dict):
         return None
-    return max(SIGMA_FLOOR, float(fit["rms_log_error"]))
+    for key in ("extrapolation_rms_log_error", "rms_log_error"):
+        if fit.get(key) is not None:
+            return max(SIGMA_FLOOR, float(fit[key]))
+    return None
 
 
 @dataclass
@@ -136,7 +144,7 @@ def interval(scores: list[Score], sigma: float | None, level: float = NOMINAL,
     if sigma is not None:
         vals = [s.normalised for s in pool if s.normalised is not None]
         q = conformal_quantile(vals, level) * sigma
-        how = (f"normalised by the scale fit's rms log error {sigma:.2f} over "
+        how = (f"normalised by the scale fit's difficulty {sigma:.2f}, over "
                f"{len(vals)} corpus rows{cls}")
     else:
         vals = [s.plain for s in pool]
