@@ -21,6 +21,7 @@ from fabench.model.innetwork import in_network_time
 from fabench.model.intervals import Score, add_intervals, fabric_sigma, interval
 from fabench.model.scale import NIC_GAP_GRID, NOISE_GRID
 from fabench.model.topology import TopologySpec
+from fabench.store import Store
 
 FIX = ROOT / "tests" / "fixtures" / "import"
 
@@ -167,3 +168,33 @@ def test_streaming_rate_is_a_fraction_of_the_fabrics_link_rate() -> None:
     inn0 = copy.deepcopy(inn)
     inn0.streaming_fraction = 0.0
     assert inn0.streaming_rate(25000.0) == inn.streaming_MBps
+
+
+def test_calibrate_scale_runs_from_fabench_runs_then_predict(openmpi: str,
+                                                              tmp_path: Path) -> None:
+    """The same path with fabench's own runs (2 ranks over tcp on this host, one per
+    'node'): the kernels' records (barrier exit skew included) feed the scale fit, the
+    fabric keeps it, and `model predict` at 64 nodes prints a 90 % interval."""
+    spec = tmp_path / "c.yaml"
+    spec.write_text("name: small\nruns:\n  - kernel: [mpi.latency, mpi.allreduce]\n"
+                    "    transport: tcp\n    ranks: 2\n    sizes: '8,1K,64K'\n"
+                    "    iterations: 100\n")
+    out = tmp_path / "out"
+    fabench_cli("run", str(spec), "--out", str(out))
+    with Store(out / "fabench.sqlite") as st:
+        ids = {r.kernel: r.id for r in st.runs(1)}
+    cal = fabench_cli("model", "calibrate", str(ids["mpi.latency"]), "--name", "here",
+                      "--scale-runs", str(ids["mpi.allreduce"]), "--out", str(out)).stdout
+    assert f"scale terms fitted to runs {ids['mpi.allreduce']} (3 times)" in cal
+    f = load_fabric("here", out)
+    assert f.fit["scale"]["observations"] == 3 and f.fit["scale"]["ppn"] == 1
+    assert math.isfinite(f.fit["scale"]["rms_log_error"])
+    # one node count: nothing to extrapolate to, the fit's own error is the difficulty
+    assert f.fit["scale"]["extrapolation_rms_log_error"] is None
+    assert fabric_sigma(f) == pytest.approx(max(0.1, f.fit["scale"]["rms_log_error"]))
+    res = fabench_cli("model", "predict", "-f", "here", "-N", "64", "-c", "allreduce",
+                      "--sizes", "8", "--json", "--out", str(out)).stdout
+    rec = json.loads(res.splitlines()[0])
+    assert rec["band_kind"] == "prediction interval" and rec["band_level"] == 0.9
+    lo, hi = rec["bands_us"]["openmpi"]
+    assert lo < rec["times_us"]["openmpi"] < hi
