@@ -27,7 +27,15 @@ from ..model.hpl import (
     params_from,
     peak_gflops,
 )
-from ..model.published import corpus_lines, run_corpus
+from ..model.intervals import (
+    SCALE_FIT_KEY,
+    add_intervals,
+    corpus_scores,
+    fabric_sigma,
+    interval,
+)
+from ..model.published import NOMINAL, corpus_lines, run_corpus
+from ..model.scale import extrapolation_error, fit_scale
 from ..model.tables import (
     calibration_lines,
     comparison_lines,
@@ -46,6 +54,7 @@ from ..model.validate import (
     compare_run,
     merge_repeats,
     run_algorithm,
+    scale_observations,
     simulated_as_prediction,
 )
 from ..store import Store
@@ -189,6 +198,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c.add_argument("--in-network", nargs="?", const="default", choices=(*IN_NETWORK_KINDS,
                                                                         "default"),
                    help="the switches reduce in the network (default kind: the family's)")
+    c.add_argument("--scale-runs", type=int, nargs="+", metavar="RUN",
+                   help="stored collective runs on a few nodes (e.g. 8-16): the terms that grow "
+                        "with the job (step noise, NIC gap, node memory) are fitted to them, "
+                        "so that `model predict` at many nodes uses them (docs/model.md, "
+                        "'Small to large')")
+    c.add_argument("--scale-ppn", type=int, default=1,
+                   help="ranks per node of the --scale-runs (default 1); their nodes are "
+                        "ranks / ppn on a fat tree of 24 hosts per leaf")
     add_out_argument(c)
     c.set_defaults(func=cmd_calibrate)
 
@@ -211,6 +228,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                          "mpich, comma-separated, or none (default openmpi,mpich)")
     pr.add_argument("--sizes", default="8:1M", help="sizes (default 8:1M)")
     pr.add_argument("--json", action="store_true")
+    pr.add_argument("--bands", choices=("interval", "parameters"), default="interval",
+                    help="interval (default): a prediction interval at --level, split "
+                         "conformal over the published corpus's residuals; parameters: the "
+                         "5th-95th percentile over fabric variants (how well the inputs are "
+                         "known, not where the truth lies)")
+    pr.add_argument("--level", type=float, default=NOMINAL,
+                    help=f"nominal level of the prediction interval (default {NOMINAL:g})")
     add_out_argument(pr)
     pr.set_defaults(func=cmd_predict)
 
@@ -307,6 +331,26 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
                                       f"{args.in_network})")
     for line in calibration_lines(cal):
         print(line)
+    if args.scale_runs:
+        if args.scale_ppn < 1:
+            raise FabenchError(f"--scale-ppn {args.scale_ppn}: at least 1")
+        with Store(store_path(args.out)) as store:
+            obs = scale_observations(store, args.scale_runs, args.scale_ppn,
+                                     TopologySpec("fat-tree", 24))
+        extrap = extrapolation_error(cal.fabric, obs)
+        fit = fit_scale(cal.fabric, obs)
+        runs = ", ".join(map(str, args.scale_runs))
+        cal.fabric = fit.apply(cal.fabric, f"collective runs {runs}")
+        cal.fabric.fit[SCALE_FIT_KEY] = {"runs": args.scale_runs, "ppn": args.scale_ppn,
+                                         "observations": fit.n,
+                                         "rms_log_error": fit.rms_log_error,
+                                         "extrapolation_rms_log_error": extrap}
+        print(f"# scale terms fitted to runs {runs} ({fit.n} times): noise "
+              f"{fit.noise_us:.3g} us/step x n^{fit.noise_exponent:g}, NIC gap "
+              f"{fit.nic_gap_us:.3g} us/message, node memory {fit.node_memory_MBps:.3g} MB/s "
+              f"(0: unlimited), rms log error {fit.rms_log_error:.2f}"
+              + (f", {extrap:.2f} extrapolated from the smallest node count"
+                 if extrap is not None else ""))
     path = save_fabric(cal.fabric, args.out)
     print(f"# calibration stored as fabric {args.name!r}: {path}")
     return 0
@@ -343,12 +387,20 @@ def cmd_predict(args: argparse.Namespace) -> int:
     libs = _libraries(args.mpi)
     title = (f"{fabric.name} on {cluster.topology.describe()}, {cluster.nodes} nodes x "
              f"{cluster.ppn} ppn")
+    iv = None
+    if args.bands == "interval" and args.band_samples != 0:
+        if not 0 < args.level < 1:
+            raise FabenchError(f"--level {args.level}: between 0 and 1")
+        iv = interval(corpus_scores(args.out / "cache"), fabric_sigma(fabric), args.level)
     for coll in args.collective:
         only = [a for a in (args.algorithm or []) if a in ALGORITHMS[coll]] or None
         if args.algorithm and not only:
             continue
         pred = predict_all(fabric, cluster, coll, sizes, only, libraries=libs)
-        add_bands(pred, fabric, cluster, args.band_samples)
+        if iv is not None:
+            add_intervals(pred, iv)
+        else:
+            add_bands(pred, fabric, cluster, args.band_samples)
         if args.json:
             ctx = {"fabric": fabric.name, "nodes": cluster.nodes, "ppn": cluster.ppn,
                    "topology": cluster.topology.name}

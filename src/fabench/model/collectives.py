@@ -452,6 +452,10 @@ class Prediction:
     # composite columns (what an MPI library runs): the algorithm chosen at each size
     chosen: dict[str, list[str]] = field(default_factory=dict)
     bands: dict[str, Band] = field(default_factory=dict)
+    # what the bands are: "" for the parameter bands (5th-95th percentile over fabric
+    # variants), else the prediction interval's description and its nominal level
+    band_label: str = ""
+    band_level: float | None = None
 
     @property
     def algorithms(self) -> list[str]:
@@ -488,7 +492,8 @@ def predict_all(fabric: Fabric, cluster: Cluster, collective: str, sizes: list[i
     inn = fabric.in_network
     if "in_network" in times and inn is not None:
         above = [s for s in sizes if s > inn.max_bytes and not (
-            inn.streaming_MBps > 0 and 0 < inn.streaming_from_bytes <= s)]
+            inn.streaming_rate(fabric.link_bandwidth_MBps or fabric.peak_bandwidth_MBps) > 0
+            and 0 < inn.streaming_from_bytes <= s)]
         if above:
             notes.append(f"in_network from {min(above)} B: the library's host-based fallback "
                          f"(the switches take at most {inn.max_bytes} B)")

@@ -59,6 +59,15 @@ class InNetwork:
     streaming_from_bytes: int = 0
     min_nodes: int = 2
     streaming_us: float = 0.0  # fixed cost of one streaming operation
+    # > 0: the streaming rate is this fraction of the fabric's link rate (streaming_MBps is
+    # then ignored): a streaming engine moves the bytes at a share of whatever link the
+    # fabric has, HDR100 or NDR alike
+    streaming_fraction: float = 0.0
+
+    def streaming_rate(self, link_MBps: float) -> float:
+        if self.streaming_fraction > 0 and link_MBps > 0:
+            return self.streaming_fraction * link_MBps
+        return self.streaming_MBps
 
 
 @dataclass

@@ -7,8 +7,9 @@ One reduction of m bytes on a switch tree of L levels (the topology's, over the 
   host's post and completion overhead plus L levels up and L down (`level_us` each way), each
   further fragment `fragment_us` (issued and completed one after the other), and the bytes
   cross the node's link once;
-  from `streaming_from_bytes` on, a streaming engine moves the bytes at `streaming_MBps`
-  instead, after a fixed `streaming_us` (at least one fragment's trip);
+  from `streaming_from_bytes` on, a streaming engine moves the bytes at `streaming_fraction`
+  of the fabric's link rate (or a fixed `streaming_MBps` when no fraction is given) instead,
+  after a fixed `streaming_us` (at least one fragment's trip);
   above `max_bytes` (and not streaming), or with fewer than `min_nodes` nodes, the library
   falls back to a host-based algorithm (the caller's `fallback`).
 Parameters and their sources: families.py; docs/model.md ("In-network reduction").
@@ -36,12 +37,13 @@ def in_network_time(md: Model, m: float) -> float | None:
         return 0.0
     if md.c.nodes < inn.min_nodes:
         return None
-    streaming = inn.streaming_MBps > 0 and 0 < inn.streaming_from_bytes <= m
+    rate = inn.streaming_rate(md.f.link_bandwidth_MBps or md.f.peak_bandwidth_MBps)
+    streaming = rate > 0 and 0 < inn.streaming_from_bytes <= m
     if not streaming and m > inn.max_bytes:
         return None
     first = inn.host_overhead_us + 2 * levels * inn.level_us
     if streaming:
-        return max(first, inn.streaming_us) + m / inn.streaming_MBps
+        return max(first, inn.streaming_us) + m / rate
     frags = max(1, math.ceil(m / inn.fragment_bytes))
     return first + (frags - 1) * inn.fragment_us + md.link_per_byte(m) * m
 

@@ -102,7 +102,8 @@ def _inn(name: str, integer: bool = False) -> tuple[Callable[[Fabric], float | N
     def getter(f: Fabric) -> float | None:
         if f.in_network is None:
             return None
-        if name.startswith("streaming") and not f.in_network.streaming_MBps > 0:
+        if name.startswith("streaming") and not (f.in_network.streaming_MBps > 0
+                                                 or f.in_network.streaming_fraction > 0):
             return None  # no streaming engine: its figures do not apply
         return float(getattr(f.in_network, name))
 
@@ -154,6 +155,9 @@ PARAMS: list[Param] = [
           "host-based algorithms", *_inn("max_bytes", integer=True)),
     Param("in_network.streaming_MBps", "MB/s", "in-network reduction: streaming rate of "
           "large messages (0: no streaming engine)", *_inn("streaming_MBps")),
+    Param("in_network.streaming_fraction", "", "in-network reduction: streaming rate as a "
+          "fraction of the link rate (0: streaming_MBps applies)",
+          *_inn("streaming_fraction")),
     Param("in_network.streaming_us", "us", "in-network reduction: fixed cost of one "
           "streaming operation", *_inn("streaming_us")),
     Param("in_network.streaming_from_bytes", "B", "in-network reduction: first size that "

@@ -28,7 +28,7 @@ from .fabric import Fabric
 from .families import in_network_defaults
 from .hpl import HplParams, hpl_point
 from .presets import PRESETS
-from .scale import Observation, ScaleFit, fit_scale
+from .scale import Observation, ScaleFit, extrapolation_error, fit_scale
 from .sources import SOURCES
 from .topology import TopologySpec
 from .uncertainty import SAMPLES, variants
@@ -55,6 +55,8 @@ class FitSpec(_Strict):
     curves_from: str | None = None
     in_network: str | None = None
     against: str | None = None  # a second preset, for relative cases
+    # the nodes' link rate when it is known or fitted for this system (else the fabric's)
+    link_MBps: float | None = None
 
 
 class TopoSpec(_Strict):
@@ -128,6 +130,9 @@ class Result:
     notes: list[str] = field(default_factory=list)
     scale_fits: dict[str, ScaleFit] = field(default_factory=dict)
     coverage: Coverage | None = None
+    # per system: the scale fit's error when extrapolating within its own fit rows
+    # (scale.extrapolation_error), the difficulty of its host-based rows' bands
+    extrapolation: dict[str, float] = field(default_factory=dict)
 
 
 NOMINAL = 0.90  # the prediction intervals' level
@@ -182,6 +187,9 @@ def _fabric(system: SystemSpec, fitted: dict[str, Fabric]) -> Fabric:
         f = fitted[fit.curves_from]
     else:
         raise FabenchError(f"system {system.id}: no fit")
+    if fit.link_MBps:
+        f = copy.deepcopy(f)
+        f.link_bandwidth_MBps = fit.link_MBps
     if fit.in_network:
         f = copy.deepcopy(f)
         inn, prov = in_network_defaults(f.family, fit.in_network)
@@ -345,6 +353,7 @@ def run_corpus(path: Path = CORPUS, band_samples: int = SAMPLES,
     fitted: dict[str, Fabric] = {}
     rows: list[Row] = []
     fits: dict[str, ScaleFit] = {}
+    extrap: dict[str, float] = {}
     chosen = [s for s in corpus.systems if not systems or s.id in systems]
     for system in corpus.systems:
         f = _fabric(system, fitted)
@@ -353,6 +362,9 @@ def run_corpus(path: Path = CORPUS, band_samples: int = SAMPLES,
             continue
         obs = _scale_observations(system, f) if scale else []
         if obs:
+            x = extrapolation_error(f, obs)
+            if x is not None:
+                extrap[system.id] = x
             fits[system.id] = fit_scale(f, obs)
             f = fits[system.id].apply(f, f"{system.id}'s fit rows")
         for case in system.cases:
@@ -362,8 +374,8 @@ def run_corpus(path: Path = CORPUS, band_samples: int = SAMPLES,
                     case.kind
                 r.nodes, r.ppn = case.nodes, case.ppn
                 rows.append(r)
-    res = Result(rows, chosen, scale_fits=fits)
-    res.coverage = conformal_bands(rows, nominal)
+    res = Result(rows, chosen, scale_fits=fits, extrapolation=extrap)
+    res.coverage = conformal_bands(rows, nominal, extrapolation=extrap)
     return res
 
 
@@ -392,26 +404,36 @@ def _innet(r: Row) -> bool:
     return r.kind in ("ratio", "max_ratio") or "in_network" in r.case
 
 
-def difficulty(rows: list[Row]) -> dict[tuple[str, bool], float]:
-    """How well each system's fit rows are reproduced, per kind (host-based or in-network):
-    the rms of their |log(predicted / published)|, at least SIGMA_FLOOR; a system with no fit
-    row of a kind has none for it. Known before any test row is looked at."""
+def difficulty(rows: list[Row], extrapolation: dict[str, float] | None = None
+               ) -> dict[tuple[str, bool], float]:
+    """How hard each system's rows are to predict, per kind (host-based or in-network),
+    at least SIGMA_FLOOR; a system with no fit row of a kind has none for it. Known before
+    any test row is looked at. Host-based rows of a system in `extrapolation` (its scale fit
+    extrapolated from its smallest node count to its other fit rows,
+    scale.extrapolation_error): that error; any other kind: the rms of its fit rows'
+    |log(predicted / published)| (the fit's own error: how well it interpolates)."""
     acc: dict[tuple[str, bool], list[float]] = {}
     for r in rows:
         if r.split == "fit" and _scored(r):
             acc.setdefault((r.system, _innet(r)), []).append(_log_residual(r) ** 2)
-    return {k: max(SIGMA_FLOOR, float(np.sqrt(np.mean(v)))) for k, v in acc.items()}
+    out = {k: max(SIGMA_FLOOR, float(np.sqrt(np.mean(v)))) for k, v in acc.items()}
+    for system, x in (extrapolation or {}).items():
+        if (system, False) in out:
+            out[(system, False)] = max(SIGMA_FLOOR, x)
+    return out
 
 
 def conformal_bands(rows: list[Row], level: float = NOMINAL,
-                    normalised: bool = True) -> Coverage:
+                    normalised: bool = True,
+                    extrapolation: dict[str, float] | None = None) -> Coverage:
     """A prediction interval on every time and ratio row, from the TEST rows of every other
     group only (leave-one-system-out: no residual of the row's own group, fit or test, enters
     its band).
 
     A row whose system has fit rows of its kind (host-based or in-network) is *calibrated*:
-    its band is prediction x exp(+-q sigma), sigma the system's difficulty (how well its own
-    fit rows are reproduced, `difficulty`) and q the conformal quantile of |log(predicted /
+    its band is prediction x exp(+-q sigma), sigma the system's difficulty (how well its scale
+    fit extrapolates within its own fit rows, or how well they are reproduced:
+    `difficulty`) and q the conformal quantile of |log(predicted /
     published)| / sigma over the other groups' calibrated test rows (normalised split
     conformal, Papadopoulos et al. 2008): a system whose small runs fit badly gets a wider
     band. Any other row gets prediction x exp(+-q), q the conformal quantile of |log(predicted
@@ -419,7 +441,7 @@ def conformal_bands(rows: list[Row], level: float = NOMINAL,
     the system. `normalised=False`: every row as an uncalibrated one. The coverage is over the
     test rows; the published value is a hit when it lies inside the band (the published
     point, not its range)."""
-    sig = difficulty(rows) if normalised else {}
+    sig = difficulty(rows, extrapolation) if normalised else {}
 
     def sigma(r: Row) -> float | None:
         return sig.get((r.system, _innet(r)))
@@ -515,7 +537,10 @@ def loso_lines(res: Result) -> list[str]:
                      f"noise {fit.noise_us:.3g} us/step, NIC gap {fit.nic_gap_us:.3g} "
                      f"us/message, noise exponent {fit.noise_exponent:g}, node memory "
                      f"{fit.node_memory_MBps:.3g} MB/s, rms log error "
-                     f"{fit.rms_log_error:.2f} over {fit.n} runs")
+                     f"{fit.rms_log_error:.2f} over {fit.n} runs"
+                     + (f"; fitted to its smallest node count alone, its other fit rows miss "
+                        f"by rms log {res.extrapolation[sid]:.2f} (its bands' difficulty)"
+                        if sid in res.extrapolation else ""))
     errs = np.abs([r.error for r in tests])
     lines.append(f"# test set, times and ratios: {len(tests)} cases, median |error| "
                  f"{np.median(errs) * 100:.1f} %, within a factor of 2: "

@@ -120,3 +120,20 @@ def fit_scale(fabric: Fabric, obs: list[Observation], rounds: int = 2) -> ScaleF
                 best_mem = (e, cand)
         err, mem = best_mem
     return ScaleFit(noise, gap, math.sqrt(err / len(obs)), len(obs), b, mem)
+
+
+def extrapolation_error(fabric: Fabric, obs: list[Observation]) -> float | None:
+    """How well the scale fit extrapolates on these runs alone: fitted to the smallest node
+    count's runs, the rms log error of its predictions for the larger counts' runs (None when
+    the runs span one node count). It is the difficulty that normalises a prediction
+    interval (published.conformal_bands, intervals.py): known from the small runs only, and
+    measuring what the prediction does, extrapolating in node count, where the fit's own
+    rms error measures interpolation."""
+    counts = sorted({o.nodes for o in obs})
+    if len(counts) < 2:
+        return None
+    small = [o for o in obs if o.nodes == counts[0]]
+    rest = [o for o in obs if o.nodes != counts[0]]
+    f = fit_scale(fabric, small).apply(fabric, "the smallest node count")
+    errs = [math.log(o.predict(f) / o.measured_us) ** 2 for o in rest]
+    return math.sqrt(sum(errs) / len(errs))

@@ -63,6 +63,7 @@ class InNetworkModel(_Strict):
     streaming_from_bytes: int = Field(default=0, ge=0)
     min_nodes: int = Field(default=2, ge=1)
     streaming_us: float = Field(default=0.0, ge=0)
+    streaming_fraction: float = Field(default=0.0, ge=0, le=1)
 
 
 class ProvenanceModel(_Strict):

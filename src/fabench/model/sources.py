@@ -24,6 +24,11 @@ SOURCES: dict[str, str] = {
            "Evaluation on the TACC Frontera System', ExaMPI workshop 2020, "
            "DOI 10.1109/ExaMPI52011.2020.00007: SHARP allreduce up to 5.1x faster than "
            "host-based at 7,861 nodes (HDR)",
+    "G20": "R. L. Graham et al., 'Scalable Hierarchical Aggregation and Reduction Protocol "
+           "(SHARP) Streaming-Aggregation Hardware Design and Evaluation', ISC High "
+           "Performance 2020, LNCS 12151, DOI 10.1007/978-3-030-50743-5_3: MPI_Allreduce "
+           "bandwidth with streaming aggregation on HDR InfiniBand about 95 % of the network "
+           "bandwidth (abstract; 96 % of point-to-point in the conference's summary)",
     "NVSHARP": "NVIDIA, 'Using NVIDIA SHARP with Open MPI', SHARP documentation Rev 3.8.0, "
                "https://docs.nvidia.com/networking/display/sharpv380/using+nvidia+sharp+with+"
                "open+mpi: osu_allreduce 5.6.2, 128 nodes x 1 rank, SHARP with streaming "

@@ -141,7 +141,8 @@ def prediction_lines(pred: Prediction, title: str) -> list[str]:
         lines.append("# " + "; ".join(
             f"{lib}: the algorithm {lib} runs by default at each size (docs/model.md, "
             "'What your MPI will do')" for lib in libs)
-            + ("; [low-high]: 5th-95th percentile over fabric variants (docs/model.md, "
+            + (f"; {pred.band_label}" if pred.bands and pred.band_label else
+               "; [low-high]: 5th-95th percentile over fabric variants (docs/model.md, "
                "'Uncertainty')" if pred.bands else ""))
     cols = [Col("size", 9), *(Col(a, w) for a in algos), Col("best", 18, text=True)]
     lines.append(header(cols, ("  (fastest host-based: host/in-net)" if vs else "")
@@ -169,6 +170,9 @@ def prediction_json(pred: Prediction, context: dict[str, object]) -> list[str]:
             rec["chosen"] = {lib: c[i] for lib, c in pred.chosen.items()}
         if pred.bands:
             rec["bands_us"] = {a: [b.low[i], b.high[i]] for a, b in pred.bands.items()}
+            rec["band_kind"] = "prediction interval" if pred.band_level else "parameters"
+            if pred.band_level:
+                rec["band_level"] = pred.band_level
         hb = _best_host_based(pred, i)
         if hb:
             rec["best_host_based"], rec["host_over_in_network"] = hb

@@ -12,8 +12,10 @@ from ..metrics import LATENCY
 from ..store import RunRow, Store
 from .collectives import ALGORITHMS, algorithms
 from .cost import Cluster, Model
-from .decisions import OPENMPI_TUNED, openmpi_fallback
+from .decisions import MPI_LIBRARIES, OPENMPI_TUNED, library_choice, openmpi_fallback
 from .fabric import Fabric
+from .scale import Observation
+from .topology import TopologySpec
 from .uncertainty import SAMPLES, variants
 
 
@@ -172,3 +174,41 @@ def simulated_as_prediction(store: Store, comp: Validation, sim_run_id: int,
                             "cores; SimGrid schedules no CPU)"] if skew else [])
     return Validation(sim_run_id, comp.kernel, f"{algo}, SimGrid run {sim_run_id}", False,
                       sizes, obs, [sim[s] + skew for s in sizes], notes, comp.ranks)
+
+
+def scale_observations(store: Store, run_ids: list[int], ppn: int,
+                       topology: TopologySpec) -> list[Observation]:
+    """Stored collective runs on a few nodes as observations for `scale.fit_scale`: one per
+    run and size (the median over the run's samples), predicted with the algorithm the run
+    was pinned to, else the one its MPI library runs by default (Open MPI's rules for an
+    unknown library). The kernels' records hold the barrier's exit skew (`compare_run`); an
+    imported peer tool's (OSU, IMB) do not."""
+    obs: list[Observation] = []
+    for rid in run_ids:
+        run = store.run(rid)
+        collective = run.kernel.partition(".")[2]
+        if collective not in ALGORITHMS:
+            raise FabenchError(f"run {rid} is {run.kernel}: not a collective run")
+        if run.ranks % ppn:
+            raise FabenchError(f"run {rid} has {run.ranks} ranks: not a multiple of "
+                               f"--scale-ppn {ppn}")
+        nodes = run.ranks // ppn
+        cluster = Cluster(nodes, ppn, topology.build(nodes))
+        pinned = run_algorithm(run, collective)
+        library = run.mpi if run.mpi in MPI_LIBRARIES else "openmpi"
+        skewed = not run.launcher.startswith("import")
+        sums = summarize_results(run.kernel, list(store.results(rid)), LATENCY)
+        for s in sums:
+            if s.size <= 0 or not s.summary.median > 0:
+                continue
+            algo = (effective_algorithms(run, collective, pinned, [s.size])[0] if pinned
+                    else library_choice(library, collective, cluster.ranks, ppn, s.size))
+
+            def fn(f: Fabric, cl: Cluster = cluster, c: str = collective, a: str = algo,
+                   m: int = s.size, sk: bool = skewed) -> float:
+                t = algorithms(c)[a][0](Model(f, cl), float(m))
+                return t + (barrier_exit_skew(f, cl) if sk else 0.0)
+            obs.append(Observation(fn, float(s.summary.median), nodes))
+    if not obs:
+        raise FabenchError("no collective times in runs " + ", ".join(map(str, run_ids)))
+    return obs

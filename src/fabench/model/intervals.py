@@ -1,0 +1,165 @@
+"""Prediction intervals for `model predict`: split conformal bands over the published corpus's
+leave-one-system-out residuals (docs/model.md, "Uncertainty").
+
+A fabric `model predict` is given was never in the corpus, so every corpus test row is
+out of its system: the pool of scores is the corpus's test rows (times and ratios), nothing
+held out. What the fabric says of itself picks the score:
+- its scale terms were fitted to the user's own collective runs (`model calibrate
+  --scale-runs`), with a difficulty sigma (`fabric_sigma`: how well the fit extrapolates
+  from the runs' smallest node count to their others): the band is prediction x
+  exp(+-q sigma), q over the corpus's normalised scores |log(predicted / published)| / sigma
+  of the rows whose system had such a fit (normalised conformal prediction: Papadopoulos,
+  Vovk, Gammerman, "Normalized nonconformity measures for regression conformal
+  prediction", AIA 2008);
+- else prediction x exp(+-q), q over all the corpus's plain scores.
+With `mondrian`, the pool is first narrowed to the rows of the prediction's class (ranks per
+node 1, 2-31, >= 32; in-network or host-based): Mondrian conformal prediction (Vovk, Gammerman,
+Shafer, "Algorithmic Learning in a Random World", 2005, ch. 4.5), valid per class where the
+class holds enough rows for the level, else the whole pool.
+
+Running the corpus takes tens of seconds; the scores are cached in the results directory
+under a key made of the corpus file and the model's source, so any change to either
+recomputes them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .collectives import Band, Prediction
+from .fabric import Fabric
+from .published import (
+    CORPUS,
+    NOMINAL,
+    SIGMA_FLOOR,
+    Row,
+    _innet,
+    _log_residual,
+    _scored,
+    conformal_quantile,
+    difficulty,
+    run_corpus,
+)
+
+SCALE_FIT_KEY = "scale"  # fabric.fit[SCALE_FIT_KEY]: the scale fit's rms log error and runs
+
+
+@dataclass
+class Score:
+    """One corpus test row's nonconformity scores and its class."""
+
+    group: str
+    plain: float  # |log(predicted / published)|
+    normalised: float | None  # plain / sigma, when the row's system had its own fit rows
+    ppn: int
+    innet: bool
+
+
+def ppn_class(ppn: int) -> str:
+    return "1" if ppn <= 1 else ("2-31" if ppn < 32 else ">=32")
+
+
+def scores_of(rows: list[Row], extrapolation: dict[str, float] | None = None) -> list[Score]:
+    sig = difficulty(rows, extrapolation)
+    out = []
+    for r in rows:
+        if r.split != "test" or not _scored(r):
+            continue
+        s = sig.get((r.system, _innet(r)))
+        plain = _log_residual(r)
+        out.append(Score(r.group, plain, None if s is None else plain / s, r.ppn, _innet(r)))
+    return out
+
+
+def _cache_key(corpus: Path) -> str:
+    h = hashlib.sha256(corpus.read_bytes())
+    for src in sorted(Path(__file__).parent.glob("*.py")):
+        h.update(src.name.encode())
+        h.update(src.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def corpus_scores(cache_dir: Path | None = None, corpus: Path = CORPUS) -> list[Score]:
+    """The corpus's test-row scores (cached under `cache_dir` when given)."""
+    path = cache_dir / f"conformal-scores-{_cache_key(corpus)}.json" if cache_dir else None
+    if path is not None and path.is_file():
+        try:
+            return [Score(**d) for d in json.loads(path.read_text())]
+        except (ValueError, TypeError):
+            pass  # a damaged cache is recomputed
+    res = run_corpus(corpus, band_samples=0)
+    scores = scores_of(res.rows, res.extrapolation)
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps([asdict(s) for s in scores]))
+        except OSError:
+            pass  # a read-only results directory only costs the recomputation
+    return scores
+
+
+def fabric_sigma(fabric: Fabric) -> float | None:
+    """The difficulty of a fabric whose scale terms were fitted to the user's collective
+    runs, as the corpus's rows have theirs (published.difficulty): the fit's error when
+    extrapolating from the runs' smallest node count to the others, else (one node count)
+    its rms log error on the runs; None without a scale fit."""
+    fit = fabric.fit.get(SCALE_FIT_KEY)
+    if not isinstance(fit, dict):
+        return None
+    for key in ("extrapolation_rms_log_error", "rms_log_error"):
+        if fit.get(key) is not None:
+            return max(SIGMA_FLOOR, float(fit[key]))
+    return None
+
+
+@dataclass
+class Interval:
+    q: float  # the band is prediction x exp(+-q)
+    level: float
+    rows: int  # scores in the pool
+    how: str
+
+    @property
+    def width(self) -> float:
+        return math.exp(2 * self.q)
+
+
+def interval(scores: list[Score], sigma: float | None, level: float = NOMINAL,
+             ppn: int | None = None, innet: bool | None = None,
+             mondrian: bool = False) -> Interval:
+    pool = scores
+    cls = ""
+    if mondrian and ppn is not None:
+        narrowed = [s for s in scores if ppn_class(s.ppn) == ppn_class(ppn)
+                    and (innet is None or s.innet == innet)]
+        usable = [s for s in narrowed if sigma is None or s.normalised is not None]
+        if math.ceil((len(usable) + 1) * level) <= len(usable):
+            pool, cls = narrowed, f", class {ppn_class(ppn)} ranks/node"
+    if sigma is not None:
+        vals = [s.normalised for s in pool if s.normalised is not None]
+        q = conformal_quantile(vals, level) * sigma
+        how = (f"normalised by the scale fit's difficulty {sigma:.2f}, over "
+               f"{len(vals)} corpus rows{cls}")
+    else:
+        vals = [s.plain for s in pool]
+        q = conformal_quantile(vals, level)
+        how = f"over {len(vals)} corpus rows{cls}, nothing fitted to this system's collectives"
+    return Interval(q, level, len(vals), how)
+
+
+def add_intervals(pred: Prediction, iv: Interval) -> None:
+    """The same relative interval on every column of `pred`."""
+    lo, hi = (math.exp(-iv.q), math.exp(iv.q)) if np.isfinite(iv.q) else (0.0, math.inf)
+    for c, ts in pred.times.items():
+        pred.bands[c] = Band([t * lo for t in ts], [t * hi for t in ts])
+    pred.band_label = (f"[low-high]: {iv.level:.0%} prediction interval, x{math.exp(iv.q):.2f} "
+                       f"either side (split conformal over the published corpus's "
+                       f"leave-one-system-out residuals, {iv.how}; docs/model.md "
+                       "'Uncertainty')")
+    pred.band_level = iv.level
