@@ -33,6 +33,7 @@ from ..model.intervals import (
     corpus_scores,
     fabric_sigma,
     interval,
+    user_cache_dir,
 )
 from ..model.published import NOMINAL, corpus_lines, run_corpus
 from ..model.scale import extrapolation_error, fit_scale
@@ -334,7 +335,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.scale_runs:
         if args.scale_ppn < 1:
             raise FabenchError(f"--scale-ppn {args.scale_ppn}: at least 1")
-        with Store(store_path(args.out)) as store:
+        with Store(store_of(args)) as store:
             obs = scale_observations(store, args.scale_runs, args.scale_ppn,
                                      TopologySpec("fat-tree", 24))
         extrap = extrapolation_error(cal.fabric, obs)
@@ -391,7 +392,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.bands == "interval" and args.band_samples != 0:
         if not 0 < args.level < 1:
             raise FabenchError(f"--level {args.level}: between 0 and 1")
-        iv = interval(corpus_scores(args.out / "cache"), fabric_sigma(fabric), args.level)
+        iv = interval(corpus_scores(user_cache_dir()), fabric_sigma(fabric), args.level)
     for coll in args.collective:
         only = [a for a in (args.algorithm or []) if a in ALGORITHMS[coll]] or None
         if args.algorithm and not only:

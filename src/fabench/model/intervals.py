@@ -17,9 +17,9 @@ node 1, 2-31, >= 32; in-network or host-based): Mondrian conformal prediction (V
 Shafer, "Algorithmic Learning in a Random World", 2005, ch. 4.5), valid per class where the
 class holds enough rows for the level, else the whole pool.
 
-Running the corpus takes tens of seconds; the scores are cached in the results directory
-under a key made of the corpus file and the model's source, so any change to either
-recomputes them.
+Running the corpus takes tens of seconds; the scores are cached once per user
+(`$XDG_CACHE_HOME/fabench`, else `~/.cache/fabench`) under a key made of the corpus file and
+the model's source, so any change to either recomputes them.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -85,6 +86,11 @@ def _cache_key(corpus: Path) -> str:
     return h.hexdigest()[:16]
 
 
+def user_cache_dir() -> Path:
+    """Where the corpus's scores are kept between commands (one computation per user)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fabench"
+
+
 def corpus_scores(cache_dir: Path | None = None, corpus: Path = CORPUS) -> list[Score]:
     """The corpus's test-row scores (cached under `cache_dir` when given)."""
     path = cache_dir / f"conformal-scores-{_cache_key(corpus)}.json" if cache_dir else None
@@ -98,7 +104,10 @@ def corpus_scores(cache_dir: Path | None = None, corpus: Path = CORPUS) -> list[
     if path is not None:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps([asdict(s) for s in scores]))
+            # written aside then renamed: a concurrent reader never sees half a file
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps([asdict(s) for s in scores]))
+            tmp.replace(path)
         except OSError:
             pass  # a read-only results directory only costs the recomputation
     return scores
