@@ -36,6 +36,8 @@ def text_lines(acc: Acceptance) -> list[str]:
         m = v.measured
         if v.reason:
             out.append(f"#   {v.reason}")
+        if v.extra_runs:
+            out.append(f"#   first {v.first}; {v.extra_runs} more run(s) within the budget")
         if m is not None and v.status in (FAIL, ERROR, INCONCLUSIVE):
             out += [f"#   {d}" for d in m.detail[:6]]
         for b in v.baseline:

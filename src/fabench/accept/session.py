@@ -156,13 +156,16 @@ def _spend_budget(ctx: Context, spec: AcceptSpec, verdicts: dict[str, Verdict],
         took = time.monotonic() - t
         spent += took
         extra[pc.ident] = extra.get(pc.ident, 0) + 1
-        verdicts[pc.ident] = Verdict(pc.check, st, m, why, took)
+        verdicts[pc.ident] = Verdict(pc.check, st, m, why, took, first=INCONCLUSIVE,
+                                     extra_runs=extra[pc.ident])
         # checks sharing the measurement (the same sweep at another size) see the new runs
         for o in spec.checks:
             v = verdicts[o.ident]
             if o is not pc and v.status == INCONCLUSIVE and o.check.kind == pc.check.kind:
                 m2, st2, why2 = _measure(ctx, o, False)
-                verdicts[o.ident] = Verdict(o.check, st2, m2, why2, v.wall_s)
+                verdicts[o.ident] = Verdict(
+                    o.check, st2, m2, why2, v.wall_s, first=INCONCLUSIVE,
+                    extra_runs=max(0, (m2.runs if m2 else 0) - spec.model.repeats))
 
 
 def saved_path(store_path: Path, campaign_id: int) -> Path:

@@ -36,6 +36,8 @@ class Verdict:
     reason: str = ""
     wall_s: float = 0.0
     baseline: list[dict[str, Any]] = field(default_factory=list)  # compare.py's verdicts
+    first: str = ""  # the verdict before the budget's extra runs ("" when none were made)
+    extra_runs: int = 0  # runs the budget added
 
     def value_text(self) -> str:
         m = self.measured
@@ -72,7 +74,8 @@ class Verdict:
                 "method": m.method if m else "", "runs": m.runs if m else 0,
                 "run_ids": m.run_ids if m else [], "campaign_ids": m.campaign_ids if m else [],
                 "evidence": m.detail if m else [], "reason": self.reason,
-                "wall_s": round(self.wall_s, 3), "baseline": self.baseline}
+                "wall_s": round(self.wall_s, 3), "first_verdict": self.first or self.status,
+                "extra_runs": self.extra_runs, "baseline": self.baseline}
 
 
 def _finite(v: float | None) -> float | None:
