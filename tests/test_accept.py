@@ -11,9 +11,18 @@ import pytest
 
 from conftest import fabench_cli, own_testbeds
 from fabench.accept.checks import METRIC_DEFS, Stage, parse_check
-from fabench.accept.session import dependencies
+from fabench.accept.session import Acceptance, dependencies
 from fabench.accept.spec import parse_accept_spec
-from fabench.accept.verdict import FAIL, INCONCLUSIVE, PASS, Measured, decide
+from fabench.accept.verdict import (
+    ERROR,
+    FAIL,
+    INCONCLUSIVE,
+    PASS,
+    SKIPPED,
+    Measured,
+    Verdict,
+    decide,
+)
 from fabench.errors import FabenchError, SpecError
 from fabench.store import Store
 from junit_schema import junit_errors
@@ -213,37 +222,44 @@ def test_a_failed_dependency_skips_what_depends_on_it(openmpi: str, tmp_path: Pa
     assert junit.count("<skipped") == 1 and j["checks"][1]["run_ids"] == []
 
 
+@pytest.mark.slow
 def test_a_threshold_at_the_measured_value_is_inconclusive_then_measured_more(
         openmpi: str, tmp_path: Path) -> None:
-    rc, j, _ = _accept(tmp_path, _local_spec(tmp_path, 1000), out="first")
+    _, j, _ = _accept(tmp_path, _local_spec(tmp_path, 1000), out="first")
     value = j["checks"][1]["value"]
-    # the same check with its threshold at that value: no budget leaves it open (exit 4) ...
+    # The threshold at the value measured before. Whether the next acceptance's first
+    # interval holds it depends on how far the host drifted between the two (measured here
+    # under load: 2.5x between two acceptances a minute apart), so each try takes the last
+    # value measured; the budget is then spent on the check that came out inconclusive.
     tries = []
-    for attempt in range(3):
-        rc, j, junit = _accept(tmp_path, _local_spec(tmp_path, value), "--budget", "0",
-                               out=f"nobudget{attempt}")
+    for attempt in range(6):
+        rc, j, junit = _accept(tmp_path, _local_spec(tmp_path, value), "--budget", "60",
+                               out=f"try{attempt}")
         strict = next(c for c in j["checks"] if c["id"] == "strict")
-        tries.append((strict["status"], strict["interval"], value))
-        if strict["status"] == INCONCLUSIVE:
-            break
-        value = strict["value"]  # the data moved: its own value this time
-    assert strict["status"] == INCONCLUSIVE, tries
-    assert rc == 4 and j["outcome"] == "inconclusive" and "inconclusive" in junit
-    # ... a budget measures more, pooled with the first runs, until it decides or runs out
-    for attempt in range(3):
-        rc, j, _ = _accept(tmp_path, _local_spec(tmp_path, value), "--budget", "90",
-                           out=f"budget{attempt}")
-        strict = next(c for c in j["checks"] if c["id"] == "strict")
+        tries.append((strict["first_verdict"], strict["status"], strict["interval"], value))
         if strict["first_verdict"] == INCONCLUSIVE:
             break
         value = strict["value"]
-    assert strict["first_verdict"] == INCONCLUSIVE, strict
+    assert strict["first_verdict"] == INCONCLUSIVE, tries
+    # more runs, pooled with the first two, until it decided or the budget ran out
     assert strict["extra_runs"] >= 1 and strict["runs"] == 2 + strict["extra_runs"]
-    assert j["budget_spent_s"] > 0
-    # decided, or out of budget / extra runs (a threshold at the true value never decides)
+    assert len(strict["run_ids"]) == strict["runs"] and j["budget_spent_s"] > 0
     assert strict["status"] in (PASS, FAIL) or strict["extra_runs"] == 20 or \
         j["budget_spent_s"] > 30
     assert rc == {INCONCLUSIVE: 4, FAIL: 3, PASS: 0}[strict["status"]]
+    assert ("inconclusive" in junit) == (strict["status"] == INCONCLUSIVE)
+
+
+def test_exit_status_is_3_on_a_fail_else_4_on_an_inconclusive_else_0() -> None:
+    lat = parse_check("latency_us <= 10 @ 8")
+
+    def acc(*statuses: str) -> Acceptance:
+        return Acceptance("x", "x.yaml", 1, "local", [Verdict(lat, s) for s in statuses], 0)
+    assert acc(PASS, PASS).exit_code == 0
+    assert acc(PASS, INCONCLUSIVE).exit_code == 4
+    assert acc(INCONCLUSIVE, FAIL).exit_code == 3
+    assert acc(PASS, ERROR).exit_code == 3
+    assert acc(SKIPPED, PASS).exit_code == 0
 
 
 def test_baseline_compares_each_metric_with_an_earlier_acceptance(openmpi: str,
