@@ -12,7 +12,7 @@ import pytest
 from conftest import fabench_cli, own_testbeds
 from fabench.accept.checks import METRIC_DEFS, Stage, parse_check
 from fabench.accept.session import Acceptance, dependencies
-from fabench.accept.spec import parse_accept_spec
+from fabench.accept.spec import load_accept_spec, parse_accept_spec
 from fabench.accept.verdict import (
     ERROR,
     FAIL,
@@ -325,3 +325,10 @@ def test_testbed_clean_passes_and_one_slow_host_fails_exactly_its_checks(
     with Store(tmp_path / "slow" / "fabench.sqlite") as st:
         assert all("h2:delay=2ms" in str(st.run(r).provenance.get("launcher"))
                    for r in lat["run_ids"])
+
+
+@pytest.mark.parametrize("name, on", [("accept-000.yaml", "hosts"),
+                                      ("accept-testbed.yaml", "testbed")])
+def test_the_examples_are_valid_specs(name: str, on: str) -> None:
+    spec = load_accept_spec(Path(__file__).resolve().parent.parent / "examples" / name, on)
+    assert spec.checks[0].ident == "doctor" and len(spec.checks) >= 6
