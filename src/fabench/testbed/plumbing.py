@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..errors import FabenchError
 from ..process_identity import host_netns, netns_of, proc_start, wait_gone
-from . import links
+from . import links, sshd
 from .impair import parse_impairs
 from .state import (
     NAME_RE,
@@ -337,6 +337,8 @@ def _build(state: TestbedState) -> None:
             state.save()
     state.agent.write_text(_agent_script(state))
     state.agent.chmod(0o755)
+    if state.config.sshd:
+        sshd.start(state)
 
 
 def _plan_links(state: TestbedState, ctx: list[str]) -> "dict[str, links.HostPlan]":
