@@ -172,13 +172,14 @@ def measure_p2p(ctx: Context, pc: PlannedCheck, more: bool = False) -> Measured:
 # ---- collectives against the model ----------------------------------------------------------
 def _coll_series(ctx: Context, pc: PlannedCheck) -> tuple[Series, int, int]:
     coll = pc.check.collective
-    ppn = pc.item.ranks_per_node or 1
     transport = pc.item.transport
     nodes = len(ctx.hosts()) or 2
+    # one rank per host; on one host (local) two, so that there is a collective to time
+    ppn = pc.item.ranks_per_node or (2 if nodes == 1 else 1)
 
     def same(o: PlannedCheck) -> bool:
         return o.check.kind == "collective" and o.check.collective == coll and \
-            o.item.transport == transport and (o.item.ranks_per_node or 1) == ppn
+            o.item.transport == transport and (o.item.ranks_per_node or ppn) == ppn
 
     def make() -> Series:
         settings = KernelSettings(sizes=Sizes.parse(_sizes_of(ctx, same)),

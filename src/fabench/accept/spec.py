@@ -131,10 +131,6 @@ def parse_accept_spec(text: str, source: str = "<spec>",
         for dep in item.after:
             if dep not in seen:
                 raise fail(f"after: {dep!r} is not a check before this one")
-        allowed = _WHERE.get(check.kind)
-        if scheduler_name is not None and allowed is not None and scheduler_name not in allowed:
-            raise fail(f"{check.metric.name} cannot run on --on {scheduler_name} (it runs on "
-                       f"{', '.join(allowed)})")
         if check.relative and not model.fabric:
             raise fail("'x predicted' needs the spec's `fabric:` (a calibrated or preset fabric "
                        "model; fabench model list)")
@@ -145,7 +141,20 @@ def parse_accept_spec(text: str, source: str = "<spec>",
         planned.append(PlannedCheck(check, item, tuple(item.after)))
     ordered = sorted(planned, key=lambda p: p.check.stage)  # stable: the spec's order within
     _check_order(ordered, source)
-    return AcceptSpec(source, model, tuple(ordered))
+    spec = AcceptSpec(source, model, tuple(ordered))
+    if scheduler_name is not None:
+        check_scheduler(spec, scheduler_name)
+    return spec
+
+
+def check_scheduler(spec: AcceptSpec, scheduler_name: str) -> None:
+    """Every check can run on this scheduler, else a SpecError naming the first that cannot."""
+    for pc in sorted(spec.checks, key=lambda p: p.check.line):
+        allowed = _WHERE.get(pc.check.kind)
+        if allowed is not None and scheduler_name not in allowed:
+            raise SpecError(f"{spec.source} line {pc.check.line}: {pc.check.text}: "
+                            f"{pc.check.metric.name} cannot run on --on {scheduler_name} (it "
+                            f"runs on {', '.join(allowed)})")
 
 
 def _check_order(checks: list[PlannedCheck], source: str) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..accept.output import junit_xml, text_lines, write_html
 from ..accept.session import run_acceptance, saved_path
-from ..accept.spec import load_accept_spec
+from ..accept.spec import check_scheduler, load_accept_spec
 from ..errors import FabenchError
 from ..schedulers import split_on
 from ..store import Store
@@ -57,9 +57,9 @@ def main(args: argparse.Namespace) -> int:
     on = args.on
     if on == ["local"]:  # not given: the spec's launcher
         on = None
-    probe = load_accept_spec(args.spec)
-    words = on or [probe.model.launcher]
-    spec = load_accept_spec(args.spec, split_on(words).name)
+    spec = load_accept_spec(args.spec)  # parsed once; a bad spec stops here (exit 2)
+    words = on or [spec.model.launcher]
+    check_scheduler(spec, split_on(words).name)
     scheduler = scheduler_from(words, args.out, args.oversubscribe or spec.model.oversubscribe)
     spath = store_path(args.out)
     try:
