@@ -368,7 +368,8 @@ def measure_transport(ctx: Context, pc: PlannedCheck, more: bool = False) -> Mea
     transports`: its interval-based 'loses' verdict)."""
     placement = "intra" if ctx.scheduler.name == "local" else "inter"
     opts = TransportsOptions(placement=placement, hosts=pc.item.hosts, mpis=[ctx.mpi],
-                             iterations=pc.item.iterations, quick=True, prove=False,
+                             sizes=pc.item.sizes, iterations=pc.item.iterations, quick=True,
+                             prove=False,
                              timeout_s=ctx.spec.model.timeout_s)
     out = run_transports(opts, ctx.scheduler, ctx.store_path, ctx.say)
     d = out.diagnosis
