@@ -377,9 +377,12 @@ def measure_transport(ctx: Context, pc: PlannedCheck, more: bool = False) -> Mea
         raise FabenchError("the transport diagnosis compared nothing")
     losing = [r for r in d.rows if r.loses]
     runs = sorted({i for p in d.paths for ids in p.run_ids.values() for i in ids})
+    detail = [f"{r.kernel} ({r.mpi}) at {r.size} B: the library's choice ({r.chosen}) is "
+              f"{r.loss:.2f}x [{r.loss_low:.2f}, {r.loss_high:.2f}] worse than {r.best}"
+              for r in losing]
     return Measured(float(len(losing)), None, None, "sizes where another path beats the "
                     "library's choice beyond its interval (docs/diagnose.md)", runs,
-                    [d.campaign_id], [ln for ln in out.lines() if ln.strip()][:20])
+                    [d.campaign_id], detail)
 
 
 def measure_reorder(ctx: Context, pc: PlannedCheck, more: bool = False) -> Measured:
@@ -396,7 +399,8 @@ def measure_reorder(ctx: Context, pc: PlannedCheck, more: bool = False) -> Measu
     den = 1 + z * z / n
     mid = (p + z * z / (2 * n)) / den
     half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / den
-    return Measured(p * 100, max(0.0, mid - half) * 100, min(1.0, mid + half) * 100,
+    low = 0.0 if k == 0 else max(0.0, mid - half)  # no rounding residue above an exact 0
+    return Measured(p * 100, low * 100, min(1.0, mid + half) * 100,
                     f"{k} of {n} datagrams reordered, Wilson 95 % interval",
                     [r.run_id for r in d.rounds], [], [d.recommendation()], len(d.rounds))
 
