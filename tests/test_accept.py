@@ -290,10 +290,10 @@ checks:
   - check: latency_us <= 1000 @ 8
     transport: tcp
     iterations: 200
-  - check: bandwidth_MBps >= 20 @ 1M
+  - check: bandwidth_MBps >= 5 @ 1M
     transport: tcp
     iterations: 20
-  - check: allreduce_us <= 5000 @ 8
+  - check: allreduce_us <= 2500 @ 8
     transport: tcp
     iterations: 100
 """
@@ -312,18 +312,19 @@ def test_testbed_clean_passes_and_one_slow_host_fails_exactly_its_checks(
         assert {c["status"] for c in j["checks"]} == {"pass"}
 
         fabench_cli("testbed", "up", "--name", "slow", "--hosts", "3",
-                    "--impair", "h2:delay=2ms")
+                    "--impair", "h2:delay=5ms")
         rc, j, junit = _accept(tmp_path, spec, "--on", "testbed", "slow", out="slow")
     assert rc == 3
     failed = {c["id"] for c in j["checks"] if c["status"] == "fail"}
-    # h2 is one end of the point-to-point pair (h1, h2) and a rank of the allreduce; a
-    # delay costs no bandwidth at 1 MiB within this threshold
-    assert failed == {"latency_us <= 1000 @ 8", "allreduce_us <= 5000 @ 8"}, j["checks"]
+    # h2 is one end of the point-to-point pair (h1, h2) and a rank of the allreduce (whose
+    # every call waits for a message through h2's link: >= 5 ms); a delay costs no bandwidth
+    # at 1 MiB within this threshold (47-56 MB/s measured with 2 ms, 122-260 without)
+    assert failed == {"latency_us <= 1000 @ 8", "allreduce_us <= 2500 @ 8"}, j["checks"]
     lat = next(c for c in j["checks"] if c["id"] == "latency_us <= 1000 @ 8")
-    assert lat["interval"][0] > 1000 and any("h2:delay=2ms" in e for e in lat["evidence"])
+    assert lat["interval"][0] > 1000 and any("h2:delay=5ms" in e for e in lat["evidence"])
     assert junit.count("<failure") == 2
     with Store(tmp_path / "slow" / "fabench.sqlite") as st:
-        assert all("h2:delay=2ms" in str(st.run(r).provenance.get("launcher"))
+        assert all("h2:delay=5ms" in str(st.run(r).provenance.get("launcher"))
                    for r in lat["run_ids"])
 
 
