@@ -50,6 +50,9 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                          "keys rate, delay, jitter, loss, dup, reorder (P%%[:GAP] or "
                          "multipath:K:STEP), reorder-window, reorder-hold, queue, ecn, dir "
                          "(docs/testbed.md)")
+    up.add_argument("--sshd", action="store_true",
+                    help="run OpenSSH's sshd in every host, with keys made for the testbed: "
+                         "`--on hosts` over real ssh from inside a host (docs/testbed.md)")
     up.add_argument("--link-impl", choices=["auto", "netem", "fb-link"], default="auto",
                     help="what carries impairments beyond a rate: netem where this kernel "
                          "has it and it can (auto, the default), or fb-link, the user-space "
@@ -97,7 +100,7 @@ def _up(args: argparse.Namespace) -> int:
                            offloads=None if args.offloads is None else args.offloads == "on",
                            sysctls=_parse_sysctls(args.sysctl), switches=args.switches,
                            uplink_rate=args.uplink_rate, impairs=list(args.impair),
-                           link_impl=args.link_impl)
+                           link_impl=args.link_impl, sshd=args.sshd)
     signal.signal(signal.SIGTERM, _interrupt)
     state = create(args.name, config)
     for line in status_lines(state):

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ..errors import FabenchError
 from ..process_identity import host_netns, netns_of, proc_start, wait_gone
-from . import links
+from . import links, sshd
 from .impair import parse_impairs
 from .state import (
     NAME_RE,
@@ -337,6 +337,8 @@ def _build(state: TestbedState) -> None:
             state.save()
     state.agent.write_text(_agent_script(state))
     state.agent.chmod(0o755)
+    if state.config.sshd:
+        sshd.start(state)
 
 
 def _plan_links(state: TestbedState, ctx: list[str]) -> "dict[str, links.HostPlan]":
@@ -434,8 +436,7 @@ def destroy(state: TestbedState) -> list[str]:
         wait_gone(pid)
     # The agent, the hosts file, fb-link's status files and logs: all of this dir is ours.
     for f in state.dir.glob("*") if state.dir.is_dir() else []:
-        if f.is_file() or f.is_symlink():
-            f.unlink(missing_ok=True)
+        _remove(f)
     if state.dir.is_dir():
         try:
             state.dir.rmdir()
@@ -443,6 +444,18 @@ def destroy(state: TestbedState) -> list[str]:
             problems.append(f"{state.dir}: {exc}")
     state.state_file.unlink(missing_ok=True)
     return problems
+
+
+def _remove(f: Path) -> None:
+    """A file of a testbed's run directory, or its one level of subdirectory (--sshd's keys);
+    a link is removed, never followed."""
+    if f.is_dir() and not f.is_symlink():
+        for g in f.glob("*"):
+            if g.is_file() or g.is_symlink():
+                g.unlink(missing_ok=True)
+        f.rmdir()
+    else:
+        f.unlink(missing_ok=True)
 
 
 def _pids_sharing_netns(pid: int) -> list[int]:
@@ -495,7 +508,7 @@ def destroy_all(prefix: str | None = None) -> list[str]:
     for sub in sorted(tb_dir.glob(f"{prefix}-*")) if tb_dir.is_dir() else []:
         if sub.is_dir():
             for f in sub.glob("*"):
-                f.unlink(missing_ok=True)
+                _remove(f)
             sub.rmdir()
         else:
             sub.unlink(missing_ok=True)

@@ -57,6 +57,7 @@ class TestbedConfig:
     uplink_rate: str | None = None  # tc rate of each leaf's uplink, both directions
     impairs: list[str] = field(default_factory=list)  # --impair specs (testbed/impair.py)
     link_impl: str = "auto"  # auto (netem where the kernel has it), netem, fb-link
+    sshd: bool = False  # OpenSSH's sshd in every host, with keys made for the testbed
 
     def validate(self) -> None:
         if not 1 <= self.hosts <= 250:

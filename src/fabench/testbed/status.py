@@ -50,6 +50,10 @@ def status_lines(state: TestbedState) -> list[str]:
     lines.append(f"  run on a host: fabench testbed exec --name {state.name} h1 -- CMD"
                  f"   (or: {shlex.join(state.hosts[0].enter)} CMD)" if state.hosts else "")
     lines.append(f"  ssh stand-in for mpirun/hostfiles: {state.agent}")
+    if c.sshd:
+        d = state.dir / "ssh"
+        lines.append(f"  sshd in every host; from inside one: FABENCH_RSH_AGENT={d / 'ssh'} "
+                     f"fabench ... --on hosts {d / 'hostfile'}")
     return lines
 
 

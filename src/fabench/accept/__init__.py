@@ -1,0 +1,2 @@
+"""Cluster acceptance: a spec of checks with thresholds, verdicts with intervals
+(docs/accept.md)."""

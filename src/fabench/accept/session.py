@@ -1,0 +1,213 @@
+"""`fabench accept`: the spec's checks in order, each with its verdict, within a budget.
+
+Order: doctor, node consistency (HPL per node), the matrix, point to point, collectives, the
+rest; within a stage, the spec's order. A check runs only when the checks it depends on
+passed: its own `after:`, every doctor check, and for the fabric checks (matrix, p2p,
+collectives) every node-consistency check, since a fabric compared over inconsistent nodes
+measures the nodes (document 000 runs node consistency first for that reason).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..compare import Comparison, compare_selections
+from ..errors import FabenchError
+from ..provenance import host_provenance
+from ..schedulers import Scheduler
+from ..store import Store
+from .checks import Stage
+from .measure import MEASURES, MORE, Context, Say, _say
+from .spec import AcceptSpec, PlannedCheck
+from .verdict import ERROR, FAIL, INCONCLUSIVE, PASS, SKIPPED, Measured, Verdict, decide
+
+EXIT_PASS, EXIT_FAIL, EXIT_INCONCLUSIVE = 0, 3, 4
+MAX_EXTRA_RUNS = 20  # per check: a threshold exactly at the true value never decides
+_FABRIC = (Stage.MATRIX, Stage.P2P, Stage.COLLECTIVES)
+
+
+@dataclass
+class Acceptance:
+    name: str
+    source: str
+    campaign_id: int
+    where: str
+    verdicts: list[Verdict]
+    budget_s: float
+    spent_s: float = 0.0  # of the budget, on extra measurements
+    wall_s: float = 0.0
+    baseline: int | None = None
+    baseline_summary: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        st = {v.status for v in self.verdicts}
+        if st & {FAIL, ERROR}:
+            return EXIT_FAIL
+        if INCONCLUSIVE in st:
+            return EXIT_INCONCLUSIVE
+        return EXIT_PASS
+
+    @property
+    def outcome(self) -> str:
+        return {EXIT_PASS: "pass", EXIT_FAIL: "fail", EXIT_INCONCLUSIVE: "inconclusive"}[
+            self.exit_code]
+
+    def campaign_ids(self) -> list[int]:
+        ids = {self.campaign_id}
+        for v in self.verdicts:
+            if v.measured:
+                ids.update(v.measured.campaign_ids)
+        return sorted(ids)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "acceptance", "name": self.name, "spec": self.source,
+                "campaign_id": self.campaign_id, "campaign_ids": self.campaign_ids(),
+                "on": self.where, "outcome": self.outcome, "exit_status": self.exit_code,
+                "budget_s": self.budget_s, "budget_spent_s": round(self.spent_s, 3),
+                "wall_s": round(self.wall_s, 3), "baseline": self.baseline,
+                "baseline_summary": self.baseline_summary,
+                "counts": {s: sum(v.status == s for v in self.verdicts)
+                           for s in (PASS, FAIL, INCONCLUSIVE, SKIPPED, ERROR)},
+                "checks": [v.to_json() for v in self.verdicts]}
+
+
+def dependencies(pc: PlannedCheck, before: list[PlannedCheck]) -> list[str]:
+    deps = list(pc.after)
+    for o in before:
+        gates = (o.check.stage == Stage.DOCTOR and pc.check.stage != Stage.DOCTOR) or \
+            (o.check.stage == Stage.NODES and pc.check.stage in _FABRIC)
+        if gates:
+            deps.append(o.ident)
+    return list(dict.fromkeys(deps))
+
+
+def _measure(ctx: Context, pc: PlannedCheck, more: bool) -> tuple[Measured | None, str, str]:
+    try:
+        m = MEASURES[pc.check.kind](ctx, pc, more)
+    except FabenchError as exc:
+        return None, ERROR, str(exc)
+    return m, decide(pc.check, m), ""
+
+
+def run_acceptance(spec: AcceptSpec, scheduler: Scheduler, store_path: Path, *,
+                   budget_s: float | None = None, baseline: int | None = None,
+                   say: Say = _say) -> Acceptance:
+    t0 = time.monotonic()
+    budget = spec.model.budget_s if budget_s is None else budget_s
+    with Store(store_path) as store:
+        if baseline is not None:
+            store.campaign(baseline)  # an unknown campaign is refused before anything runs
+        cid = store.begin_campaign(spec.name, {"accept": spec.model.model_dump(),
+                                               "source": spec.source,
+                                               "on": scheduler.describe()}, host_provenance())
+    ctx = Context(spec, scheduler, store_path, cid, say)
+    verdicts: dict[str, Verdict] = {}
+    status = "interrupted"
+    try:
+        done: list[PlannedCheck] = []
+        for pc in spec.checks:
+            deps = dependencies(pc, done)
+            blocked = [d for d in deps if verdicts[d].status != PASS]
+            done.append(pc)
+            if blocked:
+                verdicts[pc.ident] = Verdict(pc.check, SKIPPED, reason="depends on " + "; ".join(
+                    f"{d!r} ({verdicts[d].status})" for d in blocked))
+                continue
+            say(f"accept: {pc.check.text}")
+            t = time.monotonic()
+            m, st, why = _measure(ctx, pc, False)
+            verdicts[pc.ident] = Verdict(pc.check, st, m, why, time.monotonic() - t)
+        spent = _spend_budget(ctx, spec, verdicts, budget)
+        status = "finished"
+    finally:
+        with Store(store_path) as store:
+            store.end_campaign(cid, status)
+    acc = Acceptance(spec.name, spec.source, cid, scheduler.describe(),
+                     [verdicts[pc.ident] for pc in spec.checks], budget, spent,
+                     time.monotonic() - t0, baseline)
+    if baseline is not None:
+        attach_baseline(acc, store_path, baseline)
+    return acc
+
+
+def _spend_budget(ctx: Context, spec: AcceptSpec, verdicts: dict[str, Verdict],
+                  budget: float) -> float:
+    """Measure inconclusive checks again, pooled with what they had, while the budget lasts:
+    the check whose last measurement was cheapest first; a check stops when it is decided,
+    or when its next measurement would not end within the budget."""
+    spent = 0.0
+    extra: dict[str, int] = {}
+    while True:
+        open_ = [pc for pc in spec.checks if verdicts[pc.ident].status == INCONCLUSIVE
+                 and pc.check.kind in MORE and extra.get(pc.ident, 0) < MAX_EXTRA_RUNS
+                 and spent + verdicts[pc.ident].wall_s <= budget]
+        if not open_:
+            return spent
+        pc = min(open_, key=lambda p: verdicts[p.ident].wall_s)
+        ctx.say(f"accept: {pc.check.text}: inconclusive, measuring more "
+                f"({budget - spent:.0f} s of the budget left)")
+        t = time.monotonic()
+        m, st, why = _measure(ctx, pc, True)
+        took = time.monotonic() - t
+        spent += took
+        extra[pc.ident] = extra.get(pc.ident, 0) + 1
+        verdicts[pc.ident] = Verdict(pc.check, st, m, why, took, first=INCONCLUSIVE,
+                                     extra_runs=extra[pc.ident])
+        # checks sharing the measurement (the same sweep at another size) see the new runs
+        for o in spec.checks:
+            v = verdicts[o.ident]
+            if o is not pc and v.status == INCONCLUSIVE and o.check.kind == pc.check.kind:
+                m2, st2, why2 = _measure(ctx, o, False)
+                verdicts[o.ident] = Verdict(
+                    o.check, st2, m2, why2, v.wall_s, first=INCONCLUSIVE,
+                    extra_runs=max(0, (m2.runs if m2 else 0) - spec.model.repeats))
+
+
+def saved_path(store_path: Path, campaign_id: int) -> Path:
+    return store_path.parent / f"accept-c{campaign_id}.json"
+
+
+def attach_baseline(acc: Acceptance, store_path: Path, base: int) -> None:
+    """Each measured metric against the same metric of an earlier acceptance, by compare.py's
+    verdicts (better, worse, equal within noise, inconclusive): the acceptance's own runs
+    (p2p, collectives) and the node-consistency HPL runs, paired by configuration."""
+    pairs = [(f"c{base}", f"c{acc.campaign_id}")]
+    old = saved_path(store_path, base)
+    if old.exists():
+        before = json.loads(old.read_text(encoding="utf-8"))
+        hpl_then = _hpl_campaigns(before.get("checks", []))
+        hpl_now = _hpl_campaigns([v.to_json() for v in acc.verdicts])
+        if hpl_then and hpl_now:
+            pairs.append((f"c{hpl_then}", f"c{hpl_now}"))
+    comps: list[Comparison] = []
+    with Store(store_path) as store:
+        for a, b in pairs:
+            try:
+                comps += compare_selections(store, [a], [b])
+            except FabenchError as exc:
+                acc.baseline_summary.append(f"{a} vs {b}: {exc}")
+    for c in comps:
+        acc.baseline_summary.append(c.sentence())
+    for v in acc.verdicts:
+        m = v.measured
+        if m is None or not m.run_ids:
+            continue
+        for c in comps:
+            if not {r.id for r in c.b.runs} & set(m.run_ids):
+                continue
+            for sc in c.sizes:
+                if v.check.size is None or sc.size == v.check.size:
+                    v.baseline.append({"campaign": base, "kernel": c.kernel,
+                                       "label": c.b.label, **sc.as_dict()})
+
+
+def _hpl_campaigns(checks: list[dict[str, Any]]) -> int | None:
+    for c in checks:
+        if c.get("kind") == "hpl" and c.get("run_ids"):
+            return None if not c.get("campaign_ids") else int(c["campaign_ids"][-1])
+    return None

@@ -1,0 +1,88 @@
+"""`fabench accept SPEC.yaml --on ...`: argument handling; the work is in fabench/accept/."""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ..accept.output import junit_xml, text_lines, write_html
+from ..accept.session import run_acceptance, saved_path
+from ..accept.spec import check_scheduler, load_accept_spec
+from ..errors import FabenchError
+from ..schedulers import split_on
+from ..store import Store
+from . import COMMANDS
+from ._common import add_on_argument, add_out_argument, scheduler_from, store_path
+
+
+@COMMANDS.register("accept")
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    p = sub.add_parser(
+        "accept", help="cluster acceptance: a spec of checks with thresholds, one verdict each",
+        description="Run an acceptance spec's checks in order (doctor, node consistency, "
+                    "matrix, point to point, collectives, the rest), each judged by its 95%% "
+                    "interval against its threshold: pass, fail or inconclusive (then "
+                    "measured more within --budget). Exit 0 when every check passed, 3 on a "
+                    "fail, 4 when a check is still inconclusive after the budget, 2 on a bad "
+                    "spec. See docs/accept.md and examples/accept-*.yaml.")
+    p.add_argument("spec", help="acceptance spec (YAML)")
+    add_on_argument(p)
+    p.add_argument("--budget", type=float, metavar="SECONDS",
+                   help="time for more measurements of inconclusive checks (default: the "
+                        "spec's budget_s, else 0)")
+    p.add_argument("--baseline", metavar="CAMPAIGN",
+                   help="an earlier acceptance (campaign id, or cN): every metric compared "
+                        "with it")
+    p.add_argument("--junit", type=Path, metavar="FILE", help="also write JUnit XML here")
+    p.add_argument("--html", type=Path, metavar="FILE",
+                   help="the report (default: OUT/accept-cN.html)")
+    p.add_argument("--json", action="store_true", help="the verdicts as one JSON object")
+    add_out_argument(p)
+    p.set_defaults(func=main)
+
+
+def _campaign(text: str | None) -> int | None:
+    if text is None:
+        return None
+    t = text[1:] if text[:1] in ("c", "C") else text
+    if not t.isdigit() or int(t) < 1:
+        raise FabenchError(f"--baseline {text!r}: a campaign id (12 or c12)")
+    return int(t)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.budget is not None and not 0 <= args.budget <= 7 * 86400:
+        raise FabenchError(f"--budget {args.budget}: 0 .. 604800 seconds")
+    baseline = _campaign(args.baseline)
+    on = args.on
+    if on == ["local"]:  # not given: the spec's launcher
+        on = None
+    spec = load_accept_spec(args.spec)  # parsed once; a bad spec stops here (exit 2)
+    words = on or [spec.model.launcher]
+    check_scheduler(spec, split_on(words).name)
+    scheduler = scheduler_from(words, args.out, args.oversubscribe or spec.model.oversubscribe)
+    spath = store_path(args.out)
+    try:
+        acc = run_acceptance(spec, scheduler, spath, budget_s=args.budget, baseline=baseline)
+    finally:
+        scheduler.close()
+    saved = saved_path(spath, acc.campaign_id)
+    saved.write_text(json.dumps(acc.to_json(), indent=1) + "\n", encoding="utf-8")
+    files = [saved]
+    if args.junit:
+        args.junit.parent.mkdir(parents=True, exist_ok=True)
+        args.junit.write_text(junit_xml(acc), encoding="utf-8")
+        files.append(args.junit)
+    with Store(spath) as store:
+        files.append(write_html(acc, store, args.html or
+                                args.out / f"accept-c{acc.campaign_id}.html"))
+    if args.json:
+        print(json.dumps(acc.to_json()))
+    else:
+        for line in text_lines(acc):
+            print(line)
+        for f in files:
+            print(f"# wrote {f}")
+    if acc.exit_code:
+        print(f"fabench: acceptance {acc.outcome}", file=sys.stderr)
+    return acc.exit_code
