@@ -12,7 +12,7 @@ from ..errors import FabenchError
 from ..schedulers import split_on
 from ..store import Store
 from . import COMMANDS
-from ._common import add_on_argument, add_out_argument, scheduler_from, store_path
+from ._common import add_on_argument, add_out_argument, scheduler_from, store_of
 
 
 @COMMANDS.register("accept")
@@ -61,7 +61,12 @@ def main(args: argparse.Namespace) -> int:
     words = on or [spec.model.launcher]
     check_scheduler(spec, split_on(words).name)
     scheduler = scheduler_from(words, args.out, args.oversubscribe or spec.model.oversubscribe)
-    spath = store_path(args.out)
+    spath = store_of(args)
+    if not isinstance(spath, Path):
+        # the acceptance keeps its fabric files and JSON beside an SQLite store; a central
+        # PostgreSQL store takes a finished acceptance by `fabench store copy`
+        raise FabenchError("accept writes an SQLite store in --out (or --store FILE); copy it "
+                           "to a PostgreSQL store afterwards with `fabench store copy`")
     try:
         acc = run_acceptance(spec, scheduler, spath, budget_s=args.budget, baseline=baseline)
     finally:
