@@ -189,7 +189,9 @@ def test_local_acceptance_passes_fails_and_shows_its_evidence(openmpi: str,
     lat, strict, coll = by["latency_us <= 1000 @ 8"], by["strict"], \
         by["allreduce <= 10000 x predicted @ 8"]
     lo, hi = lat["interval"]
-    assert lo <= lat["value"] <= hi < 1000 and lat["runs"] == 2
+    assert lo <= hi < 1000 and lat["runs"] == 2
+    # a two-stage bootstrap over 2 runs may miss the pooled median: then it says so
+    assert (lo <= lat["value"] <= hi) != ("misses the median" in lat["method"])
     assert strict["value"] == lat["value"] and strict["run_ids"] == lat["run_ids"]  # one sweep
     assert coll["value"] > 0 and any("predicted" in e for e in coll["evidence"])
     with Store(tmp_path / "out" / "fabench.sqlite") as st:

@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 
 from ..congestion import CongestionConfig, VictimSettings, congestion_campaign
-from ..congestion.session import testbed_of
 from ..diagnose.reorder import ReorderOptions, run_reorder
 from ..diagnose.session import TransportsOptions, run_transports
 from ..doctor import mpi_checks
@@ -37,6 +36,7 @@ from ..native import kernel_status
 from ..plan import KernelSettings, PlannedRun, Sizes, plan_run
 from ..runner import execute_run
 from ..schedulers import DirectScheduler, Scheduler
+from ..schedulers.testbed import AutoScheduler, TestbedScheduler
 from ..stats import median_ci, median_ci_runs
 from ..store import Store
 from ..tune.audit import check as tune_check
@@ -108,6 +108,8 @@ class Series:
         pooled = [v for r in per_run for v in r]
         ci = median_ci_runs(per_run)
         how = f"median of {len(pooled)} samples in {len(per_run)} run(s), 95 % {ci.method}"
+        if ci.point_outside:  # runs that disagree: the bootstrap's interval misses the median
+            how += " (the interval misses the median: the runs disagree; repeat more)"
         return Measured(float(np.median(pooled)), ci.low if ci.defined else None,
                         ci.high if ci.defined else None, how, list(self.run_ids),
                         runs=len(per_run))
@@ -346,8 +348,10 @@ def measure_tune(ctx: Context, pc: PlannedCheck, more: bool = False) -> Measured
     """Findings of the tuning audit at or above the check's severity (unknown < differs <
     verdict: a named diagnosis)."""
     severity = pc.check.metric.name.partition("[")[2].rstrip("]")
-    if ctx.scheduler.name in ("testbed", "auto"):
-        targets = testbed_targets(testbed_of(ctx.scheduler).state.name)
+    # tuning is audited per host namespace on a testbed, on this host elsewhere
+    inner = ctx.scheduler.inner if isinstance(ctx.scheduler, AutoScheduler) else ctx.scheduler
+    if isinstance(inner, TestbedScheduler):
+        targets = testbed_targets(inner.state.name)
     else:
         targets = [Target.host()]
     profile = load_profile(pc.item.profile or "hpc-default")
