@@ -155,7 +155,8 @@ static void emit_meta(struct fb_mpi_ctx *ctx)
 }
 
 int fb_mpi_start(struct fb_mpi_ctx *ctx, const struct fb_mpi_kernel *k, enum fb_kernel_class cls,
-                 int min_ranks, int *argc, char ***argv, int *exit_code)
+                 int min_ranks, const struct fb_own_opts *own, int *argc, char ***argv,
+                 int *exit_code)
 {
     memset(ctx, 0, sizeof(*ctx));
     ctx->kernel = k->name;
@@ -165,8 +166,9 @@ int fb_mpi_start(struct fb_mpi_ctx *ctx, const struct fb_mpi_kernel *k, enum fb_
     d.sizes = k->sizes;
     const char *prog = strrchr((*argv)[0], '/') ? strrchr((*argv)[0], '/') + 1 : (*argv)[0];
     bool quiet = launcher_says_not_rank0();
-    switch (fb_opts_parse(&ctx->opts, &d, prog, *argc, *argv, quiet ? NULL : stdout,
-                          quiet ? NULL : stderr)) {
+    unsigned scope = cls == FB_CLASS_COLLECTIVE ? FB_SC_COLL : 0;
+    switch (fb_opts_parse_own(&ctx->opts, &d, prog, scope, own, *argc, *argv,
+                              quiet ? NULL : stdout, quiet ? NULL : stderr)) {
     case FB_OPTS_OK:
         break;
     case FB_OPTS_HELP:
@@ -192,12 +194,6 @@ int fb_mpi_start(struct fb_mpi_ctx *ctx, const struct fb_mpi_kernel *k, enum fb_
         snprintf(msg, sizeof(msg), "needs at least %d ranks, got %d", min_ranks, ctx->nranks);
         fb_mpi_usage_exit(ctx, msg);
     }
-    if (ctx->opts.warmup_sync == FB_WARMUP_CLOCK && cls != FB_CLASS_COLLECTIVE)
-        fb_mpi_usage_exit(ctx, "--warmup-sync applies to collective kernels only");
-    if ((ctx->opts.datatype != FB_DT_DEFAULT || ctx->opts.osu_iterations >= 0) &&
-        cls != FB_CLASS_COLLECTIVE)
-        fb_mpi_usage_exit(ctx, "--datatype and --osu-iterations apply to collective kernels "
-                               "only");
     if (ctx->opts.osu_iterations < 0 && fb_mpi_global_clock())
         ctx->opts.osu_iterations = 0; /* a simulator's wall time is the cost: opt in */
     if (ctx->opts.warmup_sync == FB_WARMUP_CLOCK && !fb_mpi_global_clock())

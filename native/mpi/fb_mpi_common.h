@@ -32,11 +32,13 @@ struct fb_mpi_ctx {
     struct fb_json json;
 };
 
-/* Parse options (before MPI_Init, so --help and bad options need no MPI), MPI_Init, check the
- * number of ranks (at least min_ranks; even where the kernel's line says so) and print the meta
- * record on rank 0. Returns -1 if the kernel should exit now with *exit_code. */
+/* Parse options (before MPI_Init, so --help and bad options need no MPI; the kernel's own
+ * options through `own`, NULL: none), MPI_Init, check the number of ranks (at least min_ranks;
+ * even where the kernel's line says so) and print the meta record on rank 0. Returns -1 if the
+ * kernel should exit now with *exit_code. */
 int fb_mpi_start(struct fb_mpi_ctx *ctx, const struct fb_mpi_kernel *k, enum fb_kernel_class cls,
-                 int min_ranks, int *argc, char ***argv, int *exit_code);
+                 int min_ranks, const struct fb_own_opts *own, int *argc, char ***argv,
+                 int *exit_code);
 
 /* The end record on rank 0, MPI_Finalize, free. Returns the process exit code (0). */
 int fb_mpi_finish(struct fb_mpi_ctx *ctx);

@@ -41,6 +41,7 @@ struct matrix {
     bool isolated;
     long lat_iters, lat_warmup;
     bool *wanted;   /* nranks * nranks: wanted[src * n + dst]; NULL: every pair */
+    const char *pairs_text; /* --pairs, parsed after MPI_Init (it needs the number of ranks) */
     size_t size;    /* bandwidth message size */
     long bw_iters, bw_warmup;
     int window;
@@ -50,13 +51,6 @@ struct matrix {
     char *hosts;    /* nranks * MPI_MAX_PROCESSOR_NAME, on rank 0 */
     double *lat, *bw; /* this rank's samples, one direction */
 };
-
-static const char *USAGE =
-    "mpi.matrix options (before the common ones below):\n"
-    "  --mode concurrent|isolated  all pairs of a round at once (default) or one at a time\n"
-    "  --pairs i:j,...             only these ordered pairs of ranks\n"
-    "  --lat-iterations N          8-byte ping-pongs per direction (default 500)\n"
-    "  --lat-warmup N              untimed ping-pongs before them (default 50)\n";
 
 static bool want(const struct matrix *m, int src, int dst)
 {
@@ -201,65 +195,18 @@ static void report_round(struct matrix *m, long round, int me, int n)
     free(buf);
 }
 
-/* Strip this kernel's own options from argv (the common parser refuses unknown ones).
- * Returns 0, or 2 after a message on stderr. */
-static int own_options(struct matrix *m, int *argc, char **argv, char **pairs_text, bool *help)
+/* This kernel's own options (rows of the option table in fb_opts.c, checked there). */
+static int set_own(void *ctx, enum fb_opt_id id, const struct fb_optval *v, char *why, size_t len)
 {
-    int out = 1;
-    for (int i = 1; i < *argc; i++) {
-        const char *a = argv[i];
-        const char *names[] = {"--mode", "--pairs", "--lat-iterations", "--lat-warmup"};
-        int which = -1;
-        const char *val = NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-            *help = true;
-        for (int k = 0; k < 4; k++) {
-            size_t len = strlen(names[k]);
-            if (!strncmp(a, names[k], len) && (a[len] == '\0' || a[len] == '=')) {
-                which = k;
-                if (a[len] == '=')
-                    val = a + len + 1;
-                else if (i + 1 < *argc)
-                    val = argv[++i];
-                break;
-            }
-        }
-        if (which < 0) {
-            argv[out++] = argv[i];
-            continue;
-        }
-        if (!val) {
-            fprintf(stderr, "mpi.matrix: %s needs a value\n", names[which]);
-            return 2;
-        }
-        char *end = NULL;
-        long v = 0;
-        switch (which) {
-        case 0:
-            if (strcmp(val, "concurrent") && strcmp(val, "isolated")) {
-                fprintf(stderr, "mpi.matrix: --mode wants concurrent or isolated, got '%s'\n",
-                        val);
-                return 2;
-            }
-            m->isolated = !strcmp(val, "isolated");
-            break;
-        case 1:
-            *pairs_text = (char *)val;
-            break;
-        default:
-            v = strtol(val, &end, 10);
-            if (!*val || *end || v < (which == 2 ? 1 : 0) || v > 100000000) {
-                fprintf(stderr, "mpi.matrix: %s wants an integer, got '%s'\n", names[which], val);
-                return 2;
-            }
-            if (which == 2)
-                m->lat_iters = v;
-            else
-                m->lat_warmup = v;
-        }
+    struct matrix *m = ctx;
+    (void)why, (void)len;
+    switch (id) {
+    case FB_O_MODE: m->isolated = v->l == 1; break;
+    case FB_O_PAIRS: m->pairs_text = v->text; break;
+    case FB_O_LAT_ITERATIONS: m->lat_iters = v->l; break;
+    case FB_O_LAT_WARMUP: m->lat_warmup = v->l; break;
+    default: break;
     }
-    *argc = out;
-    argv[out] = NULL;
     return 0;
 }
 
@@ -290,16 +237,10 @@ static int parse_pairs(struct matrix *m, const char *text, int n)
 int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
 {
     struct matrix m = {.lat_iters = 500, .lat_warmup = 50};
-    char *pairs_text = NULL;
-    bool help = false;
-    int code = own_options(&m, &argc, argv, &pairs_text, &help);
-    if (code)
-        return code;
-    if (help)
-        fputs(USAGE, stdout);
-
+    struct fb_own_opts own = {.scope = FB_SC_MATRIX, .set = set_own, .ctx = &m};
+    int code = 0;
     struct fb_mpi_ctx ctx;
-    if (fb_mpi_start(&ctx, k, FB_CLASS_BANDWIDTH, 2, &argc, &argv, &code))
+    if (fb_mpi_start(&ctx, k, FB_CLASS_BANDWIDTH, 2, &own, &argc, &argv, &code))
         return code;
     m.ctx = &ctx;
     const struct fb_opts *o = &ctx.opts;
@@ -312,7 +253,7 @@ int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
     m.bw_warmup = fb_opts_warmup(o, m.size);
     m.window = o->window;
     int n = ctx.nranks, me = ctx.rank;
-    if (pairs_text && parse_pairs(&m, pairs_text, n))
+    if (m.pairs_text && parse_pairs(&m, m.pairs_text, n))
         fb_mpi_usage_exit(&ctx, "--pairs wants i:j,... with distinct ranks below the number "
                                 "of ranks");
 

@@ -260,7 +260,7 @@ int fb_pt2pt_main(const struct fb_mpi_kernel *k, int argc, char **argv)
     enum fb_pt2pt_kind kind = (enum fb_pt2pt_kind)i;
     struct fb_mpi_ctx ctx;
     int code = 0;
-    if (fb_mpi_start(&ctx, k, KINDS[kind].cls, 2, &argc, &argv, &code))
+    if (fb_mpi_start(&ctx, k, KINDS[kind].cls, 2, NULL, &argc, &argv, &code))
         return code;
 
     struct pt2pt p = {0};
