@@ -382,8 +382,8 @@ static int read_value(const struct fb_optdef *t, const char *val, struct fb_optv
         return 0;
     case FB_T_SIZE:
         if (fb_parse_size(val, &v->z) || (double)v->z < t->lo || (double)v->z > t->hi) {
-            snprintf(why, len, "--%s wants a size %.0f..%.0f bytes (K/M/G suffixes), got '%s'",
-                     t->name, t->lo, t->hi, val);
+            snprintf(why, len, "--%s wants a size, got '%s' (%.0f..%.0f bytes, K/M/G suffixes)",
+                     t->name, val, t->lo, t->hi);
             return -1;
         }
         return 0;
@@ -541,6 +541,33 @@ enum fb_opts_status fb_opts_parse(struct fb_opts *o, const struct fb_defaults *d
                                   int argc, char **argv, FILE *out, FILE *err)
 {
     return fb_opts_parse_own(o, d, prog, FB_SC_COLL, NULL, argc, argv, out, err);
+}
+
+static void json_count(struct fb_json *j, const char *key, double v)
+{
+    fb_json_double(j, key, v, v == floor(v) ? 0 : 1);
+}
+
+void fb_result_begin(struct fb_json *j, const struct fb_opts *o, const struct fb_result_head *h)
+{
+    fb_json_begin(j, "result");
+    fb_json_str(j, "kernel", h->kernel);
+    fb_json_uint(j, "size", h->size);
+    fb_json_int(j, "iterations", h->iterations);
+    fb_json_int(j, "warmup", h->warmup);
+    fb_json_str(j, "datatype", h->datatype);
+    fb_json_uint(j, "count", h->count);
+    fb_json_str(j, "unit", "us");
+    if (o->validate)
+        fb_json_bool(j, "validated", true);
+    else
+        fb_json_null(j, "validated");
+    json_count(j, "bytes_per_sample", h->bytes_per_sample);
+    json_count(j, "messages_per_sample", h->messages_per_sample);
+    if (o->rounds > 1) {
+        fb_json_int(j, "round", h->round);
+        fb_json_int(j, "rounds", o->rounds);
+    }
 }
 
 void fb_opts_free(struct fb_opts *o)

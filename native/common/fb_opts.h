@@ -200,6 +200,21 @@ enum fb_opts_status fb_opts_parse_own(struct fb_opts *o, const struct fb_default
 enum fb_opts_status fb_opts_parse(struct fb_opts *o, const struct fb_defaults *d, const char *prog,
                                   int argc, char **argv, FILE *out, FILE *err);
 
+/* The fields every result record starts with (docs/kernel-protocol.md), written once here for
+ * the MPI and the transport kernels. */
+struct fb_json;
+struct fb_result_head {
+    const char *kernel;
+    size_t size;
+    long iterations, warmup;
+    const char *datatype;
+    unsigned long long count;
+    double bytes_per_sample, messages_per_sample;
+    long round;
+};
+/* fb_json_begin(j, "result") and the head's fields, with validated and round/rounds from *o. */
+void fb_result_begin(struct fb_json *j, const struct fb_opts *o, const struct fb_result_head *h);
+
 /* Free what fb_opts_parse allocated. */
 void fb_opts_free(struct fb_opts *o);
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "fb_json.h"
+#include "fb_loop.h"
 #include "fb_opts.h"
 
 /* One line of native/kernels.list, compiled into the kernel's main (native/mpi/main.c). */
@@ -95,5 +96,25 @@ void fb_mpi_reduce_times(MPI_Comm comm, const double *local, size_t n, double *o
 
 /* Same, the max only. */
 void fb_mpi_reduce_max(MPI_Comm comm, const double *local, size_t n, double *out_max);
+
+/* The MPI side of the loop engine (fb_loop.h): operations are queued and run by wait(), a lone
+ * one as the blocking call (MPI_Send / MPI_Recv, as OSU's ping-pong and acks), several as
+ * Isend/Irecv in the order posted and one MPI_Waitall (OSU's windows). */
+struct fb_mpi_op {
+    void *buf;
+    int len, tag;
+    bool send;
+};
+struct fb_mpi_xfer {
+    MPI_Comm comm;
+    int peer;
+    int n, cap;
+    struct fb_mpi_op *ops;
+    MPI_Request *reqs;
+    MPI_Status *stats; /* not MPI_STATUSES_IGNORE: GCC 12 misreads MPICH's access attributes */
+};
+/* Hooks into *x for `cap` operations in flight at most; 0, or -1 out of memory. */
+int fb_mpi_xfer_init(struct fb_mpi_xfer *m, struct fb_xfer *x, MPI_Comm comm, int peer, int cap);
+void fb_mpi_xfer_free(struct fb_mpi_xfer *m);
 
 #endif

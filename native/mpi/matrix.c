@@ -30,10 +30,7 @@
 #include "fb_mpi_common.h"
 #include "fb_timer.h"
 
-#define TAG_PING 200
-#define TAG_DATA 201
-#define TAG_ACK 202
-#define TAG_REPORT 203
+#define TAG_REPORT 203 /* the engine's own tags (fb_loop.h) are below */
 #define LAT_SIZE 8
 
 struct matrix {
@@ -46,8 +43,8 @@ struct matrix {
     long bw_iters, bw_warmup;
     int window;
     char *sbuf, *rbuf;
-    MPI_Request *reqs;
-    MPI_Status *stats;
+    struct fb_mpi_xfer mx; /* the loop engine's MPI hooks; its peer is set per pair */
+    struct fb_xfer x;
     char *hosts;    /* nranks * MPI_MAX_PROCESSOR_NAME, on rank 0 */
     double *lat, *bw; /* this rank's samples, one direction */
 };
@@ -72,46 +69,35 @@ static int partner(int rank, int r, int n)
     return p >= n ? -1 : p;
 }
 
-/* Ping-pong from src; fills m->lat on src. */
-static void latency(struct matrix *m, MPI_Comm comm, int me, int src, int dst)
+static void failed(struct matrix *m)
 {
-    int peer = me == src ? dst : src;
+    fprintf(stderr, "%s: a transfer failed\n", m->ctx->kernel);
+    MPI_Abort(m->ctx->comm, 1);
+}
+
+/* Ping-pong from src; fills m->lat on src. */
+static void latency(struct matrix *m, int me, int src, int dst)
+{
+    m->mx.peer = me == src ? dst : src;
     for (long i = 0; i < m->lat_warmup + m->lat_iters; i++) {
-        if (me == src) {
-            double t0 = fb_now_us();
-            MPI_Send(m->sbuf, LAT_SIZE, MPI_CHAR, peer, TAG_PING, comm);
-            MPI_Recv(m->rbuf, LAT_SIZE, MPI_CHAR, peer, TAG_PING, comm, MPI_STATUS_IGNORE);
-            double t1 = fb_now_us();
-            if (i >= m->lat_warmup)
-                m->lat[i - m->lat_warmup] = (t1 - t0) / 2.0;
-        } else {
-            MPI_Recv(m->rbuf, LAT_SIZE, MPI_CHAR, peer, TAG_PING, comm, MPI_STATUS_IGNORE);
-            MPI_Send(m->sbuf, LAT_SIZE, MPI_CHAR, peer, TAG_PING, comm);
-        }
+        double sample = 0;
+        if (fb_pingpong(&m->x, me == src, m->sbuf, m->rbuf, LAT_SIZE, 1, &sample))
+            failed(m);
+        if (me == src && i >= m->lat_warmup)
+            m->lat[i - m->lat_warmup] = sample;
     }
 }
 
 /* Windows from src to dst, 1-byte ack each; fills m->bw on src. */
-static void bandwidth(struct matrix *m, MPI_Comm comm, int me, int src, int dst)
+static void bandwidth(struct matrix *m, int me, int src, int dst)
 {
-    int peer = me == src ? dst : src;
-    char ack = 0;
+    m->mx.peer = me == src ? dst : src;
     for (long i = 0; i < m->bw_warmup + m->bw_iters; i++) {
-        if (me == src) {
-            double t0 = fb_now_us();
-            for (int k = 0; k < m->window; k++)
-                MPI_Isend(m->sbuf, (int)m->size, MPI_CHAR, peer, TAG_DATA, comm, &m->reqs[k]);
-            MPI_Waitall(m->window, m->reqs, m->stats);
-            MPI_Recv(&ack, 1, MPI_CHAR, peer, TAG_ACK, comm, MPI_STATUS_IGNORE);
-            double t1 = fb_now_us();
-            if (i >= m->bw_warmup)
-                m->bw[i - m->bw_warmup] = t1 - t0;
-        } else {
-            for (int k = 0; k < m->window; k++)
-                MPI_Irecv(m->rbuf, (int)m->size, MPI_CHAR, peer, TAG_DATA, comm, &m->reqs[k]);
-            MPI_Waitall(m->window, m->reqs, m->stats);
-            MPI_Send(&ack, 1, MPI_CHAR, peer, TAG_ACK, comm);
-        }
+        double sample = 0;
+        if (fb_window(&m->x, me == src, m->sbuf, m->rbuf, 0, m->size, m->window, &sample))
+            failed(m);
+        if (me == src && i >= m->bw_warmup)
+            m->bw[i - m->bw_warmup] = sample;
     }
 }
 
@@ -127,11 +113,11 @@ static void pair(struct matrix *m, int me, int a, int b, bool phased)
         int src = dirs[d][0], dst = dirs[d][1];
         bool mine = a >= 0 && (me == a || me == b) && want(m, src, dst);
         if (mine)
-            latency(m, m->ctx->comm, me, src, dst);
+            latency(m, me, src, dst);
         if (phased)
             MPI_Barrier(m->ctx->comm);
         if (mine)
-            bandwidth(m, m->ctx->comm, me, src, dst);
+            bandwidth(m, me, src, dst);
         if (phased)
             MPI_Barrier(m->ctx->comm);
     }
@@ -259,8 +245,7 @@ int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
 
     m.sbuf = fb_buf_alloc_pages(m.size > LAT_SIZE ? m.size : LAT_SIZE, o->hugepages);
     m.rbuf = fb_buf_alloc_pages(m.size > LAT_SIZE ? m.size : LAT_SIZE, o->hugepages);
-    m.reqs = malloc(sizeof(*m.reqs) * (size_t)m.window);
-    m.stats = malloc(sizeof(*m.stats) * (size_t)m.window);
+    int xrc = fb_mpi_xfer_init(&m.mx, &m.x, ctx.comm, 0, m.window + 1);
     m.lat = calloc((size_t)m.lat_iters, sizeof(double));
     m.bw = calloc((size_t)m.bw_iters, sizeof(double));
     char name[MPI_MAX_PROCESSOR_NAME];
@@ -269,7 +254,7 @@ int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
     MPI_Get_processor_name(name, &len);
     if (me == 0)
         m.hosts = calloc((size_t)n, MPI_MAX_PROCESSOR_NAME);
-    if (!m.sbuf || !m.rbuf || !m.reqs || !m.stats || !m.lat || !m.bw || (me == 0 && !m.hosts)) {
+    if (!m.sbuf || !m.rbuf || xrc || !m.lat || !m.bw || (me == 0 && !m.hosts)) {
         fprintf(stderr, "%s: out of memory\n", ctx.kernel);
         MPI_Abort(ctx.comm, 1);
     }
@@ -310,8 +295,7 @@ int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
 
     fb_buf_free(m.sbuf);
     fb_buf_free(m.rbuf);
-    free(m.reqs);
-    free(m.stats);
+    fb_mpi_xfer_free(&m.mx);
     free(m.lat);
     free(m.bw);
     free(m.hosts);

@@ -16,8 +16,6 @@
 #include "fb_pattern.h"
 #include "fb_timer.h"
 
-#define TAG_DATA 100
-#define TAG_ACK 101
 
 enum fb_pt2pt_kind {
     FB_PT2PT_LATENCY, /* ping-pong between ranks 0 and 1, half round trip */
@@ -51,66 +49,34 @@ struct pt2pt {
     int window;
     size_t rslots;   /* receive slots: window when validating (each message checked), else 1 */
     char *sbuf, *rbuf;
-    char ack;
-    MPI_Request *reqs;
-    MPI_Status *stats; /* not MPI_STATUSES_IGNORE: GCC 12 misreads MPICH's access attributes */
+    struct fb_mpi_xfer mx; /* the loop engine's MPI hooks (fb_loop.h) */
+    struct fb_xfer x;
 };
 
-static void stream_send(struct pt2pt *p, size_t size, MPI_Request *reqs)
-{
-    for (int k = 0; k < p->window; k++)
-        MPI_Isend(p->sbuf, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm, &reqs[k]);
-}
-
-static void stream_recv(struct pt2pt *p, size_t size, MPI_Request *reqs)
-{
-    for (int k = 0; k < p->window; k++) {
-        char *slot = p->rbuf + (p->rslots > 1 ? (size_t)k * size : 0);
-        MPI_Irecv(slot, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm, &reqs[k]);
-    }
-}
-
-/* One timed iteration; returns the sample in us (meaningful on the timing side only). */
+/* One timed iteration, by the engine's loop of this kind's shape; returns the sample in us
+ * (meaningful on the timing side only). */
 static double iteration(struct pt2pt *p, size_t size)
 {
-    double t0, t1;
+    double sample = 0.0;
+    size_t stride = p->rslots > 1 ? size : 0;
+    int rc = 0;
     switch (p->kind) {
     case FB_PT2PT_LATENCY:
-        if (p->sender) {
-            t0 = fb_now_us();
-            MPI_Send(p->sbuf, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm);
-            MPI_Recv(p->rbuf, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm, MPI_STATUS_IGNORE);
-            t1 = fb_now_us();
-            return (t1 - t0) / 2.0;
-        }
-        MPI_Recv(p->rbuf, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm, MPI_STATUS_IGNORE);
-        MPI_Send(p->sbuf, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm);
-        return 0.0;
-
+        rc = fb_pingpong(&p->x, p->sender, p->sbuf, p->rbuf, size, 1, &sample);
+        break;
     case FB_PT2PT_BW:
     case FB_PT2PT_MBW_MR:
-        if (p->sender) {
-            t0 = fb_now_us();
-            stream_send(p, size, p->reqs);
-            MPI_Waitall(p->window, p->reqs, p->stats);
-            MPI_Recv(&p->ack, 1, MPI_CHAR, p->peer, TAG_ACK, p->comm, MPI_STATUS_IGNORE);
-            t1 = fb_now_us();
-            return t1 - t0;
-        }
-        stream_recv(p, size, p->reqs);
-        MPI_Waitall(p->window, p->reqs, p->stats);
-        MPI_Send(&p->ack, 1, MPI_CHAR, p->peer, TAG_ACK, p->comm);
-        return 0.0;
-
+        rc = fb_window(&p->x, p->sender, p->sbuf, p->rbuf, stride, size, p->window, &sample);
+        break;
     case FB_PT2PT_BIBW:
-        t0 = fb_now_us();
-        stream_recv(p, size, p->reqs);
-        stream_send(p, size, p->reqs + p->window);
-        MPI_Waitall(2 * p->window, p->reqs, p->stats);
-        t1 = fb_now_us();
-        return t1 - t0;
+        rc = fb_window_bidir(&p->x, p->sbuf, p->rbuf, stride, size, p->window, &sample);
+        break;
     }
-    return 0.0;
+    if (rc) {
+        fprintf(stderr, "%s: a transfer failed\n", p->ctx->kernel);
+        MPI_Abort(p->ctx->comm, 1);
+    }
+    return sample;
 }
 
 static bool receives(const struct pt2pt *p)
@@ -189,9 +155,8 @@ static void setup(struct pt2pt *p, struct fb_mpi_ctx *ctx, enum fb_pt2pt_kind ki
     p->rslots = ctx->opts.validate && kind != FB_PT2PT_LATENCY ? (size_t)p->window : 1;
     p->sbuf = fb_buf_alloc_pages(maxs, ctx->opts.hugepages);
     p->rbuf = fb_buf_alloc_pages(maxs * p->rslots, ctx->opts.hugepages);
-    p->reqs = malloc(sizeof(*p->reqs) * 2 * (size_t)p->window);
-    p->stats = malloc(sizeof(*p->stats) * 2 * (size_t)p->window);
-    if (!p->sbuf || !p->rbuf || !p->reqs || !p->stats) {
+    int xrc = fb_mpi_xfer_init(&p->mx, &p->x, p->comm, p->peer, 2 * p->window + 1);
+    if (!p->sbuf || !p->rbuf || xrc) {
         fprintf(stderr, "%s: out of memory for %zu-byte buffers\n", ctx->kernel, maxs);
         MPI_Abort(ctx->comm, 1);
     }
@@ -285,8 +250,7 @@ int fb_pt2pt_main(const struct fb_mpi_kernel *k, int argc, char **argv)
         MPI_Comm_free(&p.comm);
     fb_buf_free(p.sbuf);
     fb_buf_free(p.rbuf);
-    free(p.reqs);
-    free(p.stats);
+    fb_mpi_xfer_free(&p.mx);
     free(local);
     free(times);
     return fb_mpi_finish(&ctx);

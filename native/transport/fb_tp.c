@@ -422,28 +422,16 @@ static int run_size(struct fb_tp *t, size_t size, long round)
     if (t->index == 0) {
         struct fb_json *j = &t->json;
         double moved = t->bytes_per_iteration * (double)m.iters;
-        fb_json_begin(j, "result");
-        fb_json_str(j, "kernel", k->name);
-        fb_json_uint(j, "size", size);
-        fb_json_int(j, "iterations", m.iters);
-        fb_json_int(j, "warmup", m.warm);
-        fb_json_str(j, "datatype", "bytes");
-        fb_json_uint(j, "count", size);
-        fb_json_str(j, "unit", "us");
-        if (t->opts.validate)
-            fb_json_bool(j, "validated", true);
-        else
-            fb_json_null(j, "validated");
-        fb_json_double(j, "bytes_per_sample", t->bytes_per_sample, 1);
-        fb_json_double(j, "messages_per_sample", t->messages_per_sample, 1);
+        struct fb_result_head h = {
+            .kernel = k->name, .size = size, .iterations = m.iters, .warmup = m.warm,
+            .datatype = "bytes", .count = size, .bytes_per_sample = t->bytes_per_sample,
+            .messages_per_sample = t->messages_per_sample, .round = round,
+        };
+        fb_result_begin(j, &t->opts, &h);
         fb_json_double(j, "bytes_moved", moved, 0);
         fb_json_double(j, "timed_s", m.me.wall_s, 6);
         if (!t->time_mode && duration_s > 0)
             fb_json_double(j, "warmup_pace_us", m.pace_us, 4);
-        if (t->opts.rounds > 1) {
-            fb_json_int(j, "round", round);
-            fb_json_int(j, "rounds", t->opts.rounds);
-        }
         emit_side(j, "client", &m.me, moved);
         emit_side(j, "server", &peer, moved);
         if (k->result)
