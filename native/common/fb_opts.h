@@ -55,6 +55,7 @@ struct fb_opts {
     size_t large_threshold;
     long rounds; /* passes over the size list; each pass runs its share of the iterations */
     bool hugepages; /* message buffers on transparent huge pages (fb_buf_alloc_pages) */
+    long batch;     /* ping-pong kernels: round trips timed together per sample (default 1) */
     struct fb_defaults defaults;
 };
 
@@ -74,6 +75,7 @@ enum fb_scope {
     FB_SC_HALO3D = 1u << 3,   /* mpi.halo3d: --compute-us */
     FB_SC_FFT = 1u << 4,      /* mpi.fft: --dims, --local-fft */
     FB_SC_MATRIX = 1u << 5,   /* mpi.matrix: --mode, --pairs, --lat-iterations, --lat-warmup */
+    FB_SC_BATCH = 1u << 6,    /* ping-pong kernels on the loop engine: --batch */
     FB_OPT_STREAMS = 1u << 8,
     FB_OPT_NODELAY = 1u << 9,
     FB_OPT_QUICKACK = 1u << 10,
@@ -137,6 +139,7 @@ enum fb_opt_id {
     FB_O_PAIRS,
     FB_O_LAT_ITERATIONS,
     FB_O_LAT_WARMUP,
+    FB_O_BATCH,
 };
 
 /* How a value is read and checked (the same way for every kernel that takes the option). */
@@ -228,8 +231,8 @@ long fb_opts_warmup(const struct fb_opts *o, size_t size);
 
 /* Rounds: the size list is swept `rounds` times and each sweep runs its share of a size's
  * iterations, so a burst of load on a shared host lands on a slice of every size instead of
- * on all samples of whichever size was running. Round 0 gets the full warm-up; later rounds a
- * warm-up of ceil(warmup / rounds) after switching back to the size. A share may be 0 when
+ * on all samples of whichever size was running. Every round gets the size's full warm-up: later
+ * rounds run on renewed buffers, whose registration caches (UCX, verbs) start cold again. A share may be 0 when
  * iterations < rounds: skip the size in that round. */
 long fb_opts_round_iterations(const struct fb_opts *o, size_t size, long round);
 long fb_opts_round_warmup(const struct fb_opts *o, size_t size, long round);

@@ -41,6 +41,13 @@ int fb_mpi_start(struct fb_mpi_ctx *ctx, const struct fb_mpi_kernel *k, enum fb_
                  int min_ranks, const struct fb_own_opts *own, int *argc, char ***argv,
                  int *exit_code);
 
+/* A barrier for ranks with nothing to do meanwhile (idle ranks of a two-rank kernel, the
+ * matrix's ranks outside an isolated pair): MPI_Ibarrier, then MPI_Test every FB_PARK_NS
+ * asleep, so they do not spin on a core the measured ranks may need. A rank leaves up to
+ * one nap after the last arrival: never use it where ranks start a measurement together. */
+#define FB_PARK_NS 50000L
+void fb_mpi_parked_barrier(MPI_Comm comm);
+
 /* The end record on rank 0, MPI_Finalize, free. Returns the process exit code (0). */
 int fb_mpi_finish(struct fb_mpi_ctx *ctx);
 

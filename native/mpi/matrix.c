@@ -281,7 +281,8 @@ int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
                     continue;
                 if (me == a || me == b)
                     pair(&m, me, a, b, false);
-                MPI_Barrier(ctx.comm);
+                /* the ranks outside the pair wait asleep, not spinning beside it */
+                fb_mpi_parked_barrier(ctx.comm);
             }
         } else {
             /* a bye (peer -1) joins the phases' barriers */

@@ -62,7 +62,8 @@ static double iteration(struct pt2pt *p, size_t size)
     int rc = 0;
     switch (p->kind) {
     case FB_PT2PT_LATENCY:
-        rc = fb_pingpong(&p->x, p->sender, p->sbuf, p->rbuf, size, 1, &sample);
+        rc = fb_pingpong(&p->x, p->sender, p->sbuf, p->rbuf, size, p->ctx->opts.batch,
+                         &sample);
         break;
     case FB_PT2PT_BW:
     case FB_PT2PT_MBW_MR:
@@ -106,25 +107,29 @@ static void check(struct pt2pt *p, size_t size, long iter)
         fb_mpi_check_bytes(p->ctx, p->rbuf + k * size, size, 0, size, iter, p->peer, k * size);
 }
 
-/* Run all iterations of one size; fills times[0..iters) with this rank's samples. */
-static void run_size(struct pt2pt *p, size_t size, long warmup, long iters, double *times)
+/* Run all iterations of one size; fills times[0..iters) with this rank's samples and returns
+ * the time of the timed part as a whole (us, from the first timed iteration's start to the last
+ * one's end: the figure OSU divides the bytes by). One barrier starts the size, as OSU's loops
+ * (mbw_mr included: its pairs then stream window after window, as osu_mbw_mr's do). */
+static double run_size(struct pt2pt *p, size_t size, long warmup, long iters, double *times)
 {
     bool validate = p->ctx->opts.validate;
+    double t_first = fb_now_us();
     MPI_Barrier(p->comm);
     for (long i = 0; i < warmup + iters; i++) {
+        if (i == warmup)
+            t_first = fb_now_us();
         if (validate)
             fill(p, size, i);
-        if (p->kind == FB_PT2PT_MBW_MR)
-            MPI_Barrier(p->comm);
         double sample = iteration(p, size);
         if (validate) {
             check(p, size, i);
-            if (p->kind != FB_PT2PT_MBW_MR)
-                MPI_Barrier(p->comm);
+            MPI_Barrier(p->comm);
         }
         if (i >= warmup)
             times[i - warmup] = sample;
     }
+    return fb_now_us() - t_first;
 }
 
 /* Roles: latency/bw/bibw use world ranks 0 and 1; mbw_mr pairs i with i + n/2. */
@@ -174,6 +179,22 @@ static void renew_buffers(struct pt2pt *p, long round)
     }
 }
 
+struct bw_extra {
+    double osu_mb_s;           /* bandwidth kernels: bytes over the whole timed part */
+    const double *window_max;  /* mbw_mr: per window, the slowest pair's time */
+    long n;
+};
+
+static void bw_fields(struct fb_json *j, const void *arg)
+{
+    const struct bw_extra *e = arg;
+    fb_json_double(j, "osu_mb_s", e->osu_mb_s, 3);
+    if (e->window_max) {
+        fb_json_str(j, "mbw_method", "osu");
+        fb_json_double_array(j, "window_times_max", e->window_max, (size_t)e->n, 4);
+    }
+}
+
 /* One size in one round: run it, gather the timing side's samples, emit the result. */
 static void measure(struct pt2pt *p, size_t size, long round, double *local, double *times)
 {
@@ -182,17 +203,44 @@ static void measure(struct pt2pt *p, size_t size, long round, double *local, dou
     long warmup = fb_opts_round_warmup(o, size, round);
     if (iters == 0)
         return;
-    run_size(p, size, warmup, iters, local);
+    double whole_us = run_size(p, size, warmup, iters, local);
 
     double msgs = (double)p->window;
+    /* a pair's bytes over its whole timed part, MB/s as OSU prints them (10^6 B/s) */
+    double pair_bytes = (double)size * (double)p->window * (double)iters;
+    struct bw_extra e = {.osu_mb_s = whole_us > 0 ? pair_bytes / whole_us : 0, .n = iters};
+    double *wmax = NULL;
     if (p->kind == FB_PT2PT_MBW_MR) {
-        fb_mpi_reduce_max(p->comm, local, (size_t)iters, times);
-        msgs *= p->ctx->nranks / 2;
+        /* osu_mbw_mr's figure: the pairs' rates summed. Per window, the same: the sample is
+         * pairs * bytes over the summed rates (the pairs' harmonic mean time), so
+         * bytes_per_sample / sample is the window's summed rate. */
+        int pairs = p->ctx->nranks / 2;
+        double *inv = calloc((size_t)iters, sizeof(double));
+        wmax = calloc((size_t)iters, sizeof(double));
+        if (!inv || !wmax) {
+            fprintf(stderr, "%s: out of memory\n", p->ctx->kernel);
+            MPI_Abort(p->ctx->comm, 1);
+        }
+        for (long i = 0; i < iters; i++)
+            inv[i] = p->sender && local[i] > 0 ? 1.0 / local[i] : 0.0;
+        double rate = p->sender ? e.osu_mb_s : 0.0, sum_rate = 0.0;
+        MPI_Reduce(p->rank == 0 ? MPI_IN_PLACE : inv, p->rank == 0 ? inv : NULL, (int)iters,
+                   MPI_DOUBLE, MPI_SUM, 0, p->comm);
+        MPI_Reduce(&rate, &sum_rate, 1, MPI_DOUBLE, MPI_SUM, 0, p->comm);
+        fb_mpi_reduce_max(p->comm, local, (size_t)iters, wmax);
+        for (long i = 0; i < iters; i++)
+            times[i] = inv[i] > 0 ? (double)pairs / inv[i] : 0.0;
+        free(inv);
+        e.osu_mb_s = sum_rate;
+        e.window_max = wmax;
+        msgs *= pairs;
     } else {
         for (long i = 0; i < iters; i++)
             times[i] = local[i];
-        if (p->kind == FB_PT2PT_BIBW)
+        if (p->kind == FB_PT2PT_BIBW) {
             msgs *= 2;
+            e.osu_mb_s *= 2;
+        }
     }
     struct fb_mpi_result r = {
         .size = size,
@@ -204,8 +252,11 @@ static void measure(struct pt2pt *p, size_t size, long round, double *local, dou
         .messages_per_sample = msgs,
         .times = times,
         .round = round,
+        .extra = p->kind == FB_PT2PT_LATENCY ? NULL : bw_fields,
+        .extra_arg = &e,
     };
     fb_mpi_emit_result(p->ctx, &r);
+    free(wmax);
 }
 
 int fb_pt2pt_main(const struct fb_mpi_kernel *k, int argc, char **argv)
@@ -225,7 +276,8 @@ int fb_pt2pt_main(const struct fb_mpi_kernel *k, int argc, char **argv)
     enum fb_pt2pt_kind kind = (enum fb_pt2pt_kind)i;
     struct fb_mpi_ctx ctx;
     int code = 0;
-    if (fb_mpi_start(&ctx, k, KINDS[kind].cls, 2, NULL, &argc, &argv, &code))
+    struct fb_own_opts own = {.scope = kind == FB_PT2PT_LATENCY ? FB_SC_BATCH : 0};
+    if (fb_mpi_start(&ctx, k, KINDS[kind].cls, 2, &own, &argc, &argv, &code))
         return code;
 
     struct pt2pt p = {0};

@@ -12,6 +12,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "fb_loop.h"
 #include "fb_pattern.h"
 #include "fb_timer.h"
 
@@ -246,6 +247,7 @@ static void emit_meta(struct fb_tp *t)
     fb_json_str(j, "bootstrap", t->boot.name);
     fb_json_str_array(j, "hosts", hosts, 2);
     fb_json_str(j, "timer", FB_TIMER_NAME);
+    fb_json_double(j, "timer_overhead_us", fb_timer_overhead_us(1001), 4);
     fb_json_int(j, "window", t->opts.window);
     fb_json_bool(j, "validate", t->opts.validate);
     if (t->cfg.duration_s > 0)
@@ -432,6 +434,13 @@ static int run_size(struct fb_tp *t, size_t size, long round)
         fb_json_double(j, "timed_s", m.me.wall_s, 6);
         if (!t->time_mode && duration_s > 0)
             fb_json_double(j, "warmup_pace_us", m.pace_us, 4);
+        /* every record says how tcp.latency received (compared with MPI numbers, which poll) */
+        if (k->opts & FB_OPT_POLL)
+            fb_json_str(j, "receive_mode", t->cfg.poll ? "poll" : "blocking");
+        /* bandwidth kernels: the whole timed part's rate, as OSU and iperf3 report it */
+        if (k->cls == FB_CLASS_BANDWIDTH && m.me.wall_s > 0)
+            fb_json_double(j, "osu_mb_s", t->bytes_per_sample * (double)m.iters /
+                                              (m.me.wall_s * 1e6), 3);
         emit_side(j, "client", &m.me, moved);
         emit_side(j, "server", &peer, moved);
         if (k->result)

@@ -318,7 +318,7 @@ static int ucx_latency(struct fb_tp *t, size_t size, long iter, bool timed, doub
 {
     (void)iter, (void)timed;
     struct ucxst *u = t->priv;
-    return fb_pingpong(&u->x, t->index == 0, u->sbuf, u->rbuf, size, 1, sample);
+    return fb_pingpong(&u->x, t->index == 0, u->sbuf, u->rbuf, size, t->opts.batch, sample);
 }
 
 static int ucx_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
@@ -357,17 +357,16 @@ static void ucx_teardown(struct fb_tp *t)
     t->priv = NULL;
 }
 
-#define UCX_COMMON                                                                              \
-    .family = FB_FAM_UCX, .opts = FB_OPT_UCX, .setup = ucx_setup, .meta = ucx_meta,           \
-    .teardown = ucx_teardown
+#define UCX_COMMON .family = FB_FAM_UCX, .setup = ucx_setup, .meta = ucx_meta, .teardown = ucx_teardown
 
 static const struct fb_tp_kernel KERNELS[] = {
-    {.name = "ucx.latency", .cls = FB_CLASS_LATENCY, UCX_COMMON, .begin_size = lat_begin,
-     .iterate = ucx_latency, .fill = fill_send, .check = check_one},
-    {.name = "ucx.bw", .cls = FB_CLASS_BANDWIDTH, UCX_COMMON, .begin_size = bw_begin,
-     .iterate = ucx_bw, .fill = fill_sender, .check = check_receiver},
-    {.name = "ucx.bibw", .cls = FB_CLASS_BANDWIDTH, UCX_COMMON, .begin_size = bibw_begin,
-     .iterate = ucx_bibw, .fill = fill_send, .check = check_window},
+    {.name = "ucx.latency", .cls = FB_CLASS_LATENCY, UCX_COMMON,
+     .opts = FB_OPT_UCX | FB_SC_BATCH, .begin_size = lat_begin, .iterate = ucx_latency,
+     .fill = fill_send, .check = check_one},
+    {.name = "ucx.bw", .cls = FB_CLASS_BANDWIDTH, UCX_COMMON, .opts = FB_OPT_UCX,
+     .begin_size = bw_begin, .iterate = ucx_bw, .fill = fill_sender, .check = check_receiver},
+    {.name = "ucx.bibw", .cls = FB_CLASS_BANDWIDTH, UCX_COMMON, .opts = FB_OPT_UCX,
+     .begin_size = bibw_begin, .iterate = ucx_bibw, .fill = fill_send, .check = check_window},
 };
 
 FB_TP_MAIN(KERNELS)
