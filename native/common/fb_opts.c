@@ -113,6 +113,10 @@ static const struct fb_optdef FB_TABLE[] = {
     {"batch", FB_O_BATCH, FB_SC_BATCH, FB_T_LONG, 1, 1000000, NULL, "N",
      "time N round trips per sample (sample: their time over 2N; spreads the two timer reads, "
      "as IMB times its whole loop; default 1, OSU's per-round-trip timing)"},
+    {"cache-cold", FB_O_CACHE_COLD, FB_SC_COLD, FB_T_FLAG, 0, 0, NULL, NULL,
+     "cycle send and receive buffers through a region of twice the last-level cache, one "
+     "cache-line-aligned slot per iteration, so no message is in cache (IMB's -off_cache, OSU's "
+     "-b multiple); default: one buffer each, cache-hot, as OSU"},
     {"lat-warmup", FB_O_LAT_WARMUP, FB_SC_MATRIX, FB_T_LONG, 0, 100000000, NULL, "N",
      "untimed ping-pongs before them (default 50)"},
 };
@@ -514,6 +518,7 @@ enum fb_opts_status fb_opts_parse_own(struct fb_opts *o, const struct fb_default
         case FB_O_DATATYPE: o->datatype = (enum fb_datatype)(FB_DT_CHAR + v.l); break;
         case FB_O_OSU_ITERATIONS: o->osu_iterations = v.l; break;
         case FB_O_BATCH: o->batch = v.l; break;
+        case FB_O_CACHE_COLD: o->cache_cold = true; break;
         default:
             if (!own || !own->set)
                 return fail(err, prog, "option '--%s' has no reader here", t->name);
@@ -576,6 +581,10 @@ void fb_result_begin(struct fb_json *j, const struct fb_opts *o, const struct fb
     }
     if (o->batch > 1)
         fb_json_int(j, "batch", o->batch);
+    /* every record says which cache regime it measured */
+    fb_json_str(j, "cache", o->cache_cold ? "cold" : "hot");
+    if (o->cache_cold)
+        fb_json_uint(j, "cache_region_bytes", o->cold_region);
 }
 
 void fb_opts_free(struct fb_opts *o)

@@ -56,6 +56,8 @@ struct fb_opts {
     long rounds; /* passes over the size list; each pass runs its share of the iterations */
     bool hugepages; /* message buffers on transparent huge pages (fb_buf_alloc_pages) */
     long batch;     /* ping-pong kernels: round trips timed together per sample (default 1) */
+    bool cache_cold;     /* --cache-cold: buffers cycled through cold_region bytes */
+    size_t cold_region;  /* set by the kernel that honours --cache-cold */
     struct fb_defaults defaults;
 };
 
@@ -76,6 +78,7 @@ enum fb_scope {
     FB_SC_FFT = 1u << 4,      /* mpi.fft: --dims, --local-fft */
     FB_SC_MATRIX = 1u << 5,   /* mpi.matrix: --mode, --pairs, --lat-iterations, --lat-warmup */
     FB_SC_BATCH = 1u << 6,    /* ping-pong kernels on the loop engine: --batch */
+    FB_SC_COLD = 1u << 7,     /* kernels that can cycle their buffers: --cache-cold */
     FB_OPT_STREAMS = 1u << 8,
     FB_OPT_NODELAY = 1u << 9,
     FB_OPT_QUICKACK = 1u << 10,
@@ -140,6 +143,7 @@ enum fb_opt_id {
     FB_O_LAT_ITERATIONS,
     FB_O_LAT_WARMUP,
     FB_O_BATCH,
+    FB_O_CACHE_COLD,
 };
 
 /* How a value is read and checked (the same way for every kernel that takes the option). */

@@ -49,6 +49,8 @@ struct pt2pt {
     int window;
     size_t rslots;   /* receive slots: 1, validating or not (one footprint, OSU's) */
     char *sbuf, *rbuf;
+    char *scur, *rcur; /* this iteration's message buffers (--cache-cold: a slot of each) */
+    size_t blen;       /* bytes of each of sbuf and rbuf */
     struct fb_mpi_xfer mx; /* the loop engine's MPI hooks (fb_loop.h) */
     struct fb_xfer x;
 };
@@ -62,15 +64,15 @@ static double iteration(struct pt2pt *p, size_t size)
     int rc = 0;
     switch (p->kind) {
     case FB_PT2PT_LATENCY:
-        rc = fb_pingpong(&p->x, p->sender, p->sbuf, p->rbuf, size, p->ctx->opts.batch,
+        rc = fb_pingpong(&p->x, p->sender, p->scur, p->rcur, size, p->ctx->opts.batch,
                          &sample);
         break;
     case FB_PT2PT_BW:
     case FB_PT2PT_MBW_MR:
-        rc = fb_window(&p->x, p->sender, p->sbuf, p->rbuf, stride, size, p->window, &sample);
+        rc = fb_window(&p->x, p->sender, p->scur, p->rcur, stride, size, p->window, &sample);
         break;
     case FB_PT2PT_BIBW:
-        rc = fb_window_bidir(&p->x, p->sbuf, p->rbuf, stride, size, p->window, &sample);
+        rc = fb_window_bidir(&p->x, p->scur, p->rcur, stride, size, p->window, &sample);
         break;
     }
     if (rc) {
@@ -93,7 +95,7 @@ static bool sends(const struct pt2pt *p)
 static void fill(struct pt2pt *p, size_t size, long iter)
 {
     if (sends(p))
-        fb_pattern_fill(p->sbuf, size, 0, size, iter, p->ctx->rank);
+        fb_pattern_fill(p->scur, size, 0, size, iter, p->ctx->rank);
 }
 
 static void check(struct pt2pt *p, size_t size, long iter)
@@ -101,8 +103,8 @@ static void check(struct pt2pt *p, size_t size, long iter)
     if (!receives(p))
         return;
     /* the sub-communicator keeps world order, so p->peer is also the peer's world rank */
-    fb_mpi_maybe_corrupt(p->ctx, p->rbuf, size, p->designated);
-    fb_mpi_check_bytes(p->ctx, p->rbuf, size, 0, size, iter, p->peer, 0);
+    fb_mpi_maybe_corrupt(p->ctx, p->rcur, size, p->designated);
+    fb_mpi_check_bytes(p->ctx, p->rcur, size, 0, size, iter, p->peer, 0);
 }
 
 /* Run all iterations of one size; fills times[0..iters) with this rank's samples and returns
@@ -111,10 +113,14 @@ static void check(struct pt2pt *p, size_t size, long iter)
  * (mbw_mr included: its pairs then stream window after window, as osu_mbw_mr's do). */
 static double run_size(struct pt2pt *p, size_t size, long warmup, long iters, double *times)
 {
-    bool validate = p->ctx->opts.validate;
+    const struct fb_opts *o = &p->ctx->opts;
+    bool validate = o->validate;
     double t_first = fb_now_us();
     MPI_Barrier(p->comm);
     for (long i = 0; i < warmup + iters; i++) {
+        size_t off = o->cache_cold ? fb_cold_offset(o->cold_region, size, i) : 0;
+        p->scur = p->sbuf + off;
+        p->rcur = p->rbuf + off;
         if (i == warmup)
             t_first = fb_now_us();
         if (validate)
@@ -136,6 +142,12 @@ static void setup(struct pt2pt *p, struct fb_mpi_ctx *ctx, enum fb_pt2pt_kind ki
     p->ctx = ctx;
     p->kind = kind;
     p->window = kind == FB_PT2PT_LATENCY ? 1 : ctx->opts.window;
+    if (ctx->opts.cache_cold) { /* every rank, idle ones too: the usage exit is collective */
+        ctx->opts.cold_region = fb_cold_region(fb_opts_max_size(&ctx->opts, 1));
+        if (!ctx->opts.cold_region)
+            fb_mpi_usage_exit(ctx, "--cache-cold: cannot read the last-level cache size "
+                                   "(/sys/devices/system/cpu/cpu0/cache)");
+    }
     if (kind == FB_PT2PT_MBW_MR) {
         int pairs = ctx->nranks / 2;
         MPI_Comm_dup(ctx->comm, &p->comm);
@@ -160,8 +172,10 @@ static void setup(struct pt2pt *p, struct fb_mpi_ctx *ctx, enum fb_pt2pt_kind ki
      * and a validated run measures the cache footprint of a plain one (W slots read 1.2-1.6x
      * slower at 4 MiB). */
     p->rslots = 1;
-    p->sbuf = fb_buf_alloc_pages(maxs, ctx->opts.hugepages);
-    p->rbuf = fb_buf_alloc_pages(maxs * p->rslots, ctx->opts.hugepages);
+    p->blen = ctx->opts.cache_cold ? ctx->opts.cold_region : maxs * p->rslots;
+    p->sbuf = fb_buf_alloc_pages(p->blen, ctx->opts.hugepages);
+    p->rbuf = fb_buf_alloc_pages(p->blen, ctx->opts.hugepages);
+    p->scur = p->sbuf, p->rcur = p->rbuf;
     int xrc = fb_mpi_xfer_init(&p->mx, &p->x, p->comm, p->peer, 2 * p->window + 1);
     if (!p->sbuf || !p->rbuf || xrc) {
         fprintf(stderr, "%s: out of memory for %zu-byte buffers\n", ctx->kernel, maxs);
@@ -174,7 +188,7 @@ static void setup(struct pt2pt *p, struct fb_mpi_ctx *ctx, enum fb_pt2pt_kind ki
 static void renew_buffers(struct pt2pt *p, long round)
 {
     size_t maxs = fb_opts_max_size(&p->ctx->opts, 1);
-    if (fb_buf_renew_pair(&p->sbuf, maxs, &p->rbuf, maxs * p->rslots, p->ctx->opts.hugepages,
+    if (fb_buf_renew_pair(&p->sbuf, p->blen, &p->rbuf, p->blen, p->ctx->opts.hugepages,
                           round)) {
         fprintf(stderr, "%s: out of memory renewing %zu-byte buffers\n", p->ctx->kernel, maxs);
         MPI_Abort(p->ctx->comm, 1);
@@ -278,7 +292,7 @@ int fb_pt2pt_main(const struct fb_mpi_kernel *k, int argc, char **argv)
     enum fb_pt2pt_kind kind = (enum fb_pt2pt_kind)i;
     struct fb_mpi_ctx ctx;
     int code = 0;
-    struct fb_own_opts own = {.scope = kind == FB_PT2PT_LATENCY ? FB_SC_BATCH : 0};
+    struct fb_own_opts own = {.scope = FB_SC_COLD | (kind == FB_PT2PT_LATENCY ? FB_SC_BATCH : 0)};
     if (fb_mpi_start(&ctx, k, KINDS[kind].cls, 2, &own, &argc, &argv, &code))
         return code;
 
