@@ -24,13 +24,15 @@ def parse_size(text: str | int) -> int:
 def _bounded(text: str, part: str) -> int:
     v = parse_size(part)
     if v > SIZE_MAX:
-        raise ValueError(f"size {part!r} in {text!r} is above 2G")
+        raise ValueError(f"size {part!r}: each size must be 0 .. 2 GiB")
     return v
 
 
 def parse_sizes(text: str) -> list[int]:
     """'1:4M' is a power-of-two sweep, '8,64,1K' an explicit list (the kernels' grammar)."""
     text = str(text)
+    if not text:
+        raise ValueError("names no size (examples: 8, 1:4M, 8,64,1K)")
     if ":" in text:
         lo_s, hi_s = text.split(":", 1)
         lo, hi = _bounded(text, lo_s), _bounded(text, hi_s)
