@@ -278,7 +278,7 @@ def test_kernel_own_error_is_shown(tmp_path: Path, openmpi: str) -> None:
                     "--kernel-args", "--large-threshold x", "--out", str(tmp_path), check=False)
     assert p.returncode == 1 and "Traceback" not in p.stderr
     # the kernel's own sentence, not only mpirun's "a process exited" banner
-    assert "fb-mpi-latency: --large-threshold wants a size, got 'x'" in p.stderr, p.stderr
+    assert "mpi.latency: --large-threshold wants a size, got 'x'" in p.stderr, p.stderr
     assert _runs(tmp_path)[0][1] == "failed"
 
 

@@ -100,3 +100,41 @@ int fb_buf_renew_pair(char **sbuf, size_t slen, char **rbuf, size_t rlen, bool h
     *rbuf = r;
     return 0;
 }
+
+size_t fb_llc_bytes(void)
+{
+    size_t best = 0;
+    for (int i = 0; i < 16; i++) {
+        char path[96];
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        unsigned long v = 0;
+        char unit = 0;
+        if (fscanf(f, "%lu%c", &v, &unit) >= 1) {
+            size_t b = (size_t)v * (unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1);
+            if (b > best)
+                best = b;
+        }
+        fclose(f);
+    }
+    return best;
+}
+
+size_t fb_cold_region(size_t max_size)
+{
+    size_t llc = fb_llc_bytes();
+    if (!llc)
+        return 0;
+    size_t step = (max_size + 63) & ~(size_t)63;
+    size_t r = 2 * llc;
+    return r < 2 * step ? 2 * step : r;
+}
+
+size_t fb_cold_offset(size_t region, size_t size, long iter)
+{
+    size_t step = size ? (size + 63) & ~(size_t)63 : 64;
+    size_t slots = region / step;
+    return slots ? ((size_t)iter % slots) * step : 0;
+}

@@ -33,4 +33,15 @@ void *fb_buf_renew(void *old, size_t len, bool huge, unsigned seed);
 int fb_buf_renew_pair(char **sbuf, size_t slen, char **rbuf, size_t rlen, bool huge,
                       long round);
 
+/* The last-level cache of CPU 0 in bytes (the largest `size` under
+ * /sys/devices/system/cpu/cpu0/cache/index*), 0 if it cannot be read. */
+size_t fb_llc_bytes(void);
+
+/* --cache-cold: the region a buffer cycles through, twice the last-level cache and at least
+ * two messages of `max_size` (0 if the cache size is unknown), and the offset in it of
+ * iteration `iter`'s message of `size` bytes: consecutive iterations take consecutive
+ * cache-line-aligned slots, so no iteration finds in cache what an earlier one left. */
+size_t fb_cold_region(size_t max_size);
+size_t fb_cold_offset(size_t region, size_t size, long iter);
+
 #endif

@@ -39,47 +39,6 @@ long long fb_pattern_check(const void *buf, size_t len, uint64_t off0, uint64_t 
     return -1;
 }
 
-static inline float small_value(uint64_t seed, size_t i)
-{
-    return (float)(fb_pattern_byte(seed, i) & 0x0F);
-}
-
-void fb_pattern_fill_f32(float *buf, size_t count, uint64_t size, int64_t iter, int rank)
-{
-    uint64_t seed = fb_pattern_seed(size, iter, rank);
-    for (size_t i = 0; i < count; i++)
-        buf[i] = small_value(seed, i);
-}
-
-long long fb_pattern_check_f32_sum(const float *buf, size_t count, uint64_t size, int64_t iter,
-                                   int nranks, float *expected, float *got)
-{
-    uint64_t *seeds = malloc(sizeof(*seeds) * (size_t)(nranks > 0 ? nranks : 1));
-    if (!seeds) { /* cannot check: report element 0 as suspect rather than pass silently */
-        if (expected)
-            *expected = 0.0f;
-        if (got)
-            *got = count ? buf[0] : 0.0f;
-        return 0;
-    }
-    for (int r = 0; r < nranks; r++)
-        seeds[r] = fb_pattern_seed(size, iter, r);
-    long long bad = -1;
-    for (size_t i = 0; i < count && bad < 0; i++) {
-        float want = 0.0f;
-        for (int r = 0; r < nranks; r++)
-            want += small_value(seeds[r], i);
-        if (buf[i] != want) {
-            if (expected)
-                *expected = want;
-            if (got)
-                *got = buf[i];
-            bad = (long long)i;
-        }
-    }
-    free(seeds);
-    return bad;
-}
 
 size_t fb_elem_size(enum fb_elem e)
 {

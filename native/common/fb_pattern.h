@@ -51,12 +51,4 @@ void fb_pattern_fill_operands(void *buf, enum fb_elem e, size_t count, uint64_t 
 long long fb_pattern_check_sum(const void *buf, enum fb_elem e, size_t count, uint64_t size,
                                int64_t iter, int nranks, double *expected, double *got);
 
-/* Reduction operands: element i of rank `rank` is a small integer (0..15) as a float. */
-void fb_pattern_fill_f32(float *buf, size_t count, uint64_t size, int64_t iter, int rank);
-
-/* Check an MPI_SUM over ranks 0..nranks-1 of fb_pattern_fill_f32 operands. Returns -1 or the
- * first mismatching element index, with the expected and received values stored if non-NULL. */
-long long fb_pattern_check_f32_sum(const float *buf, size_t count, uint64_t size, int64_t iter,
-                                   int nranks, float *expected, float *got);
-
 #endif

@@ -45,42 +45,17 @@ struct app_opts {
     bool local_fft;    /* fft: local radix-2 FFTs before each transpose */
 };
 
-/* The proxies' own options, taken out of argv before the shared parser sees it. */
-static int take_own_options(enum app_kind kind, struct app_opts *a, int *argc, char **argv)
+/* The proxies' own options (rows of the option table in fb_opts.c), checked there. */
+static int set_own(void *ctx, enum fb_opt_id id, const struct fb_optval *v, char *why, size_t len)
 {
-    int out = 1;
-    for (int i = 1; i < *argc; i++) {
-        const char *arg = argv[i];
-        if (kind == APP_HALO3D && !strcmp(arg, "--compute-us") && i + 1 < *argc) {
-            char *end;
-            a->compute_us = strtod(argv[++i], &end);
-            if (*end || !(a->compute_us >= 0) || a->compute_us > 1e9) {
-                fprintf(stderr, "%s: --compute-us takes microseconds >= 0\n", NAMES[kind]);
-                return -1;
-            }
-        } else if (kind == APP_FFT && !strcmp(arg, "--dims") && i + 1 < *argc) {
-            a->dims = atoi(argv[++i]);
-            if (a->dims != 2 && a->dims != 3) {
-                fprintf(stderr, "%s: --dims is 2 (slabs) or 3 (pencils)\n", NAMES[kind]);
-                return -1;
-            }
-        } else if (kind == APP_FFT && !strcmp(arg, "--local-fft")) {
-            a->local_fft = true;
-        } else if (!strcmp(arg, "--help")) {
-            printf(kind == APP_HALO3D
-                       ? "%s own options:\n  --compute-us US   busy compute per step before the "
-                         "exchange (default 0)\n"
-                       : "%s own options:\n  --dims 2|3        slabs (one transpose) or pencils "
-                         "(two, default)\n  --local-fft       radix-2 FFTs over the local data "
-                         "before each transpose\n",
-                   NAMES[kind]);
-            argv[out++] = argv[i];
-        } else {
-            argv[out++] = argv[i];
-        }
-    }
-    *argc = out;
-    argv[out] = NULL;
+    struct app_opts *a = ctx;
+    (void)why, (void)len;
+    if (id == FB_O_COMPUTE_US)
+        a->compute_us = v->d;
+    else if (id == FB_O_DIMS)
+        a->dims = (int)v->l;
+    else if (id == FB_O_LOCAL_FFT)
+        a->local_fft = true;
     return 0;
 }
 
@@ -389,11 +364,11 @@ int fb_app_main(const struct fb_mpi_kernel *k, int argc, char **argv)
         return 2;
     }
     struct app a = {.kind = (enum app_kind)kind, .o = {.dims = 3}};
-    if (take_own_options(a.kind, &a.o, &argc, argv))
-        return 2;
+    struct fb_own_opts own = {.scope = a.kind == APP_HALO3D ? FB_SC_HALO3D : FB_SC_FFT,
+                              .set = set_own, .ctx = &a.o};
     struct fb_mpi_ctx ctx;
     int code = 0;
-    if (fb_mpi_start(&ctx, k, FB_CLASS_COLLECTIVE, 2, &argc, &argv, &code))
+    if (fb_mpi_start(&ctx, k, FB_CLASS_COLLECTIVE, 2, &own, &argc, &argv, &code))
         return code;
     a.ctx = &ctx;
     setup(&a);

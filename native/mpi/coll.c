@@ -342,7 +342,7 @@ int fb_coll_run(const struct fb_mpi_kernel *k, const struct coll_op *op, int arg
 {
     struct fb_mpi_ctx ctx;
     int code = 0;
-    if (fb_mpi_start(&ctx, k, FB_CLASS_COLLECTIVE, 1, &argc, &argv, &code))
+    if (fb_mpi_start(&ctx, k, FB_CLASS_COLLECTIVE, 1, NULL, &argc, &argv, &code))
         return code;
 
     struct coll c = {.op = op, .ctx = &ctx, .comm = ctx.comm, .rank = ctx.rank, .n = ctx.nranks};

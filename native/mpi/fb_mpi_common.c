@@ -38,25 +38,11 @@ static void trim_right(char *s)
         s[--n] = '\0';
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* What the two clock reads around every sample add to it: the median of back-to-back pairs
  * (the first read's return and the second's entry are the part inside a sample). */
 static double timer_overhead_us(void)
 {
-    enum { PAIRS = 1001 };
-    double d[PAIRS];
-    for (int i = 0; i < PAIRS; i++) {
-        double t0 = fb_now_us();
-        double t1 = fb_now_us();
-        d[i] = t1 - t0;
-    }
-    qsort(d, PAIRS, sizeof(d[0]), cmp_double);
-    return d[PAIRS / 2];
+    return fb_timer_overhead_us(1001);
 }
 
 enum { CPUS_LEN = 256 };
@@ -155,7 +141,8 @@ static void emit_meta(struct fb_mpi_ctx *ctx)
 }
 
 int fb_mpi_start(struct fb_mpi_ctx *ctx, const struct fb_mpi_kernel *k, enum fb_kernel_class cls,
-                 int min_ranks, int *argc, char ***argv, int *exit_code)
+                 int min_ranks, const struct fb_own_opts *own, int *argc, char ***argv,
+                 int *exit_code)
 {
     memset(ctx, 0, sizeof(*ctx));
     ctx->kernel = k->name;
@@ -163,10 +150,11 @@ int fb_mpi_start(struct fb_mpi_ctx *ctx, const struct fb_mpi_kernel *k, enum fb_
 
     struct fb_defaults d = fb_defaults_for(cls);
     d.sizes = k->sizes;
-    const char *prog = strrchr((*argv)[0], '/') ? strrchr((*argv)[0], '/') + 1 : (*argv)[0];
+    const char *prog = k->name; /* messages name the kernel, as its records do */
     bool quiet = launcher_says_not_rank0();
-    switch (fb_opts_parse(&ctx->opts, &d, prog, *argc, *argv, quiet ? NULL : stdout,
-                          quiet ? NULL : stderr)) {
+    unsigned scope = cls == FB_CLASS_COLLECTIVE ? FB_SC_COLL : 0;
+    switch (fb_opts_parse_own(&ctx->opts, &d, prog, scope, own, *argc, *argv,
+                              quiet ? NULL : stdout, quiet ? NULL : stderr)) {
     case FB_OPTS_OK:
         break;
     case FB_OPTS_HELP:
@@ -192,12 +180,6 @@ int fb_mpi_start(struct fb_mpi_ctx *ctx, const struct fb_mpi_kernel *k, enum fb_
         snprintf(msg, sizeof(msg), "needs at least %d ranks, got %d", min_ranks, ctx->nranks);
         fb_mpi_usage_exit(ctx, msg);
     }
-    if (ctx->opts.warmup_sync == FB_WARMUP_CLOCK && cls != FB_CLASS_COLLECTIVE)
-        fb_mpi_usage_exit(ctx, "--warmup-sync applies to collective kernels only");
-    if ((ctx->opts.datatype != FB_DT_DEFAULT || ctx->opts.osu_iterations >= 0) &&
-        cls != FB_CLASS_COLLECTIVE)
-        fb_mpi_usage_exit(ctx, "--datatype and --osu-iterations apply to collective kernels "
-                               "only");
     if (ctx->opts.osu_iterations < 0 && fb_mpi_global_clock())
         ctx->opts.osu_iterations = 0; /* a simulator's wall time is the cost: opt in */
     if (ctx->opts.warmup_sync == FB_WARMUP_CLOCK && !fb_mpi_global_clock())
@@ -222,9 +204,25 @@ void fb_mpi_usage_exit(struct fb_mpi_ctx *ctx, const char *msg)
     exit(2);
 }
 
+void fb_mpi_parked_barrier(MPI_Comm comm)
+{
+    if (fb_mpi_global_clock()) { /* a simulator: no core to leave free, naps cost events */
+        MPI_Barrier(comm);
+        return;
+    }
+    MPI_Request req;
+    int done = 0;
+    MPI_Ibarrier(comm, &req);
+    const struct timespec nap = {0, FB_PARK_NS};
+    for (MPI_Test(&req, &done, MPI_STATUS_IGNORE); !done;
+         MPI_Test(&req, &done, MPI_STATUS_IGNORE))
+        nanosleep(&nap, NULL);
+}
+
 int fb_mpi_finish(struct fb_mpi_ctx *ctx)
 {
-    MPI_Barrier(ctx->comm);
+    /* ranks that took no part (mpi.latency --ranks 4: ranks 2..) wait here all run long */
+    fb_mpi_parked_barrier(ctx->comm);
     if (ctx->rank == 0) {
         fb_json_begin(&ctx->json, "end");
         fb_json_str(&ctx->json, "kernel", ctx->kernel);
@@ -243,24 +241,13 @@ void fb_mpi_emit_result(struct fb_mpi_ctx *ctx, const struct fb_mpi_result *r)
         return;
     struct fb_json *j = &ctx->json;
     size_t n = (size_t)r->iterations;
-    fb_json_begin(j, "result");
-    fb_json_str(j, "kernel", ctx->kernel);
-    fb_json_uint(j, "size", r->size);
-    fb_json_int(j, "iterations", r->iterations);
-    fb_json_int(j, "warmup", r->warmup);
-    fb_json_str(j, "datatype", r->datatype);
-    fb_json_uint(j, "count", r->count);
-    fb_json_str(j, "unit", "us");
-    if (ctx->opts.validate)
-        fb_json_bool(j, "validated", true);
-    else
-        fb_json_null(j, "validated");
-    fb_json_double(j, "bytes_per_sample", r->bytes_per_sample, 0);
-    fb_json_double(j, "messages_per_sample", r->messages_per_sample, 0);
-    if (ctx->opts.rounds > 1) {
-        fb_json_int(j, "round", r->round);
-        fb_json_int(j, "rounds", ctx->opts.rounds);
-    }
+    struct fb_result_head h = {
+        .kernel = ctx->kernel, .size = r->size, .iterations = r->iterations,
+        .warmup = r->warmup, .datatype = r->datatype, .count = r->count,
+        .bytes_per_sample = r->bytes_per_sample, .messages_per_sample = r->messages_per_sample,
+        .round = r->round,
+    };
+    fb_result_begin(j, &ctx->opts, &h);
     if (r->osu_iterations > 0) {
         fb_json_double(j, "osu_avg", r->osu_avg, 4);
         fb_json_int(j, "osu_iterations", r->osu_iterations);
@@ -443,4 +430,64 @@ void fb_mpi_start_together(struct fb_mpi_ctx *ctx)
     long long ns = llround((start_us - now) * 1e3);
     struct timespec wait = {.tv_sec = (time_t)(ns / 1000000000), .tv_nsec = (long)(ns % 1000000000)};
     nanosleep(&wait, NULL); /* simulated time under SimGrid */
+}
+
+static int xfer_post(struct fb_mpi_xfer *m, void *buf, size_t len, int tag, bool send)
+{
+    if (m->n == m->cap)
+        return -1;
+    m->ops[m->n++] = (struct fb_mpi_op){buf, (int)len, tag, send};
+    return 0;
+}
+
+static int xfer_post_recv(void *c, void *buf, size_t len, int tag)
+{
+    return xfer_post(c, buf, len, tag, false);
+}
+
+static int xfer_post_send(void *c, void *buf, size_t len, int tag)
+{
+    return xfer_post(c, buf, len, tag, true);
+}
+
+static int xfer_wait(void *c)
+{
+    struct fb_mpi_xfer *m = c;
+    int rc = MPI_SUCCESS;
+    if (m->n == 1) {
+        struct fb_mpi_op *o = &m->ops[0];
+        rc = o->send ? MPI_Send(o->buf, o->len, MPI_CHAR, m->peer, o->tag, m->comm)
+                     : MPI_Recv(o->buf, o->len, MPI_CHAR, m->peer, o->tag, m->comm,
+                                MPI_STATUS_IGNORE);
+    } else if (m->n > 1) {
+        for (int k = 0; k < m->n; k++) {
+            struct fb_mpi_op *o = &m->ops[k];
+            if (o->send)
+                MPI_Isend(o->buf, o->len, MPI_CHAR, m->peer, o->tag, m->comm, &m->reqs[k]);
+            else
+                MPI_Irecv(o->buf, o->len, MPI_CHAR, m->peer, o->tag, m->comm, &m->reqs[k]);
+        }
+        rc = MPI_Waitall(m->n, m->reqs, m->stats);
+    }
+    m->n = 0;
+    return rc == MPI_SUCCESS ? 0 : -1;
+}
+
+int fb_mpi_xfer_init(struct fb_mpi_xfer *m, struct fb_xfer *x, MPI_Comm comm, int peer, int cap)
+{
+    *m = (struct fb_mpi_xfer){.comm = comm, .peer = peer, .cap = cap};
+    m->ops = malloc(sizeof(*m->ops) * (size_t)cap);
+    m->reqs = malloc(sizeof(*m->reqs) * (size_t)cap);
+    m->stats = malloc(sizeof(*m->stats) * (size_t)cap);
+    *x = (struct fb_xfer){.post_recv = xfer_post_recv, .post_send = xfer_post_send,
+                          .wait = xfer_wait, .c = m, .prepost = false};
+    return m->ops && m->reqs && m->stats ? 0 : -1;
+}
+
+void fb_mpi_xfer_free(struct fb_mpi_xfer *m)
+{
+    free(m->ops);
+    free(m->reqs);
+    free(m->stats);
+    m->ops = NULL, m->reqs = NULL, m->stats = NULL;
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "fb_json.h"
+#include "fb_loop.h"
 #include "fb_opts.h"
 
 /* One line of native/kernels.list, compiled into the kernel's main (native/mpi/main.c). */
@@ -32,11 +33,20 @@ struct fb_mpi_ctx {
     struct fb_json json;
 };
 
-/* Parse options (before MPI_Init, so --help and bad options need no MPI), MPI_Init, check the
- * number of ranks (at least min_ranks; even where the kernel's line says so) and print the meta
- * record on rank 0. Returns -1 if the kernel should exit now with *exit_code. */
+/* Parse options (before MPI_Init, so --help and bad options need no MPI; the kernel's own
+ * options through `own`, NULL: none), MPI_Init, check the number of ranks (at least min_ranks;
+ * even where the kernel's line says so) and print the meta record on rank 0. Returns -1 if the
+ * kernel should exit now with *exit_code. */
 int fb_mpi_start(struct fb_mpi_ctx *ctx, const struct fb_mpi_kernel *k, enum fb_kernel_class cls,
-                 int min_ranks, int *argc, char ***argv, int *exit_code);
+                 int min_ranks, const struct fb_own_opts *own, int *argc, char ***argv,
+                 int *exit_code);
+
+/* A barrier for ranks with nothing to do meanwhile (idle ranks of a two-rank kernel, the
+ * matrix's ranks outside an isolated pair): MPI_Ibarrier, then MPI_Test every FB_PARK_NS
+ * asleep, so they do not spin on a core the measured ranks may need. A rank leaves up to
+ * one nap after the last arrival: never use it where ranks start a measurement together. */
+#define FB_PARK_NS 50000L
+void fb_mpi_parked_barrier(MPI_Comm comm);
 
 /* The end record on rank 0, MPI_Finalize, free. Returns the process exit code (0). */
 int fb_mpi_finish(struct fb_mpi_ctx *ctx);
@@ -93,5 +103,25 @@ void fb_mpi_reduce_times(MPI_Comm comm, const double *local, size_t n, double *o
 
 /* Same, the max only. */
 void fb_mpi_reduce_max(MPI_Comm comm, const double *local, size_t n, double *out_max);
+
+/* The MPI side of the loop engine (fb_loop.h): operations are queued and run by wait(), a lone
+ * one as the blocking call (MPI_Send / MPI_Recv, as OSU's ping-pong and acks), several as
+ * Isend/Irecv in the order posted and one MPI_Waitall (OSU's windows). */
+struct fb_mpi_op {
+    void *buf;
+    int len, tag;
+    bool send;
+};
+struct fb_mpi_xfer {
+    MPI_Comm comm;
+    int peer;
+    int n, cap;
+    struct fb_mpi_op *ops;
+    MPI_Request *reqs;
+    MPI_Status *stats; /* not MPI_STATUSES_IGNORE: GCC 12 misreads MPICH's access attributes */
+};
+/* Hooks into *x for `cap` operations in flight at most; 0, or -1 out of memory. */
+int fb_mpi_xfer_init(struct fb_mpi_xfer *m, struct fb_xfer *x, MPI_Comm comm, int peer, int cap);
+void fb_mpi_xfer_free(struct fb_mpi_xfer *m);
 
 #endif

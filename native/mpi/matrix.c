@@ -30,10 +30,7 @@
 #include "fb_mpi_common.h"
 #include "fb_timer.h"
 
-#define TAG_PING 200
-#define TAG_DATA 201
-#define TAG_ACK 202
-#define TAG_REPORT 203
+#define TAG_REPORT 203 /* the engine's own tags (fb_loop.h) are below */
 #define LAT_SIZE 8
 
 struct matrix {
@@ -41,22 +38,16 @@ struct matrix {
     bool isolated;
     long lat_iters, lat_warmup;
     bool *wanted;   /* nranks * nranks: wanted[src * n + dst]; NULL: every pair */
+    const char *pairs_text; /* --pairs, parsed after MPI_Init (it needs the number of ranks) */
     size_t size;    /* bandwidth message size */
     long bw_iters, bw_warmup;
     int window;
     char *sbuf, *rbuf;
-    MPI_Request *reqs;
-    MPI_Status *stats;
+    struct fb_mpi_xfer mx; /* the loop engine's MPI hooks; its peer is set per pair */
+    struct fb_xfer x;
     char *hosts;    /* nranks * MPI_MAX_PROCESSOR_NAME, on rank 0 */
     double *lat, *bw; /* this rank's samples, one direction */
 };
-
-static const char *USAGE =
-    "mpi.matrix options (before the common ones below):\n"
-    "  --mode concurrent|isolated  all pairs of a round at once (default) or one at a time\n"
-    "  --pairs i:j,...             only these ordered pairs of ranks\n"
-    "  --lat-iterations N          8-byte ping-pongs per direction (default 500)\n"
-    "  --lat-warmup N              untimed ping-pongs before them (default 50)\n";
 
 static bool want(const struct matrix *m, int src, int dst)
 {
@@ -78,46 +69,35 @@ static int partner(int rank, int r, int n)
     return p >= n ? -1 : p;
 }
 
-/* Ping-pong from src; fills m->lat on src. */
-static void latency(struct matrix *m, MPI_Comm comm, int me, int src, int dst)
+static void failed(struct matrix *m)
 {
-    int peer = me == src ? dst : src;
+    fprintf(stderr, "%s: a transfer failed\n", m->ctx->kernel);
+    MPI_Abort(m->ctx->comm, 1);
+}
+
+/* Ping-pong from src; fills m->lat on src. */
+static void latency(struct matrix *m, int me, int src, int dst)
+{
+    m->mx.peer = me == src ? dst : src;
     for (long i = 0; i < m->lat_warmup + m->lat_iters; i++) {
-        if (me == src) {
-            double t0 = fb_now_us();
-            MPI_Send(m->sbuf, LAT_SIZE, MPI_CHAR, peer, TAG_PING, comm);
-            MPI_Recv(m->rbuf, LAT_SIZE, MPI_CHAR, peer, TAG_PING, comm, MPI_STATUS_IGNORE);
-            double t1 = fb_now_us();
-            if (i >= m->lat_warmup)
-                m->lat[i - m->lat_warmup] = (t1 - t0) / 2.0;
-        } else {
-            MPI_Recv(m->rbuf, LAT_SIZE, MPI_CHAR, peer, TAG_PING, comm, MPI_STATUS_IGNORE);
-            MPI_Send(m->sbuf, LAT_SIZE, MPI_CHAR, peer, TAG_PING, comm);
-        }
+        double sample = 0;
+        if (fb_pingpong(&m->x, me == src, m->sbuf, m->rbuf, LAT_SIZE, 1, &sample))
+            failed(m);
+        if (me == src && i >= m->lat_warmup)
+            m->lat[i - m->lat_warmup] = sample;
     }
 }
 
 /* Windows from src to dst, 1-byte ack each; fills m->bw on src. */
-static void bandwidth(struct matrix *m, MPI_Comm comm, int me, int src, int dst)
+static void bandwidth(struct matrix *m, int me, int src, int dst)
 {
-    int peer = me == src ? dst : src;
-    char ack = 0;
+    m->mx.peer = me == src ? dst : src;
     for (long i = 0; i < m->bw_warmup + m->bw_iters; i++) {
-        if (me == src) {
-            double t0 = fb_now_us();
-            for (int k = 0; k < m->window; k++)
-                MPI_Isend(m->sbuf, (int)m->size, MPI_CHAR, peer, TAG_DATA, comm, &m->reqs[k]);
-            MPI_Waitall(m->window, m->reqs, m->stats);
-            MPI_Recv(&ack, 1, MPI_CHAR, peer, TAG_ACK, comm, MPI_STATUS_IGNORE);
-            double t1 = fb_now_us();
-            if (i >= m->bw_warmup)
-                m->bw[i - m->bw_warmup] = t1 - t0;
-        } else {
-            for (int k = 0; k < m->window; k++)
-                MPI_Irecv(m->rbuf, (int)m->size, MPI_CHAR, peer, TAG_DATA, comm, &m->reqs[k]);
-            MPI_Waitall(m->window, m->reqs, m->stats);
-            MPI_Send(&ack, 1, MPI_CHAR, peer, TAG_ACK, comm);
-        }
+        double sample = 0;
+        if (fb_window(&m->x, me == src, m->sbuf, m->rbuf, 0, m->size, m->window, &sample))
+            failed(m);
+        if (me == src && i >= m->bw_warmup)
+            m->bw[i - m->bw_warmup] = sample;
     }
 }
 
@@ -133,11 +113,11 @@ static void pair(struct matrix *m, int me, int a, int b, bool phased)
         int src = dirs[d][0], dst = dirs[d][1];
         bool mine = a >= 0 && (me == a || me == b) && want(m, src, dst);
         if (mine)
-            latency(m, m->ctx->comm, me, src, dst);
+            latency(m, me, src, dst);
         if (phased)
             MPI_Barrier(m->ctx->comm);
         if (mine)
-            bandwidth(m, m->ctx->comm, me, src, dst);
+            bandwidth(m, me, src, dst);
         if (phased)
             MPI_Barrier(m->ctx->comm);
     }
@@ -201,65 +181,18 @@ static void report_round(struct matrix *m, long round, int me, int n)
     free(buf);
 }
 
-/* Strip this kernel's own options from argv (the common parser refuses unknown ones).
- * Returns 0, or 2 after a message on stderr. */
-static int own_options(struct matrix *m, int *argc, char **argv, char **pairs_text, bool *help)
+/* This kernel's own options (rows of the option table in fb_opts.c, checked there). */
+static int set_own(void *ctx, enum fb_opt_id id, const struct fb_optval *v, char *why, size_t len)
 {
-    int out = 1;
-    for (int i = 1; i < *argc; i++) {
-        const char *a = argv[i];
-        const char *names[] = {"--mode", "--pairs", "--lat-iterations", "--lat-warmup"};
-        int which = -1;
-        const char *val = NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h"))
-            *help = true;
-        for (int k = 0; k < 4; k++) {
-            size_t len = strlen(names[k]);
-            if (!strncmp(a, names[k], len) && (a[len] == '\0' || a[len] == '=')) {
-                which = k;
-                if (a[len] == '=')
-                    val = a + len + 1;
-                else if (i + 1 < *argc)
-                    val = argv[++i];
-                break;
-            }
-        }
-        if (which < 0) {
-            argv[out++] = argv[i];
-            continue;
-        }
-        if (!val) {
-            fprintf(stderr, "mpi.matrix: %s needs a value\n", names[which]);
-            return 2;
-        }
-        char *end = NULL;
-        long v = 0;
-        switch (which) {
-        case 0:
-            if (strcmp(val, "concurrent") && strcmp(val, "isolated")) {
-                fprintf(stderr, "mpi.matrix: --mode wants concurrent or isolated, got '%s'\n",
-                        val);
-                return 2;
-            }
-            m->isolated = !strcmp(val, "isolated");
-            break;
-        case 1:
-            *pairs_text = (char *)val;
-            break;
-        default:
-            v = strtol(val, &end, 10);
-            if (!*val || *end || v < (which == 2 ? 1 : 0) || v > 100000000) {
-                fprintf(stderr, "mpi.matrix: %s wants an integer, got '%s'\n", names[which], val);
-                return 2;
-            }
-            if (which == 2)
-                m->lat_iters = v;
-            else
-                m->lat_warmup = v;
-        }
+    struct matrix *m = ctx;
+    (void)why, (void)len;
+    switch (id) {
+    case FB_O_MODE: m->isolated = v->l == 1; break;
+    case FB_O_PAIRS: m->pairs_text = v->text; break;
+    case FB_O_LAT_ITERATIONS: m->lat_iters = v->l; break;
+    case FB_O_LAT_WARMUP: m->lat_warmup = v->l; break;
+    default: break;
     }
-    *argc = out;
-    argv[out] = NULL;
     return 0;
 }
 
@@ -290,16 +223,10 @@ static int parse_pairs(struct matrix *m, const char *text, int n)
 int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
 {
     struct matrix m = {.lat_iters = 500, .lat_warmup = 50};
-    char *pairs_text = NULL;
-    bool help = false;
-    int code = own_options(&m, &argc, argv, &pairs_text, &help);
-    if (code)
-        return code;
-    if (help)
-        fputs(USAGE, stdout);
-
+    struct fb_own_opts own = {.scope = FB_SC_MATRIX, .set = set_own, .ctx = &m};
+    int code = 0;
     struct fb_mpi_ctx ctx;
-    if (fb_mpi_start(&ctx, k, FB_CLASS_BANDWIDTH, 2, &argc, &argv, &code))
+    if (fb_mpi_start(&ctx, k, FB_CLASS_BANDWIDTH, 2, &own, &argc, &argv, &code))
         return code;
     m.ctx = &ctx;
     const struct fb_opts *o = &ctx.opts;
@@ -312,14 +239,13 @@ int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
     m.bw_warmup = fb_opts_warmup(o, m.size);
     m.window = o->window;
     int n = ctx.nranks, me = ctx.rank;
-    if (pairs_text && parse_pairs(&m, pairs_text, n))
+    if (m.pairs_text && parse_pairs(&m, m.pairs_text, n))
         fb_mpi_usage_exit(&ctx, "--pairs wants i:j,... with distinct ranks below the number "
                                 "of ranks");
 
     m.sbuf = fb_buf_alloc_pages(m.size > LAT_SIZE ? m.size : LAT_SIZE, o->hugepages);
     m.rbuf = fb_buf_alloc_pages(m.size > LAT_SIZE ? m.size : LAT_SIZE, o->hugepages);
-    m.reqs = malloc(sizeof(*m.reqs) * (size_t)m.window);
-    m.stats = malloc(sizeof(*m.stats) * (size_t)m.window);
+    int xrc = fb_mpi_xfer_init(&m.mx, &m.x, ctx.comm, 0, m.window + 1);
     m.lat = calloc((size_t)m.lat_iters, sizeof(double));
     m.bw = calloc((size_t)m.bw_iters, sizeof(double));
     char name[MPI_MAX_PROCESSOR_NAME];
@@ -328,7 +254,7 @@ int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
     MPI_Get_processor_name(name, &len);
     if (me == 0)
         m.hosts = calloc((size_t)n, MPI_MAX_PROCESSOR_NAME);
-    if (!m.sbuf || !m.rbuf || !m.reqs || !m.stats || !m.lat || !m.bw || (me == 0 && !m.hosts)) {
+    if (!m.sbuf || !m.rbuf || xrc || !m.lat || !m.bw || (me == 0 && !m.hosts)) {
         fprintf(stderr, "%s: out of memory\n", ctx.kernel);
         MPI_Abort(ctx.comm, 1);
     }
@@ -355,7 +281,8 @@ int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
                     continue;
                 if (me == a || me == b)
                     pair(&m, me, a, b, false);
-                MPI_Barrier(ctx.comm);
+                /* the ranks outside the pair wait asleep, not spinning beside it */
+                fb_mpi_parked_barrier(ctx.comm);
             }
         } else {
             /* a bye (peer -1) joins the phases' barriers */
@@ -369,8 +296,7 @@ int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
 
     fb_buf_free(m.sbuf);
     fb_buf_free(m.rbuf);
-    free(m.reqs);
-    free(m.stats);
+    fb_mpi_xfer_free(&m.mx);
     free(m.lat);
     free(m.bw);
     free(m.hosts);

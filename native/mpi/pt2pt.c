@@ -16,8 +16,6 @@
 #include "fb_pattern.h"
 #include "fb_timer.h"
 
-#define TAG_DATA 100
-#define TAG_ACK 101
 
 enum fb_pt2pt_kind {
     FB_PT2PT_LATENCY, /* ping-pong between ranks 0 and 1, half round trip */
@@ -49,68 +47,39 @@ struct pt2pt {
     bool sender;     /* streams (bw, mbw_mr) or starts the ping-pong (latency) */
     bool designated; /* the rank FABENCH_CORRUPT acts on */
     int window;
-    size_t rslots;   /* receive slots: window when validating (each message checked), else 1 */
+    size_t rslots;   /* receive slots: 1, validating or not (one footprint, OSU's) */
     char *sbuf, *rbuf;
-    char ack;
-    MPI_Request *reqs;
-    MPI_Status *stats; /* not MPI_STATUSES_IGNORE: GCC 12 misreads MPICH's access attributes */
+    char *scur, *rcur; /* this iteration's message buffers (--cache-cold: a slot of each) */
+    size_t blen;       /* bytes of each of sbuf and rbuf */
+    struct fb_mpi_xfer mx; /* the loop engine's MPI hooks (fb_loop.h) */
+    struct fb_xfer x;
 };
 
-static void stream_send(struct pt2pt *p, size_t size, MPI_Request *reqs)
-{
-    for (int k = 0; k < p->window; k++)
-        MPI_Isend(p->sbuf, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm, &reqs[k]);
-}
-
-static void stream_recv(struct pt2pt *p, size_t size, MPI_Request *reqs)
-{
-    for (int k = 0; k < p->window; k++) {
-        char *slot = p->rbuf + (p->rslots > 1 ? (size_t)k * size : 0);
-        MPI_Irecv(slot, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm, &reqs[k]);
-    }
-}
-
-/* One timed iteration; returns the sample in us (meaningful on the timing side only). */
+/* One timed iteration, by the engine's loop of this kind's shape; returns the sample in us
+ * (meaningful on the timing side only). */
 static double iteration(struct pt2pt *p, size_t size)
 {
-    double t0, t1;
+    double sample = 0.0;
+    size_t stride = p->rslots > 1 ? size : 0;
+    int rc = 0;
     switch (p->kind) {
     case FB_PT2PT_LATENCY:
-        if (p->sender) {
-            t0 = fb_now_us();
-            MPI_Send(p->sbuf, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm);
-            MPI_Recv(p->rbuf, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm, MPI_STATUS_IGNORE);
-            t1 = fb_now_us();
-            return (t1 - t0) / 2.0;
-        }
-        MPI_Recv(p->rbuf, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm, MPI_STATUS_IGNORE);
-        MPI_Send(p->sbuf, (int)size, MPI_CHAR, p->peer, TAG_DATA, p->comm);
-        return 0.0;
-
+        rc = fb_pingpong(&p->x, p->sender, p->scur, p->rcur, size, p->ctx->opts.batch,
+                         &sample);
+        break;
     case FB_PT2PT_BW:
     case FB_PT2PT_MBW_MR:
-        if (p->sender) {
-            t0 = fb_now_us();
-            stream_send(p, size, p->reqs);
-            MPI_Waitall(p->window, p->reqs, p->stats);
-            MPI_Recv(&p->ack, 1, MPI_CHAR, p->peer, TAG_ACK, p->comm, MPI_STATUS_IGNORE);
-            t1 = fb_now_us();
-            return t1 - t0;
-        }
-        stream_recv(p, size, p->reqs);
-        MPI_Waitall(p->window, p->reqs, p->stats);
-        MPI_Send(&p->ack, 1, MPI_CHAR, p->peer, TAG_ACK, p->comm);
-        return 0.0;
-
+        rc = fb_window(&p->x, p->sender, p->scur, p->rcur, stride, size, p->window, &sample);
+        break;
     case FB_PT2PT_BIBW:
-        t0 = fb_now_us();
-        stream_recv(p, size, p->reqs);
-        stream_send(p, size, p->reqs + p->window);
-        MPI_Waitall(2 * p->window, p->reqs, p->stats);
-        t1 = fb_now_us();
-        return t1 - t0;
+        rc = fb_window_bidir(&p->x, p->scur, p->rcur, stride, size, p->window, &sample);
+        break;
     }
-    return 0.0;
+    if (rc) {
+        fprintf(stderr, "%s: a transfer failed\n", p->ctx->kernel);
+        MPI_Abort(p->ctx->comm, 1);
+    }
+    return sample;
 }
 
 static bool receives(const struct pt2pt *p)
@@ -126,7 +95,7 @@ static bool sends(const struct pt2pt *p)
 static void fill(struct pt2pt *p, size_t size, long iter)
 {
     if (sends(p))
-        fb_pattern_fill(p->sbuf, size, 0, size, iter, p->ctx->rank);
+        fb_pattern_fill(p->scur, size, 0, size, iter, p->ctx->rank);
 }
 
 static void check(struct pt2pt *p, size_t size, long iter)
@@ -134,31 +103,37 @@ static void check(struct pt2pt *p, size_t size, long iter)
     if (!receives(p))
         return;
     /* the sub-communicator keeps world order, so p->peer is also the peer's world rank */
-    size_t nmsg = p->kind == FB_PT2PT_LATENCY ? 1 : (size_t)p->window;
-    fb_mpi_maybe_corrupt(p->ctx, p->rbuf, size * nmsg, p->designated);
-    for (size_t k = 0; k < nmsg; k++)
-        fb_mpi_check_bytes(p->ctx, p->rbuf + k * size, size, 0, size, iter, p->peer, k * size);
+    fb_mpi_maybe_corrupt(p->ctx, p->rcur, size, p->designated);
+    fb_mpi_check_bytes(p->ctx, p->rcur, size, 0, size, iter, p->peer, 0);
 }
 
-/* Run all iterations of one size; fills times[0..iters) with this rank's samples. */
-static void run_size(struct pt2pt *p, size_t size, long warmup, long iters, double *times)
+/* Run all iterations of one size; fills times[0..iters) with this rank's samples and returns
+ * the time of the timed part as a whole (us, from the first timed iteration's start to the last
+ * one's end: the figure OSU divides the bytes by). One barrier starts the size, as OSU's loops
+ * (mbw_mr included: its pairs then stream window after window, as osu_mbw_mr's do). */
+static double run_size(struct pt2pt *p, size_t size, long warmup, long iters, double *times)
 {
-    bool validate = p->ctx->opts.validate;
+    const struct fb_opts *o = &p->ctx->opts;
+    bool validate = o->validate;
+    double t_first = fb_now_us();
     MPI_Barrier(p->comm);
     for (long i = 0; i < warmup + iters; i++) {
+        size_t off = o->cache_cold ? fb_cold_offset(o->cold_region, size, i) : 0;
+        p->scur = p->sbuf + off;
+        p->rcur = p->rbuf + off;
+        if (i == warmup)
+            t_first = fb_now_us();
         if (validate)
             fill(p, size, i);
-        if (p->kind == FB_PT2PT_MBW_MR)
-            MPI_Barrier(p->comm);
         double sample = iteration(p, size);
         if (validate) {
             check(p, size, i);
-            if (p->kind != FB_PT2PT_MBW_MR)
-                MPI_Barrier(p->comm);
+            MPI_Barrier(p->comm);
         }
         if (i >= warmup)
             times[i - warmup] = sample;
     }
+    return fb_now_us() - t_first;
 }
 
 /* Roles: latency/bw/bibw use world ranks 0 and 1; mbw_mr pairs i with i + n/2. */
@@ -167,6 +142,12 @@ static void setup(struct pt2pt *p, struct fb_mpi_ctx *ctx, enum fb_pt2pt_kind ki
     p->ctx = ctx;
     p->kind = kind;
     p->window = kind == FB_PT2PT_LATENCY ? 1 : ctx->opts.window;
+    if (ctx->opts.cache_cold) { /* every rank, idle ones too: the usage exit is collective */
+        ctx->opts.cold_region = fb_cold_region(fb_opts_max_size(&ctx->opts, 1));
+        if (!ctx->opts.cold_region)
+            fb_mpi_usage_exit(ctx, "--cache-cold: cannot read the last-level cache size "
+                                   "(/sys/devices/system/cpu/cpu0/cache)");
+    }
     if (kind == FB_PT2PT_MBW_MR) {
         int pairs = ctx->nranks / 2;
         MPI_Comm_dup(ctx->comm, &p->comm);
@@ -186,12 +167,17 @@ static void setup(struct pt2pt *p, struct fb_mpi_ctx *ctx, enum fb_pt2pt_kind ki
         return;
 
     size_t maxs = fb_opts_max_size(&ctx->opts, 1);
-    p->rslots = ctx->opts.validate && kind != FB_PT2PT_LATENCY ? (size_t)p->window : 1;
-    p->sbuf = fb_buf_alloc_pages(maxs, ctx->opts.hugepages);
-    p->rbuf = fb_buf_alloc_pages(maxs * p->rslots, ctx->opts.hugepages);
-    p->reqs = malloc(sizeof(*p->reqs) * 2 * (size_t)p->window);
-    p->stats = malloc(sizeof(*p->stats) * 2 * (size_t)p->window);
-    if (!p->sbuf || !p->rbuf || !p->reqs || !p->stats) {
+    /* Validating, every message of a window still lands in the one slot: they all carry the
+     * iteration's bytes, so the check of the slot after the window sees the last to land,
+     * and a validated run measures the cache footprint of a plain one (W slots read 1.2-1.6x
+     * slower at 4 MiB). */
+    p->rslots = 1;
+    p->blen = ctx->opts.cache_cold ? ctx->opts.cold_region : maxs * p->rslots;
+    p->sbuf = fb_buf_alloc_pages(p->blen, ctx->opts.hugepages);
+    p->rbuf = fb_buf_alloc_pages(p->blen, ctx->opts.hugepages);
+    p->scur = p->sbuf, p->rcur = p->rbuf;
+    int xrc = fb_mpi_xfer_init(&p->mx, &p->x, p->comm, p->peer, 2 * p->window + 1);
+    if (!p->sbuf || !p->rbuf || xrc) {
         fprintf(stderr, "%s: out of memory for %zu-byte buffers\n", ctx->kernel, maxs);
         MPI_Abort(ctx->comm, 1);
     }
@@ -202,10 +188,26 @@ static void setup(struct pt2pt *p, struct fb_mpi_ctx *ctx, enum fb_pt2pt_kind ki
 static void renew_buffers(struct pt2pt *p, long round)
 {
     size_t maxs = fb_opts_max_size(&p->ctx->opts, 1);
-    if (fb_buf_renew_pair(&p->sbuf, maxs, &p->rbuf, maxs * p->rslots, p->ctx->opts.hugepages,
+    if (fb_buf_renew_pair(&p->sbuf, p->blen, &p->rbuf, p->blen, p->ctx->opts.hugepages,
                           round)) {
         fprintf(stderr, "%s: out of memory renewing %zu-byte buffers\n", p->ctx->kernel, maxs);
         MPI_Abort(p->ctx->comm, 1);
+    }
+}
+
+struct bw_extra {
+    double osu_mb_s;           /* bandwidth kernels: bytes over the whole timed part */
+    const double *window_max;  /* mbw_mr: per window, the slowest pair's time */
+    long n;
+};
+
+static void bw_fields(struct fb_json *j, const void *arg)
+{
+    const struct bw_extra *e = arg;
+    fb_json_double(j, "osu_mb_s", e->osu_mb_s, 3);
+    if (e->window_max) {
+        fb_json_str(j, "mbw_method", "osu");
+        fb_json_double_array(j, "window_times_max", e->window_max, (size_t)e->n, 4);
     }
 }
 
@@ -217,17 +219,44 @@ static void measure(struct pt2pt *p, size_t size, long round, double *local, dou
     long warmup = fb_opts_round_warmup(o, size, round);
     if (iters == 0)
         return;
-    run_size(p, size, warmup, iters, local);
+    double whole_us = run_size(p, size, warmup, iters, local);
 
     double msgs = (double)p->window;
+    /* a pair's bytes over its whole timed part, MB/s as OSU prints them (10^6 B/s) */
+    double pair_bytes = (double)size * (double)p->window * (double)iters;
+    struct bw_extra e = {.osu_mb_s = whole_us > 0 ? pair_bytes / whole_us : 0, .n = iters};
+    double *wmax = NULL;
     if (p->kind == FB_PT2PT_MBW_MR) {
-        fb_mpi_reduce_max(p->comm, local, (size_t)iters, times);
-        msgs *= p->ctx->nranks / 2;
+        /* osu_mbw_mr's figure: the pairs' rates summed. Per window, the same: the sample is
+         * pairs * bytes over the summed rates (the pairs' harmonic mean time), so
+         * bytes_per_sample / sample is the window's summed rate. */
+        int pairs = p->ctx->nranks / 2;
+        double *inv = calloc((size_t)iters, sizeof(double));
+        wmax = calloc((size_t)iters, sizeof(double));
+        if (!inv || !wmax) {
+            fprintf(stderr, "%s: out of memory\n", p->ctx->kernel);
+            MPI_Abort(p->ctx->comm, 1);
+        }
+        for (long i = 0; i < iters; i++)
+            inv[i] = p->sender && local[i] > 0 ? 1.0 / local[i] : 0.0;
+        double rate = p->sender ? e.osu_mb_s : 0.0, sum_rate = 0.0;
+        MPI_Reduce(p->rank == 0 ? MPI_IN_PLACE : inv, p->rank == 0 ? inv : NULL, (int)iters,
+                   MPI_DOUBLE, MPI_SUM, 0, p->comm);
+        MPI_Reduce(&rate, &sum_rate, 1, MPI_DOUBLE, MPI_SUM, 0, p->comm);
+        fb_mpi_reduce_max(p->comm, local, (size_t)iters, wmax);
+        for (long i = 0; i < iters; i++)
+            times[i] = inv[i] > 0 ? (double)pairs / inv[i] : 0.0;
+        free(inv);
+        e.osu_mb_s = sum_rate;
+        e.window_max = wmax;
+        msgs *= pairs;
     } else {
         for (long i = 0; i < iters; i++)
             times[i] = local[i];
-        if (p->kind == FB_PT2PT_BIBW)
+        if (p->kind == FB_PT2PT_BIBW) {
             msgs *= 2;
+            e.osu_mb_s *= 2;
+        }
     }
     struct fb_mpi_result r = {
         .size = size,
@@ -239,8 +268,11 @@ static void measure(struct pt2pt *p, size_t size, long round, double *local, dou
         .messages_per_sample = msgs,
         .times = times,
         .round = round,
+        .extra = p->kind == FB_PT2PT_LATENCY ? NULL : bw_fields,
+        .extra_arg = &e,
     };
     fb_mpi_emit_result(p->ctx, &r);
+    free(wmax);
 }
 
 int fb_pt2pt_main(const struct fb_mpi_kernel *k, int argc, char **argv)
@@ -260,7 +292,8 @@ int fb_pt2pt_main(const struct fb_mpi_kernel *k, int argc, char **argv)
     enum fb_pt2pt_kind kind = (enum fb_pt2pt_kind)i;
     struct fb_mpi_ctx ctx;
     int code = 0;
-    if (fb_mpi_start(&ctx, k, KINDS[kind].cls, 2, &argc, &argv, &code))
+    struct fb_own_opts own = {.scope = FB_SC_COLD | (kind == FB_PT2PT_LATENCY ? FB_SC_BATCH : 0)};
+    if (fb_mpi_start(&ctx, k, KINDS[kind].cls, 2, &own, &argc, &argv, &code))
         return code;
 
     struct pt2pt p = {0};
@@ -285,8 +318,7 @@ int fb_pt2pt_main(const struct fb_mpi_kernel *k, int argc, char **argv)
         MPI_Comm_free(&p.comm);
     fb_buf_free(p.sbuf);
     fb_buf_free(p.rbuf);
-    free(p.reqs);
-    free(p.stats);
+    fb_mpi_xfer_free(&p.mx);
     free(local);
     free(times);
     return fb_mpi_finish(&ctx);

@@ -52,27 +52,6 @@ static void offsets(void)
     EXPECT(fb_pattern_check(whole, 44, 256, 300, 1, 2, NULL, NULL) >= 0, "256 shift");
 }
 
-static void reductions(void)
-{
-    enum { COUNT = 1000, RANKS = 5 };
-    float sum[COUNT] = {0}, mine[COUNT];
-    for (int r = 0; r < RANKS; r++) {
-        fb_pattern_fill_f32(mine, COUNT, COUNT * 4, 3, r);
-        for (int i = 0; i < COUNT; i++) {
-            EXPECT(mine[i] >= 0 && mine[i] <= 15 && mine[i] == (float)(int)mine[i], "small int");
-            sum[i] += mine[i];
-        }
-    }
-    float want = 0, got = 0;
-    EXPECT(fb_pattern_check_f32_sum(sum, COUNT, COUNT * 4, 3, RANKS, &want, &got) == -1, "sum");
-    sum[617] += 1.0f;
-    long long bad = fb_pattern_check_f32_sum(sum, COUNT, COUNT * 4, 3, RANKS, &want, &got);
-    EXPECT(bad == 617, "reported %lld", bad);
-    EXPECT(got == want + 1.0f, "want %g got %g", want, got);
-    EXPECT(fb_pattern_check_f32_sum(sum, 600, COUNT * 4, 3, RANKS - 1, NULL, NULL) >= 0,
-           "wrong rank count");
-}
-
 /* Every --datatype element type, summed as the MPI library does: a signed char sum over 20
  * ranks (up to 300) wraps, and the check expects the wrapped value. */
 static void typed_reductions(void)
@@ -133,7 +112,6 @@ int main(void)
     for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
         bytes_roundtrip(lens[i]);
     offsets();
-    reductions();
     typed_reductions();
     return t_verdict();
 }

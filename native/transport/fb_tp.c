@@ -12,52 +12,11 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "fb_loop.h"
 #include "fb_pattern.h"
 #include "fb_timer.h"
 
 #define FB_TP_MAX_ITERS 2000000L /* duration mode: keeps one record line below ~20 MB */
-
-struct optdef {
-    const char *name;
-    unsigned bit; /* 0: every kernel */
-    const char *arg, *help;
-};
-
-static const struct optdef OPTS[] = {
-    {"--role", 0, "client|server", "this side: client (index 0, times, reports) or server"},
-    {"--peer", 0, "ADDR", "client: the server's address"},
-    {"--bind", 0, "ADDR", "server: listen on this address (default: any)"},
-    {"--port", 0, "PORT", "rendezvous port (server: 0 picks one and prints it)"},
-    {"--connect-timeout", 0, "S", "seconds to wait for the peer (default 60)"},
-    {"--cpu", 0, "A[,B]", "pin the client to CPU A and the server to B (default A)"},
-    {"--duration", 0, "S",
-     "timed part of each size lasts about S seconds (count mode: a count from the warm-up's "
-     "pace; time mode: default 2)"},
-    {"--interval", FB_OPT_TIMED, "S", "time mode: one sample every S seconds (default 0.1)"},
-    {"--omit", FB_OPT_TIMED, "S", "time mode: S seconds streamed first, not sampled (default 0.2)"},
-    {"--poll", FB_OPT_POLL, NULL,
-     "receive by non-blocking reads in a spin, as MPI libraries poll (default: blocking reads)"},
-    {"--streams", FB_OPT_STREAMS, "N", "parallel TCP connections (default 4)"},
-    {"--nodelay", FB_OPT_NODELAY, NULL, "TCP_NODELAY on both sides (Nagle off)"},
-    {"--quickack", FB_OPT_QUICKACK, NULL, "TCP_QUICKACK after every receive (no delayed ACK)"},
-    {"--sndbuf", FB_OPT_BUFS, "BYTES", "SO_SNDBUF on both sides (K/M suffixes)"},
-    {"--rcvbuf", FB_OPT_BUFS, "BYTES", "SO_RCVBUF on both sides (K/M suffixes)"},
-    {"--zerocopy", FB_OPT_ZEROCOPY, NULL, "send with MSG_ZEROCOPY (SO_ZEROCOPY)"},
-    {"--pattern", FB_OPT_PATTERN, "P",
-     "pingpong (default; half round trip) or wwr (write size/2, write the rest, read 8 B; "
-     "full round trip)"},
-    {"--udp-timeout", FB_OPT_UDP_TIMEOUT, "MS", "UDP: reply/drain timeout in ms (default 200)"},
-    {"--displacement-threshold", FB_OPT_REORDER, "N",
-     "RFC 5236's DT: reorder density bins for displacements -N..N (default 64)"},
-    {"--device", FB_OPT_DEVICE, "NAME", "RDMA device (default: the first one)"},
-    {"--tls", FB_OPT_UCX, "LIST", "UCX transports (as UCX_TLS; the one chosen is reported)"},
-    {"--net-devices", FB_OPT_UCX, "LIST", "UCX devices (as UCX_NET_DEVICES)"},
-    {"--provider", FB_OPT_OFI, "NAME", "libfabric provider (as FI_PROVIDER, e.g. 'tcp;ofi_rxm')"},
-    {"--endpoint", FB_OPT_OFI, "rdm|msg",
-     "libfabric endpoint: rdm (default, reliable datagram) or msg (connected)"},
-    {"--op", FB_OPT_OP, "send|write", "RC send/recv (default) or RDMA write"},
-};
-#define NOPTS (sizeof(OPTS) / sizeof(OPTS[0]))
 
 static bool quiet_errors(const struct fb_tp *t)
 {
@@ -80,134 +39,58 @@ static int opt_fail(const struct fb_tp *t, const char *fmt, ...)
     return FB_OPTS_ERROR;
 }
 
-static void print_help(const struct fb_tp *t)
+/* This layer's options (rows of the option table in fb_opts.c, whose types check the values). */
+static int set_opt(void *ctx, enum fb_opt_id id, const struct fb_optval *v, char *why, size_t len)
 {
-    printf("\n%s options (both sides get the same options; the launcher adds --role, --peer,\n"
-           "--bind and --port):\n", t->k->name);
-    for (size_t i = 0; i < NOPTS; i++) {
-        if (OPTS[i].bit && !(OPTS[i].bit & t->k->opts))
-            continue;
-        char left[48];
-        snprintf(left, sizeof(left), "%s%s%s", OPTS[i].name, OPTS[i].arg ? " " : "",
-                 OPTS[i].arg ? OPTS[i].arg : "");
-        printf("  %-22s %s\n", left, OPTS[i].help);
-    }
-    if (t->k->help)
-        printf("%s", t->k->help);
-}
-
-static int parse_double(const char *s, double min, double *out)
-{
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !(v >= min) || !isfinite(v))
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_int(const char *s, long min, long max, long *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int set_opt(struct fb_tp *t, const char *name, const char *val)
-{
-    struct fb_tp_cfg *c = &t->cfg;
-    long l;
-    size_t sz;
-    if (!strcmp(name, "--role")) {
-        if (strcmp(val, "server") && strcmp(val, "client"))
-            return opt_fail(t, "--role wants client or server, got '%s'", val);
-        c->server = !strcmp(val, "server");
-    } else if (!strcmp(name, "--peer")) {
-        c->peer = val;
-    } else if (!strcmp(name, "--bind")) {
-        c->bind = val;
-    } else if (!strcmp(name, "--port")) {
-        if (parse_int(val, 0, 65535, &l))
-            return opt_fail(t, "--port wants 0..65535, got '%s'", val);
-        c->port = (int)l;
-    } else if (!strcmp(name, "--connect-timeout")) {
-        if (parse_double(val, 0.001, &c->connect_timeout_s))
-            return opt_fail(t, "--connect-timeout wants seconds > 0, got '%s'", val);
-    } else if (!strcmp(name, "--cpu")) {
+    struct fb_tp_cfg *c = ctx;
+    switch (id) {
+    case FB_O_ROLE: c->server = v->l == 1; break;
+    case FB_O_PEER: c->peer = v->text; break;
+    case FB_O_BIND: c->bind = v->text; break;
+    case FB_O_PORT: c->port = (int)v->l; break;
+    case FB_O_CONNECT_TIMEOUT: c->connect_timeout_s = v->d; break;
+    case FB_O_CPU: {
         char *end = NULL;
         errno = 0;
-        long a = strtol(val, &end, 10), b = a;
-        if (errno || end == val || a < 0 || a > 65535)
-            return opt_fail(t, "--cpu wants A or A,B (CPU numbers), got '%s'", val);
-        if (*end == ',') {
-            if (parse_int(end + 1, 0, 65535, &b))
-                return opt_fail(t, "--cpu wants A or A,B (CPU numbers), got '%s'", val);
-        } else if (*end) {
-            return opt_fail(t, "--cpu wants A or A,B (CPU numbers), got '%s'", val);
+        long a = strtol(v->text, &end, 10), b = a;
+        bool ok = !errno && end != v->text && a >= 0 && a <= 65535;
+        if (ok && *end == ',') {
+            const char *s2 = end + 1;
+            b = strtol(s2, &end, 10);
+            ok = !errno && end != s2 && !*end && b >= 0 && b <= 65535;
+        } else if (ok && *end) {
+            ok = false;
+        }
+        if (!ok) {
+            snprintf(why, len, "--cpu wants A or A,B (CPU numbers), got '%s'", v->text);
+            return -1;
         }
         c->cpu[0] = (int)a;
         c->cpu[1] = (int)b;
-    } else if (!strcmp(name, "--duration")) {
-        if (parse_double(val, 0.001, &c->duration_s))
-            return opt_fail(t, "--duration wants seconds > 0, got '%s'", val);
-    } else if (!strcmp(name, "--interval")) {
-        if (parse_double(val, 0.001, &c->interval_s))
-            return opt_fail(t, "--interval wants seconds >= 0.001, got '%s'", val);
-        c->interval_set = true;
-    } else if (!strcmp(name, "--omit")) {
-        if (parse_double(val, 0, &c->omit_s))
-            return opt_fail(t, "--omit wants seconds >= 0, got '%s'", val);
-        c->omit_set = true;
-    } else if (!strcmp(name, "--displacement-threshold")) {
-        if (parse_int(val, 0, 100000, &l))
-            return opt_fail(t, "--displacement-threshold wants 0..100000, got '%s'", val);
-        c->displacement_dt = (int)l;
-    } else if (!strcmp(name, "--poll")) {
-        c->poll = true;
-    } else if (!strcmp(name, "--streams")) {
-        if (parse_int(val, 1, 256, &l))
-            return opt_fail(t, "--streams wants 1..256, got '%s'", val);
-        c->streams = (int)l;
-    } else if (!strcmp(name, "--sndbuf") || !strcmp(name, "--rcvbuf")) {
-        if (fb_parse_size(val, &sz) || sz == 0 || sz > (size_t)1 << 30)
-            return opt_fail(t, "%s wants a size 1..1G, got '%s'", name, val);
-        *(name[2] == 's' ? &c->sndbuf : &c->rcvbuf) = (long)sz;
-    } else if (!strcmp(name, "--pattern")) {
-        if (strcmp(val, "pingpong") && strcmp(val, "wwr"))
-            return opt_fail(t, "--pattern wants pingpong or wwr, got '%s'", val);
-        c->pattern = val;
-    } else if (!strcmp(name, "--udp-timeout")) {
-        if (parse_double(val, 1, &c->udp_timeout_ms))
-            return opt_fail(t, "--udp-timeout wants milliseconds >= 1, got '%s'", val);
-    } else if (!strcmp(name, "--device")) {
-        c->device = val;
-    } else if (!strcmp(name, "--op")) {
-        if (strcmp(val, "send") && strcmp(val, "write"))
-            return opt_fail(t, "--op wants send or write, got '%s'", val);
-        c->op = val;
-    } else if (!strcmp(name, "--tls")) {
-        c->tls = val;
-    } else if (!strcmp(name, "--net-devices")) {
-        c->net_devices = val;
-    } else if (!strcmp(name, "--provider")) {
-        c->provider = val;
-    } else if (!strcmp(name, "--endpoint")) {
-        if (strcmp(val, "rdm") && strcmp(val, "msg"))
-            return opt_fail(t, "--endpoint wants rdm or msg, got '%s'", val);
-        c->endpoint = val;
-    } else if (!strcmp(name, "--nodelay")) {
-        c->nodelay = true;
-    } else if (!strcmp(name, "--quickack")) {
-        c->quickack = true;
-    } else if (!strcmp(name, "--zerocopy")) {
-        c->zerocopy = true;
+        break;
     }
-    return FB_OPTS_OK;
+    case FB_O_DURATION: c->duration_s = v->d; break;
+    case FB_O_INTERVAL: c->interval_s = v->d, c->interval_set = true; break;
+    case FB_O_OMIT: c->omit_s = v->d, c->omit_set = true; break;
+    case FB_O_DISPLACEMENT_THRESHOLD: c->displacement_dt = (int)v->l; break;
+    case FB_O_POLL: c->poll = true; break;
+    case FB_O_STREAMS: c->streams = (int)v->l; break;
+    case FB_O_SNDBUF: c->sndbuf = (long)v->z; break;
+    case FB_O_RCVBUF: c->rcvbuf = (long)v->z; break;
+    case FB_O_PATTERN: c->pattern = v->text; break;
+    case FB_O_UDP_TIMEOUT: c->udp_timeout_ms = v->d; break;
+    case FB_O_DEVICE: c->device = v->text; break;
+    case FB_O_OP: c->op = v->text; break;
+    case FB_O_TLS: c->tls = v->text; break;
+    case FB_O_NET_DEVICES: c->net_devices = v->text; break;
+    case FB_O_PROVIDER: c->provider = v->text; break;
+    case FB_O_ENDPOINT: c->endpoint = v->text; break;
+    case FB_O_NODELAY: c->nodelay = true; break;
+    case FB_O_QUICKACK: c->quickack = true; break;
+    case FB_O_ZEROCOPY: c->zerocopy = true; break;
+    default: break;
+    }
+    return 0;
 }
 
 /* Take this layer's options out of argv; the rest goes to the shared fb_opts parser. */
@@ -226,69 +109,19 @@ static int parse(struct fb_tp *t, int argc, char **argv)
     c->op = "send";
     c->endpoint = "rdm";
 
-    char **rest = calloc((size_t)argc + 1, sizeof(*rest));
-    if (!rest)
-        return opt_fail(t, "out of memory");
-    int nrest = 0;
-    rest[nrest++] = argv[0];
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        const char *eq = strchr(arg, '=');
-        size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
-        const struct optdef *d = NULL;
-        for (size_t o = 0; o < NOPTS; o++)
-            if (strlen(OPTS[o].name) == nlen && !strncmp(arg, OPTS[o].name, nlen))
-                d = &OPTS[o];
-        if (!d) {
-            rest[nrest++] = argv[i];
-            /* The shared options take a value as the next word; keep it with its name. */
-            if (!eq && i + 1 < argc &&
-                (!strcmp(arg, "--sizes") || !strcmp(arg, "--iterations") ||
-                 !strcmp(arg, "--warmup") || !strcmp(arg, "--window") ||
-                 !strcmp(arg, "--large-threshold")))
-                rest[nrest++] = argv[++i];
-            continue;
-        }
-        char name[32];
-        snprintf(name, sizeof(name), "%.*s", (int)nlen, arg);
-        if (d->bit && !(d->bit & k->opts)) {
-            free(rest);
-            return opt_fail(t, "option '%s' does not apply to %s", name, k->name);
-        }
-        const char *val = NULL;
-        if (d->arg) {
-            if (eq)
-                val = eq + 1;
-            else if (i + 1 < argc)
-                val = argv[++i];
-            else {
-                free(rest);
-                return opt_fail(t, "option '%s' needs a value", name);
-            }
-        } else if (eq) {
-            free(rest);
-            return opt_fail(t, "option '%s' takes no value", name);
-        }
-        if (set_opt(t, name, val)) {
-            free(rest);
-            return FB_OPTS_ERROR;
-        }
-    }
-
     struct fb_defaults d = fb_defaults_for(k->cls);
     d.sizes = t->default_sizes;
     FILE *err = quiet_errors(t) ? NULL : stderr;
-    enum fb_opts_status st = fb_opts_parse(&t->opts, &d, k->name, nrest, rest, stdout, err);
-    free(rest);
-    if (st == FB_OPTS_HELP) {
-        print_help(t);
-        return st;
-    }
+    char help[2048];
+    snprintf(help, sizeof(help),
+             "%s: both sides get the same options; the launcher adds --role, --peer, --bind\n"
+             "and --port.\n%s", k->name, k->help ? k->help : "");
+    struct fb_own_opts own = {.scope = FB_SC_TP | k->opts, .set = set_opt, .ctx = c,
+                              .help = help};
+    enum fb_opts_status st =
+        fb_opts_parse_own(&t->opts, &d, k->name, 0, &own, argc, argv, stdout, err);
     if (st != FB_OPTS_OK)
         return st;
-    if (t->opts.datatype != FB_DT_DEFAULT || t->opts.osu_iterations >= 0)
-        return opt_fail(t, "--datatype and --osu-iterations apply to the MPI collective "
-                        "kernels only");
     for (int i = 0; i < t->opts.nsizes; i++) {
         size_t s = t->opts.sizes[i];
         if (s < k->size_floor || (k->size_ceil && s > k->size_ceil)) {
@@ -414,6 +247,7 @@ static void emit_meta(struct fb_tp *t)
     fb_json_str(j, "bootstrap", t->boot.name);
     fb_json_str_array(j, "hosts", hosts, 2);
     fb_json_str(j, "timer", FB_TIMER_NAME);
+    fb_json_double(j, "timer_overhead_us", fb_timer_overhead_us(1001), 4);
     fb_json_int(j, "window", t->opts.window);
     fb_json_bool(j, "validate", t->opts.validate);
     if (t->cfg.duration_s > 0)
@@ -590,28 +424,23 @@ static int run_size(struct fb_tp *t, size_t size, long round)
     if (t->index == 0) {
         struct fb_json *j = &t->json;
         double moved = t->bytes_per_iteration * (double)m.iters;
-        fb_json_begin(j, "result");
-        fb_json_str(j, "kernel", k->name);
-        fb_json_uint(j, "size", size);
-        fb_json_int(j, "iterations", m.iters);
-        fb_json_int(j, "warmup", m.warm);
-        fb_json_str(j, "datatype", "bytes");
-        fb_json_uint(j, "count", size);
-        fb_json_str(j, "unit", "us");
-        if (t->opts.validate)
-            fb_json_bool(j, "validated", true);
-        else
-            fb_json_null(j, "validated");
-        fb_json_double(j, "bytes_per_sample", t->bytes_per_sample, 1);
-        fb_json_double(j, "messages_per_sample", t->messages_per_sample, 1);
+        struct fb_result_head h = {
+            .kernel = k->name, .size = size, .iterations = m.iters, .warmup = m.warm,
+            .datatype = "bytes", .count = size, .bytes_per_sample = t->bytes_per_sample,
+            .messages_per_sample = t->messages_per_sample, .round = round,
+        };
+        fb_result_begin(j, &t->opts, &h);
         fb_json_double(j, "bytes_moved", moved, 0);
         fb_json_double(j, "timed_s", m.me.wall_s, 6);
         if (!t->time_mode && duration_s > 0)
             fb_json_double(j, "warmup_pace_us", m.pace_us, 4);
-        if (t->opts.rounds > 1) {
-            fb_json_int(j, "round", round);
-            fb_json_int(j, "rounds", t->opts.rounds);
-        }
+        /* every record says how tcp.latency received (compared with MPI numbers, which poll) */
+        if (k->opts & FB_OPT_POLL)
+            fb_json_str(j, "receive_mode", t->cfg.poll ? "poll" : "blocking");
+        /* bandwidth kernels: the whole timed part's rate, as OSU and iperf3 report it */
+        if (k->cls == FB_CLASS_BANDWIDTH && m.me.wall_s > 0)
+            fb_json_double(j, "osu_mb_s", t->bytes_per_sample * (double)m.iters /
+                                              (m.me.wall_s * 1e6), 3);
         emit_side(j, "client", &m.me, moved);
         emit_side(j, "server", &peer, moved);
         if (k->result)

@@ -28,24 +28,6 @@ enum fb_family {
     FB_FAM_VERBS = 1 << 4,
 };
 
-/* Kernel-specific options, one bit each; a kernel lists the ones it accepts. */
-enum fb_tp_optbit {
-    FB_OPT_STREAMS = 1 << 0,
-    FB_OPT_NODELAY = 1 << 1,
-    FB_OPT_QUICKACK = 1 << 2,
-    FB_OPT_BUFS = 1 << 3,     /* --sndbuf, --rcvbuf */
-    FB_OPT_ZEROCOPY = 1 << 4,
-    FB_OPT_PATTERN = 1 << 5,
-    FB_OPT_UDP_TIMEOUT = 1 << 6,
-    FB_OPT_DEVICE = 1 << 7,
-    FB_OPT_OP = 1 << 8,       /* --op send|write */
-    FB_OPT_UCX = 1 << 9,      /* --tls, --net-devices */
-    FB_OPT_OFI = 1 << 10,     /* --provider, --endpoint */
-    FB_OPT_TIMED = 1 << 11,   /* --interval, --omit (kernels with a time mode) */
-    FB_OPT_POLL = 1 << 12,    /* --poll */
-    FB_OPT_REORDER = 1 << 13, /* --displacement-threshold */
-};
-
 struct fb_tp_cfg {
     bool server;
     const char *peer, *bind;
@@ -92,7 +74,7 @@ struct fb_tp_timed {
 struct fb_tp_kernel {
     const char *name; /* "tcp.latency" */
     enum fb_family family;
-    unsigned opts;    /* enum fb_tp_optbit accepted */
+    unsigned opts;    /* its own options: FB_OPT_* bits of enum fb_scope (fb_opts.h) */
     enum fb_kernel_class cls;
     size_t size_floor, size_ceil; /* hard limits (0: none); the default sweep is the
                                      kernel's line in native/kernels.list */

@@ -10,11 +10,9 @@
 #include <ucp/api/ucp.h>
 
 #include "fb_buf.h"
-#include "fb_timer.h"
+#include "fb_loop.h"
 #include "fb_tp.h"
 
-#define TAG_DATA 0x100
-#define TAG_ACK 0x101
 #define TAG_MASK ((ucp_tag_t)-1)
 #define LANES_CAP 512
 
@@ -26,7 +24,8 @@ struct ucxst {
     size_t cap;
     int pending;         /* operations in flight, counted down by their callbacks */
     ucs_status_t failed; /* the first completion that did not succeed */
-    char ackin;
+    struct fb_tp *t;  /* for messages from the engine's hooks */
+    struct fb_xfer x; /* the loop engine's hooks (fb_loop.h) */
     char lanes[LANES_CAP]; /* "posix/memory,cma/memory" */
     char *ep_info;         /* ucp_ep_print_info text */
 };
@@ -97,6 +96,26 @@ static int wait_all(struct fb_tp *t, struct ucxst *u)
     return 0;
 }
 
+/* The shapes are the engine's; UCX pre-posts the reply's receive (an unexpected tag costs a
+ * copy through UCX's unexpected queue). */
+static int hook_recv(void *c, void *buf, size_t len, int tag)
+{
+    struct ucxst *u = c;
+    return recv_op(u->t, u, buf, len, (ucp_tag_t)tag);
+}
+
+static int hook_send(void *c, void *buf, size_t len, int tag)
+{
+    struct ucxst *u = c;
+    return send_op(u->t, u, buf, len, (ucp_tag_t)tag);
+}
+
+static int hook_wait(void *c)
+{
+    struct ucxst *u = c;
+    return wait_all(u->t, u);
+}
+
 static void ep_err(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
     (void)arg;
@@ -147,6 +166,9 @@ static int ucx_setup(struct fb_tp *t)
     if (!u)
         return -1;
     t->priv = u;
+    u->t = t;
+    u->x = (struct fb_xfer){.post_recv = hook_recv, .post_send = hook_send, .wait = hook_wait,
+                            .c = u, .prepost = true};
     ucp_config_t *cfg;
     ucs_status_t st = ucp_config_read(NULL, NULL, &cfg);
     if (st != UCS_OK)
@@ -190,7 +212,7 @@ static int ucx_setup(struct fb_tp *t)
                   "check --tls / UCX_TLS)", ucs_status_string(st));
     /* One message each way completes wire-up, so the lanes printed below are final. */
     char a = 'w', b = 0;
-    if (recv_op(t, u, &b, 1, TAG_ACK) || send_op(t, u, &a, 1, TAG_ACK) || wait_all(t, u))
+    if (recv_op(t, u, &b, 1, FB_TAG_ACK) || send_op(t, u, &a, 1, FB_TAG_ACK) || wait_all(t, u))
         return -1;
     char *text = NULL;
     size_t tlen = 0;
@@ -216,12 +238,12 @@ static void ucx_meta(struct fb_tp *t, struct fb_json *j)
     fb_json_str(j, "selected_detail", u->ep_info ? u->ep_info : "");
 }
 
-/* Buffers for `size`; validating, each message of a window gets its own receive slot (as
- * the MPI kernels), checked after the timed region. */
-static int ucx_buffers(struct fb_tp *t, size_t size, size_t rmsgs)
+/* Buffers for `size`: one receive slot, validating or not (the engine's windows land every
+ * message in it; all carry the iteration's bytes), so both measure one cache footprint. */
+static int ucx_buffers(struct fb_tp *t, size_t size)
 {
     struct ucxst *u = t->priv;
-    size_t need = (t->opts.validate ? rmsgs : 1) * (size ? size : 1);
+    size_t need = size ? size : 1;
     if (need > u->cap) {
         fb_buf_free(u->sbuf);
         fb_buf_free(u->rbuf);
@@ -239,7 +261,7 @@ static int lat_begin(struct fb_tp *t, size_t size)
     t->bytes_per_sample = (double)size;
     t->messages_per_sample = 1;
     t->bytes_per_iteration = 2.0 * (double)size;
-    return ucx_buffers(t, size, 1);
+    return ucx_buffers(t, size);
 }
 
 static int window_begin(struct fb_tp *t, size_t size, double directions)
@@ -248,19 +270,11 @@ static int window_begin(struct fb_tp *t, size_t size, double directions)
     t->bytes_per_sample = directions * (double)(size * w);
     t->messages_per_sample = directions * (double)w;
     t->bytes_per_iteration = t->bytes_per_sample;
-    return ucx_buffers(t, size, w);
+    return ucx_buffers(t, size);
 }
 
 static int bw_begin(struct fb_tp *t, size_t size) { return window_begin(t, size, 1); }
 static int bibw_begin(struct fb_tp *t, size_t size) { return window_begin(t, size, 2); }
-
-static int post_recvs(struct fb_tp *t, struct ucxst *u, size_t size, int w)
-{
-    for (int k = 0; k < w; k++)
-        if (recv_op(t, u, u->rbuf + (t->opts.validate ? (size_t)k * size : 0), size, TAG_DATA))
-            return -1;
-    return 0;
-}
 
 /* ---- --validate: fill before, check after the timed region (the engine's barrier between) */
 
@@ -280,75 +294,37 @@ static void check_one(struct fb_tp *t, size_t size, long iter)
     fb_tp_check(t, ((struct ucxst *)t->priv)->rbuf, size, 0, size, iter);
 }
 
-static void check_window(struct fb_tp *t, size_t size, long iter)
-{
-    struct ucxst *u = t->priv;
-    for (int k = 0; k < t->opts.window; k++)
-        fb_tp_check(t, u->rbuf + (size_t)k * size, size, 0, size, iter);
-}
 
 static void check_receiver(struct fb_tp *t, size_t size, long iter)
 {
     if (t->index == 1)
-        check_window(t, size, iter);
+        check_one(t, size, iter);
 }
 
 /* ---- the kernels ------------------------------------------------------------------------- */
+
 
 static int ucx_latency(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
     (void)iter, (void)timed;
     struct ucxst *u = t->priv;
-    double t0 = fb_now_us();
-    if (recv_op(t, u, u->rbuf, size, TAG_DATA))
-        return -1;
-    if (t->index == 0) {
-        if (send_op(t, u, u->sbuf, size, TAG_DATA) || wait_all(t, u))
-            return -1;
-        *sample = (fb_now_us() - t0) / 2.0;
-        return 0;
-    }
-    return wait_all(t, u) || send_op(t, u, u->sbuf, size, TAG_DATA) || wait_all(t, u) ? -1 : 0;
+    return fb_pingpong(&u->x, t->index == 0, u->sbuf, u->rbuf, size, t->opts.batch, sample);
 }
 
 static int ucx_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
     (void)iter, (void)timed;
     struct ucxst *u = t->priv;
-    int w = t->opts.window;
-    char ack = 'a';
-    double t0 = fb_now_us();
-    if (t->index == 0) {
-        if (recv_op(t, u, &u->ackin, 1, TAG_ACK))
-            return -1;
-        for (int k = 0; k < w; k++)
-            if (send_op(t, u, u->sbuf, size, TAG_DATA))
-                return -1;
-        if (wait_all(t, u))
-            return -1;
-        *sample = fb_now_us() - t0;
-        return 0;
-    }
-    if (post_recvs(t, u, size, w) || wait_all(t, u))
-        return -1;
-    return send_op(t, u, &ack, 1, TAG_ACK) || wait_all(t, u) ? -1 : 0;
+    return fb_window(&u->x, t->index == 0, u->sbuf, u->rbuf, 0, size,
+                     t->opts.window, sample);
 }
 
 static int ucx_bibw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
     (void)iter, (void)timed;
     struct ucxst *u = t->priv;
-    int w = t->opts.window;
-    double t0 = fb_now_us();
-    if (post_recvs(t, u, size, w))
-        return -1;
-    for (int k = 0; k < w; k++)
-        if (send_op(t, u, u->sbuf, size, TAG_DATA))
-            return -1;
-    if (wait_all(t, u))
-        return -1;
-    *sample = fb_now_us() - t0;
-    return 0;
+    return fb_window_bidir(&u->x, u->sbuf, u->rbuf, 0, size, t->opts.window,
+                           sample);
 }
 
 static void ucx_teardown(struct fb_tp *t)
@@ -371,17 +347,16 @@ static void ucx_teardown(struct fb_tp *t)
     t->priv = NULL;
 }
 
-#define UCX_COMMON                                                                              \
-    .family = FB_FAM_UCX, .opts = FB_OPT_UCX, .setup = ucx_setup, .meta = ucx_meta,           \
-    .teardown = ucx_teardown
+#define UCX_COMMON .family = FB_FAM_UCX, .setup = ucx_setup, .meta = ucx_meta, .teardown = ucx_teardown
 
 static const struct fb_tp_kernel KERNELS[] = {
-    {.name = "ucx.latency", .cls = FB_CLASS_LATENCY, UCX_COMMON, .begin_size = lat_begin,
-     .iterate = ucx_latency, .fill = fill_send, .check = check_one},
-    {.name = "ucx.bw", .cls = FB_CLASS_BANDWIDTH, UCX_COMMON, .begin_size = bw_begin,
-     .iterate = ucx_bw, .fill = fill_sender, .check = check_receiver},
-    {.name = "ucx.bibw", .cls = FB_CLASS_BANDWIDTH, UCX_COMMON, .begin_size = bibw_begin,
-     .iterate = ucx_bibw, .fill = fill_send, .check = check_window},
+    {.name = "ucx.latency", .cls = FB_CLASS_LATENCY, UCX_COMMON,
+     .opts = FB_OPT_UCX | FB_SC_BATCH, .begin_size = lat_begin, .iterate = ucx_latency,
+     .fill = fill_send, .check = check_one},
+    {.name = "ucx.bw", .cls = FB_CLASS_BANDWIDTH, UCX_COMMON, .opts = FB_OPT_UCX,
+     .begin_size = bw_begin, .iterate = ucx_bw, .fill = fill_sender, .check = check_receiver},
+    {.name = "ucx.bibw", .cls = FB_CLASS_BANDWIDTH, UCX_COMMON, .opts = FB_OPT_UCX,
+     .begin_size = bibw_begin, .iterate = ucx_bibw, .fill = fill_send, .check = check_one},
 };
 
 FB_TP_MAIN(KERNELS)

@@ -3,28 +3,42 @@
 import re
 
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMG]?)(?:I?B)?\s*$", re.IGNORECASE)
+# One grammar with the kernels' (native/common/fb_opts.h; both pass the cases of
+# native/tests/sizes_grammar.tsv): digits, then K/M/G with an optional iB or B, or a lone B;
+# no spaces, since the text goes to the kernel as written.
+_SIZE_RE = re.compile(r"(\d+)(?:([KMG])(?:I?B)?|B)?", re.IGNORECASE)
+SIZE_MAX = 1 << 31  # FB_SIZE_MAX: MPI counts are ints
+MAX_SIZES = 4096  # FB_MAX_SIZES
 
 
 def parse_size(text: str | int) -> int:
     """'4K' -> 4096, '1MiB' -> 1048576, '8' -> 8 (binary multiples, as OSU and IMB use)."""
     if isinstance(text, int):
         return text
-    m = _SIZE_RE.match(text)
-    if not m:
+    m = _SIZE_RE.fullmatch(text)
+    if not m or not text.isascii():
         raise ValueError(f"not a byte size: {text!r} (examples: 8, 4K, 1M, 4MiB)")
-    return int(m.group(1)) * _SUFFIX[m.group(2).upper()]
+    return int(m.group(1)) * _SUFFIX[(m.group(2) or "").upper()]
+
+
+def _bounded(text: str, part: str) -> int:
+    v = parse_size(part)
+    if v > SIZE_MAX:
+        raise ValueError(f"size {part!r}: each size must be 0 .. 2 GiB")
+    return v
 
 
 def parse_sizes(text: str) -> list[int]:
-    """'1:4M' is a power-of-two sweep, '8,64,1K' an explicit list."""
-    text = str(text).strip()
+    """'1:4M' is a power-of-two sweep, '8,64,1K' an explicit list (the kernels' grammar)."""
+    text = str(text)
+    if not text:
+        raise ValueError("names no size (examples: 8, 1:4M, 8,64,1K)")
     if ":" in text:
         lo_s, hi_s = text.split(":", 1)
-        lo, hi = parse_size(lo_s), parse_size(hi_s)
+        lo, hi = _bounded(text, lo_s), _bounded(text, hi_s)
         if lo > hi:
             raise ValueError(f"size range {text!r}: minimum is larger than maximum")
-        sizes, s = [], max(lo, 0)
+        sizes, s = [], lo
         if s == 0:
             sizes.append(0)
             s = 1
@@ -32,7 +46,10 @@ def parse_sizes(text: str) -> list[int]:
             sizes.append(s)
             s *= 2
         return sizes
-    return [parse_size(p) for p in text.split(",") if p.strip()]
+    parts = text.split(",")
+    if len(parts) > MAX_SIZES:
+        raise ValueError(f"size list {text[:40]!r}...: at most {MAX_SIZES} sizes")
+    return [_bounded(text, p) for p in parts]
 
 
 def format_size(n: int, long: bool = False) -> str:

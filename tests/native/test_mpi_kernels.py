@@ -212,7 +212,7 @@ if pytest is not None:
         assert [(r["round"], r["size"]) for r in res] == [
             (k, s) for k in range(3) for s in (8, 1024)]
         assert [r["iterations"] for r in res] == [3, 3, 2, 2, 2, 2]
-        assert [r["warmup"] for r in res] == [3, 3, 1, 1, 1, 1]
+        assert [r["warmup"] for r in res] == [3] * 6  # every round its full warm-up
         assert all(r["rounds"] == 3 and len(r["times"]) == r["iterations"] for r in res)
 
     @pytest.mark.parametrize("args", [["--bogus"], ["--sizes", "8:4"], ["--sizes", "1:x"],
@@ -297,6 +297,40 @@ if pytest is not None:
         exe = native / flavour_list[0] / "fb-mpi-bw"
         p = subprocess.run([str(exe), "--help"], capture_output=True, text=True, timeout=30)
         assert p.returncode == 0 and "--window" in p.stdout and "default 64" in p.stdout
+
+    def test_mbw_mr_sums_the_pairs_rates_as_osu(native, flavour_list):
+        rc, recs, err = run(native, flavour_list[0], "mbw_mr", 4,
+                            ["--sizes", "64K", "--iterations", "6", "--warmup", "1"])
+        assert rc == 0, err
+        r = next(x for x in recs if x["type"] == "result")
+        assert r["mbw_method"] == "osu" and r["osu_mb_s"] > 0
+        # a window's summed rate over 2 pairs: its sample (the pairs' harmonic mean time) is
+        # never above the slowest pair's time, nor below half of it
+        for t, tmax in zip(r["times"], r["window_times_max"], strict=True):
+            assert tmax / 2 <= t <= tmax + 1e-3
+
+    def test_batch_and_cache_regime_are_in_every_record(native, flavour_list):
+        rc, recs, err = run(native, flavour_list[0], "latency", 2,
+                            ["--sizes", "8,64", "--iterations", "4", "--batch", "50",
+                             "--cache-cold"])
+        assert rc == 0, err
+        res = [x for x in recs if x["type"] == "result"]
+        assert [x["batch"] for x in res] == [50, 50] and len(res[0]["times"]) == 4
+        assert all(x["cache"] == "cold" and x["cache_region_bytes"] > 0 for x in res)
+        rc, recs, err = run(native, flavour_list[0], "bw", 2,
+                            ["--sizes", "1K", "--iterations", "3"])
+        assert rc == 0, err
+        r = next(x for x in recs if x["type"] == "result")
+        assert r["cache"] == "hot" and "batch" not in r and r["osu_mb_s"] > 0
+        rc, _, err = run(native, flavour_list[0], "bw", 2, ["--sizes", "8", "--batch", "2"])
+        assert rc == 2 and "does not apply" in err
+
+    def test_idle_ranks_are_parked_not_refused(native, flavour_list):
+        # ranks 2 and 3 wait in the parked barrier while 0 and 1 measure; the run ends
+        rc, recs, err = run(native, flavour_list[0], "latency", 4,
+                            ["--sizes", "8", "--iterations", "200"])
+        assert rc == 0, err
+        assert [x["type"] for x in recs] == ["meta", "result", "end"]
 
 
 # ---------------------------------------------------------------- full matrix ---------------

@@ -1,0 +1,361 @@
+/* sock_tcp.c - tcp.latency, tcp.bw, tcp.bibw and tcp.streams (sock.h). */
+#include "sock.h"
+
+/* ---- TCP kernels ------------------------------------------------------------------------- */
+
+int tcp_latency(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)iter, (void)timed;
+    struct sockst *sk = t->priv;
+    int fd = sk->fd[0];
+    size_t reply = sk->wwr ? 8 : size;
+    if (t->index == 0) {
+        double t0 = fb_now_us();
+        if (sk->wwr) {
+            /* a request written as header + body, the reply read at once: Nagle holds the
+             * second write until the first is ACKed, and the server delays that ACK */
+            size_t half = size / 2;
+            if ((half && send_msg(t, sk, fd, sk->sbuf, half)) ||
+                send_msg(t, sk, fd, sk->sbuf + half, size - half))
+                return -1;
+            if (recv_all_qa(t, fd, sk->rbuf, reply))
+                return -1;
+        } else {
+            if (send_msg(t, sk, fd, sk->sbuf, size) || recv_all_qa(t, fd, sk->rbuf, reply))
+                return -1;
+        }
+        double t1 = fb_now_us();
+        *sample = sk->wwr ? t1 - t0 : (t1 - t0) / 2.0;
+        return 0;
+    }
+    if (recv_all_qa(t, fd, sk->rbuf, size))
+        return -1;
+    return send_msg(t, sk, fd, sk->sbuf, reply);
+}
+
+int tcp_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)iter, (void)timed;
+    struct sockst *sk = t->priv;
+    int fd = sk->fd[0];
+    int w = t->opts.window;
+    if (t->index == 0) {
+        char ack;
+        double t0 = fb_now_us();
+        for (int k = 0; k < w; k++)
+            if (send_msg(t, sk, fd, sk->sbuf, size))
+                return -1;
+        if (fb_recv_all(fd, &ack, 1))
+            return -1;
+        *sample = fb_now_us() - t0;
+        return 0;
+    }
+    size_t stride = sk->slots ? size : 0;
+    for (int k = 0; k < w; k++)
+        if (fb_recv_all(fd, sk->rbuf + (size_t)k * stride, size))
+            return -1;
+    return fb_send_all(fd, "a", 1);
+}
+
+/* tcp.bibw: both sides send and receive a window at once. */
+int tcp_bibw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)iter, (void)timed;
+    struct sockst *sk = t->priv;
+    size_t spend[MAX_STREAMS], rpend[MAX_STREAMS];
+    for (int k = 0; k < sk->nfd; k++)
+        spend[k] = rpend[k] = sk->window_bytes;
+    double t0 = fb_now_us();
+    if (multiplex(t, sk, size, spend, rpend, false, NULL))
+        return -1;
+    *sample = fb_now_us() - t0;
+    return 0;
+}
+
+int tcp_streams(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)iter;
+    struct sockst *sk = t->priv;
+    size_t spend[MAX_STREAMS], rpend[MAX_STREAMS];
+    double stamp[MAX_STREAMS];
+    for (int k = 0; k < sk->nfd; k++) {
+        spend[k] = t->index == 0 ? sk->window_bytes : 0;
+        rpend[k] = t->index == 1 ? sk->window_bytes : 0;
+    }
+    double t0 = fb_now_us();
+    if (multiplex(t, sk, size, spend, rpend, true, stamp))
+        return -1;
+    *sample = fb_now_us() - t0;
+    if (timed && t->index == 0) {
+        if (sk->nst + (size_t)sk->nfd > sk->capst) {
+            size_t cap = sk->capst ? sk->capst * 2 : 4096;
+            while (cap < sk->nst + (size_t)sk->nfd)
+                cap *= 2;
+            double *n = realloc(sk->stimes, cap * sizeof(*n));
+            if (!n)
+                return -1;
+            sk->stimes = n;
+            sk->capst = cap;
+        }
+        for (int k = 0; k < sk->nfd; k++)
+            sk->stimes[sk->nst++] = stamp[k] - t0;
+    }
+    return 0;
+}
+
+/* ---- tcp.streams, time mode (iperf3's way: stream for a duration, sample intervals) ------- */
+
+#define BURST 16 /* most writes (reads) on one ready stream per poll() */
+
+/* The sender: every stream writes `size` bytes whenever it can, with no acknowledgement, for
+ * omit + duration by its clock; then it tells the receiver how much each stream sent. */
+static int stream_send_for(struct fb_tp *t, struct sockst *sk, size_t size,
+                           const struct fb_tp_timed *tm, struct fb_tp_side *me)
+{
+    struct pollfd p[MAX_STREAMS];
+    double sent[MAX_STREAMS] = {0};
+    size_t off[MAX_STREAMS] = {0};
+    double t0 = fb_now_us(), omit_end = t0 + tm->omit_s * 1e6;
+    double end = omit_end + tm->duration_s * 1e6, mark = 0;
+    struct rusage r0;
+    bool sampling = false;
+    getrusage(RUSAGE_SELF, &r0);
+    for (;;) {
+        double now = fb_now_us();
+        if (!sampling && now >= omit_end) {
+            getrusage(RUSAGE_SELF, &r0);
+            mark = now;
+            sampling = true;
+        }
+        if (now >= end)
+            break;
+        for (int k = 0; k < sk->nfd; k++)
+            p[k] = (struct pollfd){.fd = sk->fd[k], .events = POLLOUT};
+        int ms = (int)((end - now) / 1e3) + 1;
+        if (poll(p, (nfds_t)sk->nfd, ms) < 0 && errno != EINTR) {
+            perror("poll");
+            return -1;
+        }
+        /* a writable stream writes until its socket is full (at most BURST writes, so the
+         * clock is read often enough), not once per poll: iperf3 also writes several
+         * blocks per select() */
+        for (int k = 0; k < sk->nfd; k++) {
+            if (!(p[k].revents & POLLOUT))
+                continue;
+            for (int b = 0; b < BURST; b++) {
+                ssize_t n = send(sk->fd[k], sk->sbuf + off[k], size - off[k],
+                                 MSG_DONTWAIT | MSG_NOSIGNAL |
+                                     (t->cfg.zerocopy ? MSG_ZEROCOPY : 0));
+                if (n < 0 && errno == ENOBUFS && t->cfg.zerocopy) {
+                    zc_reap(sk, sk->fd[k], true);
+                    break;
+                }
+                if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                    perror("send");
+                    return -1;
+                }
+                if (n <= 0)
+                    break;
+                if (t->cfg.zerocopy && ++sk->zc_sends - sk->zc_done > 1024)
+                    zc_reap(sk, sk->fd[k], false);
+                sent[k] += (double)n;
+                off[k] = (off[k] + (size_t)n) % size;
+            }
+        }
+    }
+    fb_tp_usage_since(me, &r0, mark);
+    double peer = 0;
+    fb_tp_exchange(t, sent, sizeof(sent[0]) * (size_t)sk->nfd, &peer, sizeof(peer), NULL);
+    return 0;
+}
+
+/* Samples of the receiver: per interval its length and the bytes of each stream. */
+struct intervals {
+    double *v; /* per interval: us, total bytes, then nfd stream bytes */
+    long n, cap;
+    int width;
+};
+
+static int intervals_add(struct intervals *iv, double us, const double *bytes, int nfd)
+{
+    if (iv->n == iv->cap) {
+        long cap = iv->cap ? iv->cap * 2 : 256;
+        double *v = realloc(iv->v, (size_t)cap * (size_t)iv->width * sizeof(*v));
+        if (!v)
+            return -1;
+        iv->v = v;
+        iv->cap = cap;
+    }
+    double *row = iv->v + (size_t)iv->n * (size_t)iv->width, total = 0;
+    for (int k = 0; k < nfd; k++) {
+        row[2 + k] = bytes[k];
+        total += bytes[k];
+    }
+    row[0] = us;
+    row[1] = total;
+    iv->n++;
+    return 0;
+}
+
+/* The receiver: reads every stream as data comes, closes an interval each interval_s after
+ * the omitted start (its length as measured, not as planned), and stops at the sender's
+ * word on the control connection (the interval then open is dropped); then it drains what
+ * is still in flight and sends the intervals over. */
+static int stream_receive_for(struct fb_tp *t, struct sockst *sk, size_t size,
+                              const struct fb_tp_timed *tm, struct fb_tp_side *me)
+{
+    struct pollfd p[MAX_STREAMS + 1];
+    double got[MAX_STREAMS] = {0}, cur[MAX_STREAMS] = {0};
+    struct intervals iv = {.width = 2 + sk->nfd};
+    double start = fb_now_us(), t0 = start, next = t0 + tm->omit_s * 1e6, last = t0;
+    bool sampling = false;
+    struct rusage r0;
+    getrusage(RUSAGE_SELF, &r0);
+    for (;;) {
+        for (int k = 0; k < sk->nfd; k++)
+            p[k] = (struct pollfd){.fd = sk->fd[k], .events = POLLIN};
+        p[sk->nfd] = (struct pollfd){.fd = t->boot.fd, .events = POLLIN};
+        double now = fb_now_us();
+        int ms = now < next ? (int)((next - now) / 1e3) + 1 : 0;
+        if (poll(p, (nfds_t)sk->nfd + (t->boot.fd >= 0), ms) < 0 && errno != EINTR) {
+            perror("poll");
+            return -1;
+        }
+        for (int k = 0; k < sk->nfd; k++) {
+            if (!(p[k].revents & (POLLIN | POLLERR | POLLHUP)))
+                continue;
+            for (int b = 0; b < BURST; b++) { /* until the socket is empty, as the sender */
+                ssize_t n = recv(sk->fd[k], sk->rbuf, size, MSG_DONTWAIT);
+                if (n == 0) {
+                    fprintf(stderr, "recv: the peer closed connection %d\n", k);
+                    return -1;
+                }
+                if (n < 0 && errno != EAGAIN && errno != EINTR) {
+                    perror("recv");
+                    return -1;
+                }
+                if (n <= 0)
+                    break;
+                got[k] += (double)n;
+                cur[k] += (double)n;
+            }
+        }
+        now = fb_now_us();
+        if (now >= next) {
+            if (sampling) {
+                if (intervals_add(&iv, now - last, cur, sk->nfd))
+                    fb_tp_die(t, "out of memory for intervals");
+            } else {
+                getrusage(RUSAGE_SELF, &r0);
+                t0 = now;
+                sampling = true;
+            }
+            memset(cur, 0, sizeof(cur));
+            last = now;
+            next += tm->interval_s * 1e6;
+            if (next <= now) /* a stall longer than an interval: start afresh from now */
+                next = now + tm->interval_s * 1e6;
+        }
+        if (t->boot.fd >= 0 && (p[sk->nfd].revents & POLLIN))
+            break;
+        if (t->boot.fd < 0 && now > start + (tm->omit_s + tm->duration_s) * 1e6)
+            break; /* MPI bootstrap: no control connection to watch, the same clock instead */
+    }
+    fb_tp_usage_since(me, &r0, t0);
+    double sent[MAX_STREAMS] = {0}, none = 0;
+    size_t n = 0;
+    fb_tp_exchange(t, &none, sizeof(none), sent, sizeof(sent), &n);
+    if (n != sizeof(sent[0]) * (size_t)sk->nfd)
+        fb_tp_die(t, "the sender's byte counts did not come");
+    for (int k = 0; k < sk->nfd; k++)
+        while (got[k] < sent[k]) {
+            size_t want = sent[k] - got[k] < (double)size ? (size_t)(sent[k] - got[k]) : size;
+            ssize_t r = recv(sk->fd[k], sk->rbuf, want, 0);
+            if (r <= 0) {
+                fprintf(stderr, "recv: %s\n", r ? strerror(errno) : "the peer closed");
+                return -1;
+            }
+            got[k] += (double)r;
+        }
+    double head[2] = {(double)iv.n, (double)iv.width};
+    size_t len = sizeof(head) + (size_t)iv.n * (size_t)iv.width * sizeof(double);
+    char *blob = malloc(len);
+    if (!blob)
+        fb_tp_die(t, "out of memory");
+    memcpy(blob, head, sizeof(head));
+    if (iv.n)
+        memcpy(blob + sizeof(head), iv.v, len - sizeof(head));
+    fb_tp_exchange(t, blob, len, &none, sizeof(none), NULL);
+    free(blob);
+    free(iv.v);
+    return 0;
+}
+
+/* The client's samples from the receiver's intervals: bytes_per_sample is the mean bytes of
+ * an interval, and each interval's time is scaled to it (bytes_per_sample / time = that
+ * interval's rate); each stream likewise, for stream_times. */
+static int streams_series(struct fb_tp *t, struct sockst *sk, size_t size, const double *rows,
+                          long n, struct fb_tp_timed *tm)
+{
+    int width = 2 + sk->nfd;
+    double total = 0;
+    for (long i = 0; i < n; i++)
+        total += rows[(size_t)i * (size_t)width + 1];
+    double per = n ? total / (double)n : 0;
+    tm->times = calloc((size_t)n + 1, sizeof(double));
+    if (!tm->times)
+        return -1;
+    sk->nst = 0;
+    if (sk->capst < (size_t)n * (size_t)sk->nfd) {
+        double *v = realloc(sk->stimes, ((size_t)n * (size_t)sk->nfd + 1) * sizeof(*v));
+        if (!v)
+            return -1;
+        sk->stimes = v;
+        sk->capst = (size_t)n * (size_t)sk->nfd;
+    }
+    for (long i = 0; i < n; i++) {
+        const double *row = rows + (size_t)i * (size_t)width;
+        /* an interval (or a stream) that moved nothing counts as one byte: a rate near zero,
+         * not a division by zero */
+        tm->times[i] = row[0] * per / (row[1] > 1 ? row[1] : 1);
+        for (int k = 0; k < sk->nfd; k++)
+            sk->stimes[sk->nst++] = row[0] * (per / sk->nfd) / (row[2 + k] > 1 ? row[2 + k] : 1);
+    }
+    tm->n = n;
+    sk->timed_total = total;
+    sk->timed_us = 0;
+    for (long i = 0; i < n; i++)
+        sk->timed_us += rows[(size_t)i * (size_t)width];
+    t->bytes_per_sample = per;
+    t->messages_per_sample = per / (double)size;
+    t->bytes_per_iteration = per;
+    return 0;
+}
+
+int streams_run_for(struct fb_tp *t, size_t size, struct fb_tp_timed *tm,
+                           struct fb_tp_side *me)
+{
+    struct sockst *sk = t->priv;
+    if (t->index == 1)
+        return stream_receive_for(t, sk, size, tm, me);
+    if (stream_send_for(t, sk, size, tm, me))
+        return -1;
+    size_t cap = sizeof(double) * 2 +
+                 (size_t)(tm->duration_s / tm->interval_s + 16) * (size_t)(2 + sk->nfd) *
+                 sizeof(double) * 2;
+    char *blob = malloc(cap);
+    double none = 0, head[2];
+    size_t n = 0;
+    if (!blob)
+        return -1;
+    fb_tp_exchange(t, &none, sizeof(none), blob, cap, &n);
+    memcpy(head, blob, sizeof(head));
+    long rows = (long)head[0];
+    if (n < sizeof(head) || (int)head[1] != 2 + sk->nfd ||
+        n != sizeof(head) + (size_t)rows * (size_t)(2 + sk->nfd) * sizeof(double))
+        fb_tp_die(t, "bad interval table from the receiver (%zu bytes)", n);
+    int rc = streams_series(t, sk, size, (const double *)(const void *)(blob + sizeof(head)),
+                            rows, tm);
+    free(blob);
+    return rc;
+}
