@@ -305,9 +305,10 @@ if pytest is not None:
         r = next(x for x in recs if x["type"] == "result")
         assert r["mbw_method"] == "osu" and r["osu_mb_s"] > 0
         # a window's summed rate over 2 pairs: its sample (the pairs' harmonic mean time) is
-        # never above the slowest pair's time, nor below half of it
+        # never above the slowest pair's time (oversubscribed, one pair can be 10x the other,
+        # so no lower bound from the slowest pair holds)
         for t, tmax in zip(r["times"], r["window_times_max"], strict=True):
-            assert tmax / 2 <= t <= tmax + 1e-3
+            assert 0 < t <= tmax + 1e-3
 
     def test_batch_and_cache_regime_are_in_every_record(native, flavour_list):
         rc, recs, err = run(native, flavour_list[0], "latency", 2,
