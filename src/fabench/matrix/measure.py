@@ -21,6 +21,7 @@ from typing import Any
 from ..errors import FabenchError
 from ..placement import cpu_count
 from ..plan import KernelSettings, PlannedRun, Sizes, plan_run
+from ..process import run_once
 from ..provenance import host_provenance
 from ..records import PairRecord
 from ..report.model import load_warning
@@ -123,7 +124,7 @@ def probe_hosts(scheduler: Scheduler) -> list[Unreachable]:
             bad.append(Unreachable(h.name, "a host name may not start with '-'"))
             continue
         try:
-            p = subprocess.run([scheduler.agent, h.name, "true"], capture_output=True,
+            p = run_once([scheduler.agent, h.name, "true"], capture_output=True,
                                text=True, timeout=PROBE_TIMEOUT_S, check=False,
                                stdin=subprocess.DEVNULL)
             if p.returncode != 0:
