@@ -271,6 +271,22 @@ def dispatch(obj: dict[str, Any], out: KernelOutput) -> None:
         out.end = obj
 
 
+_live: set[subprocess.Popen[str]] = set()  # launches run_streaming is reading now
+_live_lock = threading.Lock()
+
+
+def terminate_all() -> None:
+    """End every launch in progress, those other threads started too (a signal reaches the
+    main thread only)."""
+    with _live_lock:
+        procs = list(_live)
+    threads = [threading.Thread(target=terminate, args=(p,)) for p in procs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def run_streaming(argv: list[str], env: dict[str, str], timeout_s: float,
                   on_record: Callable[[dict[str, Any]], None] | None = None,
                   cwd: str | None = None) -> ProcessOutcome:
@@ -282,6 +298,8 @@ def run_streaming(argv: list[str], env: dict[str, str], timeout_s: float,
                      text=True, bufsize=1, start_new_session=True, cwd=cwd)
     except OSError as exc:
         raise KernelError(f"cannot start {argv[0]}: {exc}") from exc
+    with _live_lock:
+        _live.add(proc)
     out = KernelOutput()
     err_chunks: list[str] = []
 
@@ -310,6 +328,8 @@ def run_streaming(argv: list[str], env: dict[str, str], timeout_s: float,
     finally:
         timer.cancel()
         t.join(timeout=5)
+        with _live_lock:
+            _live.discard(proc)
     stderr = "".join(err_chunks)
     timed_out = time.monotonic() - start >= timeout_s and proc.returncode != 0
     return ProcessOutcome(out, proc.returncode, stderr[-STDERR_KEEP:],
