@@ -55,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nfabench: {exc}; the run in progress is marked interrupted, finished runs "
               "are kept in the store", file=sys.stderr)
         return exc.exit_status
+    except RecursionError:
+        # a hostile input nested thousands deep (JSON, YAML): a refusal, not a traceback
+        print("fabench: error: an input is nested too deeply to read", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("\nfabench: interrupted; finished runs are kept in the store", file=sys.stderr)
         return 130

@@ -310,7 +310,7 @@ def run_streaming(argv: list[str], env: dict[str, str], timeout_s: float,
 
     t = threading.Thread(target=drain_stderr, daemon=True)
     t.start()
-    timer = threading.Timer(timeout_s, terminate, args=(proc,))
+    timer = threading.Timer(min(timeout_s, threading.TIMEOUT_MAX), terminate, args=(proc,))
     timer.start()
     try:
         assert proc.stdout is not None

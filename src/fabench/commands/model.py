@@ -27,6 +27,7 @@ from ..model.hpl import (
     params_from,
     peak_gflops,
 )
+from ..model.limits import check_model_scale
 from ..model.published import corpus_lines, run_corpus
 from ..model.tables import (
     calibration_lines,
@@ -121,6 +122,7 @@ def topology_spec(args: argparse.Namespace) -> TopologySpec:
 
 def cluster_from_args(args: argparse.Namespace, nodes: int | None = None) -> Cluster:
     n = nodes or args.nodes
+    check_model_scale(n, args.ppn)
     spec = topology_spec(args)
     return Cluster(n, args.ppn, spec.build(n),
                    cores=args.cores if args.topology != "loopback" else None)

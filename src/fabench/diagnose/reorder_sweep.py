@@ -35,7 +35,7 @@ from ..testbed.impair import WINDOW_MAX, parse_impair
 Say = Callable[[str], None]
 WINDOWS = (0, 8, 16, 32, 64, 80, 128)  # issue 16's sweep, document 001's W values among them
 KERNEL = "tcp.streams"
-_TARGET = re.compile(r"^(h\d+)(?:([->])(h\d+))?$")
+_TARGET = re.compile(r"^(h\d+)(?:([->])(h\d+))?\Z")
 
 
 @dataclass

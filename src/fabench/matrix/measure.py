@@ -86,7 +86,14 @@ def host_count(scheduler: Scheduler, asked: int | None) -> int:
     if isinstance(scheduler, TestbedScheduler):
         n = len(scheduler.state.hosts)
     elif isinstance(scheduler, HostsScheduler):
-        n = len(scheduler.hosts)
+        names = [h.name for h in scheduler.hosts]
+        twice = sorted({h for h in names if names.count(h) > 1})
+        if twice:
+            # one rank per host: a host listed twice would be two ranks on one machine, a
+            # "link" from the host to itself
+            raise FabenchError(f"{scheduler.describe()}: {', '.join(twice)} listed more than "
+                               "once; a matrix takes each host once")
+        n = len(names)
     elif asked is None:
         raise FabenchError(f"{scheduler.name}: say how many hosts the matrix spans (--hosts N, "
                            "one rank per host; for Slurm also -N N --ntasks-per-node=1)")
@@ -146,6 +153,17 @@ def without(scheduler: Scheduler, gone: list[Unreachable]) -> Scheduler:
     left = copy.copy(scheduler)
     left.hosts = [h for h in scheduler.hosts if h.name not in names]
     return left
+
+
+def host_names(scheduler: Scheduler) -> list[str] | None:
+    """The hosts' names in rank order where the scheduler knows them (a testbed, a hostfile),
+    so that --pairs may name hosts."""
+    inner = getattr(scheduler, "inner", scheduler)  # `--on auto`: the testbed it made
+    if isinstance(inner, TestbedScheduler):
+        return [h.name for h in inner.state.hosts]
+    if isinstance(inner, HostsScheduler):
+        return [h.name for h in inner.hosts]
+    return None
 
 
 def parse_pairs(text: str, hosts: Sequence[str] | None = None) -> tuple[Link, ...]:
