@@ -16,7 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Procs, fabench_cli, kill_left, own_testbeds, wait_for_children, wait_gone
+from conftest import (
+    Procs,
+    fabench_cli,
+    kill_left,
+    missing,
+    own_testbeds,
+    wait_for_children,
+    wait_gone,
+)
 from fabench.process import OWNER_ENV, owner_tag, reap_orphans, tagged
 
 
@@ -79,7 +87,6 @@ def test_hpl_nodes_killed_leaves_nothing(tmp_path: Path, openmpi: str, sig: int)
     interrupted (it said so, and they stayed `running`); after SIGKILL mpirun, hpcc and the
     run directory are gone all the same."""
     if not Path("/usr/bin/hpcc").exists():
-        from conftest import missing
         missing("hpcc not installed (apt-get install hpcc)")
     fb = _start("hpl", "nodes", "--sizes", "3000", "--ranks-per-node", "1",
                 "--out", str(tmp_path))
