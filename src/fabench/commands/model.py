@@ -341,7 +341,12 @@ def _libraries(text: str) -> tuple[str, ...]:
 def cmd_predict(args: argparse.Namespace) -> int:
     fabric = fabric_for(args)
     cluster = cluster_from_args(args)
-    sizes = parse_sizes(args.sizes)
+    try:
+        sizes = parse_sizes(args.sizes)
+    except ValueError as exc:
+        raise FabenchError(f"--sizes: {exc}") from None
+    if not sizes:
+        raise FabenchError(f"--sizes {args.sizes!r}: no size")
     libs = _libraries(args.mpi)
     title = (f"{fabric.name} on {cluster.topology.describe()}, {cluster.nodes} nodes x "
              f"{cluster.ppn} ppn")

@@ -179,6 +179,8 @@ def run_nodes(scheduler: DirectScheduler, store_path: Path, opts: HpccOptions,
     probe_alloc = scheduler.allocation(plan_run("hpcc.hpl", ranks=1, mpi=mpi))
     settings = KernelSettings(sizes=Sizes.parse(sizes) if sizes else None,
                               extra=tuple(opts.argv()))
+    if settings.sizes is not None and not all(n >= 1 for n in settings.sizes.values):
+        raise FabenchError(f"--sizes {sizes}: HPL's N is 1 or more")
     if sizes is None and concurrent:
         ids = [machine_id(probe_alloc.execs[n].prefix) for n in names if n in probe_alloc.execs]
         if len(set(ids)) < len(ids):
