@@ -139,8 +139,8 @@ def test_a_changed_sample_byte_is_refused_and_the_good_backup_kept(tmp_path: Pat
 
 def test_a_dropped_samples_table_is_found_before_resume_runs_anything(tmp_path: Path) -> None:
     spec = tmp_path / "s.yaml"
-    spec.write_text("name: r\nruns:\n  - kernel: tcp.latency\n    sizes: '8'\n"
-                    "    iterations: 20\n    repeat: 4\n")
+    spec.write_text("name: r\nrepeats: 4\nruns:\n  - kernel: tcp.latency\n    sizes: '8'\n"
+                    "    iterations: 20\n")
     with Store(tmp_path / "fabench.sqlite") as st:
         cid = st.begin_campaign("r", {})
         st.end_campaign(cid, "interrupted")

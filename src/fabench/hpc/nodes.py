@@ -177,6 +177,9 @@ def run_nodes(scheduler: DirectScheduler, store_path: Path, opts: HpccOptions,
               nodes: list[str] | None = None) -> NodeReport:
     names = nodes or node_names(scheduler, mpi)
     probe_alloc = scheduler.allocation(plan_run("hpcc.hpl", ranks=1, mpi=mpi))
+    if sizes is not None and not sizes.strip():
+        # not "size N from memory": an empty --sizes is a mistake, and the default fills a node
+        raise FabenchError("--sizes '': give HPL's N, or leave --sizes out")
     settings = KernelSettings(sizes=Sizes.parse(sizes) if sizes else None,
                               extra=tuple(opts.argv()))
     if settings.sizes is not None and not all(n >= 1 for n in settings.sizes.values):
