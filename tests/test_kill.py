@@ -154,3 +154,15 @@ def test_congestion_killed_with_aggressors_running(tmp_path: Path, openmpi: str,
         finally:
             kill_left(fb, tree)
             fabench_cli("testbed", "down", "k", check=False)
+
+
+def test_every_program_starts_through_process_popen() -> None:
+    """The parent-death signal and the owner tag are set in one place: a Popen or run of
+    subprocess anywhere else would start a child that outlives a killed fabench."""
+    src = Path(__file__).resolve().parent.parent / "src" / "fabench"
+    offenders = [f"{p.relative_to(src)}:{i}" for p in src.rglob("*.py")
+                 if p.name != "process.py"
+                 for i, line in enumerate(p.read_text().splitlines(), 1)
+                 if "subprocess.Popen(" in line or "subprocess.run(" in line
+                 or "subprocess.call(" in line or "subprocess.check_output(" in line]
+    assert offenders == []
