@@ -26,11 +26,11 @@ def _no_constant(word: str) -> object:
 
 
 def save_fabric(fabric: Fabric, out: Path) -> Path:
-    if fabric.name in PRESETS:
+    text = fabric_json(fabric)
+    if fabric.name in PRESETS and text != fabric_json(PRESETS[fabric.name]()):
         # a saved fabric is found before a preset: it would silently replace the built-in one
         raise FabenchError(f"{fabric.name!r} is a built-in preset (fabench model list); give "
                            "the fabric another name")
-    text = fabric_json(fabric)
     json.loads(text, parse_constant=_no_constant)  # NaN or Infinity in a figure: refused
     d = fabrics_dir(out)
     d.mkdir(parents=True, exist_ok=True)
