@@ -163,7 +163,7 @@ class HpccStarter(MpirunStarter):
         if opts.hpccinf is not None:
             text = read_input_file(Path(opts.hpccinf))
             asked = read_input(text, str(opts.hpccinf))
-            check_memory(asked.ns, files, hosts)
+            check_memory(asked.sizes, files, hosts)
             return asked, text
         sizes = run.settings.sizes
         if sizes is not None:
