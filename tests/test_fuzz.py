@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import own_testbeds
 from fabench.cli import main
 from fabench.interrupts import CAUGHT
 
@@ -156,6 +157,178 @@ def _peer_case(rng: random.Random, tmp: Path) -> list[str]:
     extra = rng.choice([[], ["--ranks", "4"], ["--strict"], ["--ranks", rng.choice(["0", "-2"])],
                         ["--size", rng.choice(["64", "-1", "x", "1T"])]])
     return ["import", tool, str(f), *extra, "--store", str(tmp / "out")]
+
+
+# --- the commands added since (issue 31): one hostile value each, the rest valid --------------
+
+def _bad_size(rng: random.Random) -> str:
+    # not 0: an empty message is a size MPI kernels measure
+    return rng.choice(["", ",", "-8", "1T", "8,x", "x" + _junk(rng), "9" * 30])
+
+
+def _matrix_case(rng: random.Random, tmp: Path) -> list[str]:
+    cases: list[Callable[[], list[str]]] = [
+        lambda: ["--pairs", rng.choice(["", ",", "0:0", "0:", ":1", "1:2:3", "-1:0",
+                                        "99999999999:0", "h1:h1", "zz:h2", _junk(rng)])],
+        lambda: ["--size", _bad_size(rng)],
+        lambda: ["--window", _bad_int(rng, 1)],
+        lambda: ["--iterations", _bad_int(rng, 1)],
+        lambda: ["--lat-iterations", _bad_int(rng, 1)],
+        lambda: ["--groups", _bad_int(rng, 1)],
+        lambda: ["--timeout", _bad_float(rng)],
+        lambda: ["--resume", rng.choice(["-1", "0", "x", "999999"])],
+        lambda: ["--topology", str(tmp / "missing-topology")],
+        lambda: ["--kernel", "zz" + _junk(rng, 4)],
+        lambda: ["--on", "hosts", str(tmp / "missing-hosts")],
+    ]
+    args = rng.choice(cases)()
+    hosts = [] if "--on" in args else ["--hosts", rng.choice(["2", "1", "0", "-3"])
+                                       if args[0] == "--hosts" else "2"]
+    return ["matrix", *args, *hosts, "--out", str(tmp / "out")]
+
+
+def _congestion_case(rng: random.Random, tmp: Path) -> list[str]:
+    cases: list[Callable[[], list[str]]] = [
+        lambda: ["--aggressor", "zz" + _junk(rng, 4)],
+        lambda: ["--victim", "zz" + _junk(rng, 4)],
+        lambda: ["--rounds", _bad_int(rng, 1)],
+        lambda: ["--settle", rng.choice(["nan", "inf", "-1", "61", "x"])],
+        lambda: ["--iterations", _bad_int(rng, 1)],
+        lambda: ["--bw-window", _bad_int(rng, 1)],
+        lambda: ["--timeout", _bad_float(rng)],
+        lambda: ["--victim-hosts", _junk(rng)],
+        lambda: ["--on", "testbed", rng.choice(["../x", "-x", "zz\n", _junk(rng, 8)])],
+    ]
+    return ["congestion", *rng.choice(cases)(), "--out", str(tmp / "out")]
+
+
+def _hpl_case(rng: random.Random, tmp: Path) -> list[str]:
+    cases: list[Callable[[], list[str]]] = [
+        lambda: ["--sizes", rng.choice(["0", _bad_size(rng)])],
+        lambda: ["--memory-fraction", rng.choice(["0", "1.5", "nan", "-0.1", "inf", "x"])],
+        lambda: ["--nb", _bad_int(rng, 1)],
+        lambda: ["--ranks-per-node", rng.choice([_bad_int(rng, 1), "100000"])],
+        lambda: ["--peak", _bad_float(rng)],
+        lambda: ["--threshold", rng.choice(["0", "1", "nan", "-1", "x"])],
+        lambda: ["--nodes", "zz" + _junk(rng, 4).replace(",", "")],
+        lambda: ["--timeout", _bad_float(rng)],
+    ]
+    args = rng.choice(cases)()
+    # a small N and one rank unless the hostile value is one of them: an accepted input then
+    # costs a second of hpcc, not a node's memory
+    safe = [*([] if args[0] == "--sizes" else ["--sizes", "200"]),
+            *([] if args[0] == "--ranks-per-node" else ["--ranks-per-node", "1"])]
+    return ["hpl", "nodes", *args, *safe, "--out", str(tmp / "out")]
+
+
+def _diagnose_case(rng: random.Random, tmp: Path) -> list[str]:
+    cases: list[Callable[[], list[str]]] = [
+        lambda: ["transports", "--sizes", _bad_size(rng)],
+        lambda: ["transports", "--iterations", _bad_int(rng, 1)],
+        lambda: ["transports", "--rounds", _bad_int(rng, 1)],
+        lambda: ["transports", "--mpi", "zz" + _junk(rng, 4)],
+        lambda: ["transports", "--placement", "zz"],
+        lambda: ["reorder", "--percentile", rng.choice(["nan", "-1", "101", "x"])],
+        lambda: ["reorder", "--size", _bad_size(rng)],
+        lambda: ["reorder", "--iterations", _bad_int(rng, 1)],
+        lambda: ["reorder", "--window", _bad_int(rng, 1)],
+        lambda: ["reorder", "--hosts", _junk(rng)],
+    ]
+    args = rng.choice(cases)()
+    # an input wrongly accepted starts a sweep: kept short (and then the case fails)
+    if args[0] == "transports":
+        args += ["--quick", "--no-prove", "--path", "vader/cma", "--timeout", "5",
+                 *([] if "--mpi" in args else ["--mpi", "openmpi"])]
+    else:
+        args += ["--rounds", "1"] if "--iterations" in args else ["--rounds", "1",
+                                                                   "--iterations", "20"]
+    return ["diagnose", *args, "--out", str(tmp / "out")]
+
+
+def _model_case(rng: random.Random, tmp: Path) -> list[str]:
+    fig = lambda: rng.choice(["nan", "inf", "-1", "1e999", "x", "nan:1", "2:1", ""])  # noqa: E731
+    cases: list[Callable[[], list[str]]] = [
+        lambda: ["predict", "-f", "tcp-40g", "-N", rng.choice(["0", "-4", "x", "1000000000",
+                                                             "1e18"])],
+        lambda: ["predict", "-f", "tcp-40g", "-N", "4", "--ppn", _bad_int(rng, 1)],
+        lambda: ["predict", "-f", "tcp-40g", "-N", "4", "--sizes", _bad_size(rng)],
+        lambda: ["predict", "-f", "zz" + _junk(rng, 4), "-N", "4"],
+        lambda: ["predict", "-f", "tcp-40g", "-N", "4", "--dims", rng.choice(["0x1", "x",
+                                                                             "-2x2"])],
+        lambda: ["predict", "-f", "tcp-40g", "-N", "4", "--oversubscription",
+                 rng.choice(["x", "1,x", ""])],
+        lambda: ["define", "fz", "--family", "ib", "--latency-us", fig(),
+                 "--bandwidth-MBps", "100"],
+        lambda: ["define", "fz", "--family", "ib", "--latency-us", "1",
+                 "--bandwidth-MBps", fig()],
+        lambda: ["define", "fz", "--family", "ib", "--latency-us", "1", "--bandwidth-MBps",
+                 "100", rng.choice(["--shm-MBps", "--gamma-MBps", "--hop-latency-us",
+                                    "--rendezvous-us", "--shm-latency-us"]), fig()],
+        lambda: ["define", rng.choice(["tcp-40g", "ib-fdr", "a/b", "x\n", ".."]),
+                 "--family", "ib", "--latency-us", "1", "--bandwidth-MBps", "100"],
+        lambda: ["validate", str(rng.randint(10**5, 10**9)), "-f", "tcp-40g"],
+    ]
+    return ["model", *rng.choice(cases)(), "--out", str(tmp / "out")]
+
+
+def _sim_case(rng: random.Random, tmp: Path) -> list[str]:
+    cases: list[Callable[[], list[str]]] = [
+        lambda: ["-N", rng.choice(["0", "-2", "x", "1000000000", "70000"])],
+        lambda: ["-N", "4", "--ppn", rng.choice(["0", "-1", "100000"])],
+        lambda: ["-N", "4", "--sizes", _bad_size(rng)],
+        lambda: ["-N", "4", "--iterations", _bad_int(rng, 1)],
+        lambda: ["-N", "4", "--warmup", _bad_int(rng, 0)],
+        lambda: ["-N", "4", "--algorithm", "zz" + _junk(rng, 4)],
+        lambda: ["-N", "4", "--topology", "zz"],
+        lambda: ["-N", "4", "--timeout", _bad_float(rng)],
+    ]
+    fabric = "zz" + _junk(rng, 3) if rng.random() < 0.1 else "tcp-40g"
+    return ["sim", "mpi.allreduce", "-f", fabric, *rng.choice(cases)(),
+            "--out", str(tmp / "out")]
+
+
+def _impair_case(rng: random.Random, tmp: Path) -> list[str]:
+    spec = rng.choice([
+        "h9:rate=1mbit", "h1:rate=-1mbit", "h1:rate=0", "h1:rate=nanmbit", "h1:delay=xms",
+        "h1:loss=200%", "h1:loss=-1%", "h1:queue=0", "h1-h1:rate=1mbit", "h1:zz=1",
+        "h1:ecn=x", "h1:dir=sideways", "h0:rate=1mbit", "",
+        "h1:" + _junk(rng), _junk(rng)])
+    return ["testbed", "up", "--name", "fz", "--hosts", "2", "--impair", spec]
+
+
+NEWER = {"matrix": _matrix_case, "congestion": _congestion_case, "hpl": _hpl_case,
+         "diagnose": _diagnose_case, "model": _model_case, "sim": _sim_case,
+         "impair": _impair_case}
+NEWER_CASES = int(os.environ.get("FABENCH_FUZZ_NEWER_CASES", "6"))
+
+
+@pytest.mark.parametrize("kind", list(NEWER))
+def test_fuzz_refuses_hostile_input_to_newer_commands(tmp_path: Path, kind: str) -> None:
+    """A bounded count of cases per command (FABENCH_FUZZ_NEWER_CASES, default 6): each
+    refused with exit 2 and a message, never a traceback, before anything runs."""
+    rng = random.Random(f"{SEED}-{kind}")
+    with _testbeds_of(kind):
+        for n in range(NEWER_CASES):
+            argv = NEWER[kind](rng, tmp_path)
+            where = f"seed {SEED} case {n}: fabench {argv!r}"
+            try:
+                code, err = _run(argv)
+            except BaseException as exc:
+                raise AssertionError(f"{where} raised {type(exc).__name__}: {exc}") from exc
+            assert "Traceback" not in err, f"{where}\n{err}"
+            assert code == 2, f"{where} exited {code}\n{err}"
+            assert "error:" in err, f"{where}: no message\n{err}"
+    print(f"fuzz {kind}: {NEWER_CASES} inputs, seed {SEED}")
+
+
+@contextlib.contextmanager
+def _testbeds_of(kind: str) -> Iterator[None]:
+    """`testbed up --impair`: a testbed an accepted input would make is the test's own."""
+    if kind != "impair":
+        yield
+        return
+    with own_testbeds("fbfz" + str(os.getpid() % 10000)):
+        yield
 
 
 @contextlib.contextmanager

@@ -7,6 +7,7 @@ from . import __version__
 from .commands import register_all
 from .errors import FabenchError
 from .interrupts import Interrupted, raise_on_signals
+from .process import reap_orphans
 from .registry import plugin_error
 
 
@@ -33,6 +34,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args = parser.parse_args(argv)
     raise_on_signals()
+    left = reap_orphans()  # what a killed fabench (and its supervisor) left running
+    if left:
+        print(f"fabench: cleaned up after a fabench that is gone: {'; '.join(left[:5])}"
+              + (f" and {len(left) - 5} more" if len(left) > 5 else ""), file=sys.stderr)
     try:
         broken = plugin_error()
         if broken is not None and args.command != "doctor":
@@ -50,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nfabench: {exc}; the run in progress is marked interrupted, finished runs "
               "are kept in the store", file=sys.stderr)
         return exc.exit_status
+    except RecursionError:
+        # a hostile input nested thousands deep (JSON, YAML): a refusal, not a traceback
+        print("fabench: error: an input is nested too deeply to read", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("\nfabench: interrupted; finished runs are kept in the store", file=sys.stderr)
         return 130

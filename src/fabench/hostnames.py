@@ -11,7 +11,7 @@ from .errors import FabenchError
 MAX_NAME = 253  # RFC 1035 2.3.4: a full name, without the trailing dot
 # RFC 1123 2.1: a label is letters, digits and hyphens, 1-63 long, no hyphen at either end;
 # it may start with a digit.
-_LABEL = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
+_LABEL = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\Z")
 
 
 def host_problem(name: str) -> str | None:

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .native import native_root
+from .process import run_once
 
 PROBE = "fb-probe-c2c"
 TIMEOUT_S = 5.0
@@ -30,7 +31,7 @@ def core_to_core() -> dict[str, Any] | None:
     if not exe.is_file():
         return None
     try:
-        p = subprocess.run([str(exe)], capture_output=True, text=True, timeout=TIMEOUT_S,
+        p = run_once([str(exe)], capture_output=True, text=True, timeout=TIMEOUT_S,
                            check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None

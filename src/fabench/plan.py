@@ -22,6 +22,10 @@ from .units import parse_sizes
 if TYPE_CHECKING:  # the spec's schema is derived from the kernel options declared here
     from .spec import CampaignSpec, RunGroup
 
+# The longest a run may be given (a watchdog timer takes at most ~9.2e9 s; a month is
+# longer than any benchmark, and a timeout beyond it is a typo).
+MAX_TIMEOUT_S = 30 * 86400.0
+
 # --quick keeps every size but runs fewer iterations: enough for a median, not for tails. One
 # count serves every size, and the largest sizes take nearly all the time (4 MiB windows over
 # TCP), so the counts are set against the kernels' large-size defaults (1000 ping-pongs,
@@ -33,7 +37,7 @@ QUICK_COLLECTIVE_ITERATIONS = 50
 STARTER_OPTIONS = ("--role", "--peer", "--port", "--bind", "--tls", "--provider")
 LONG_MAX = (1 << 63) - 1  # the kernels read counts with strtol
 # What a shell, mpirun -x and a job script's `export` accept as a variable name.
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 @dataclass(frozen=True)
@@ -305,9 +309,9 @@ class PlannedRun:
         if k.even_ranks and self.ranks % 2:
             raise FabenchError(f"{k.name} pairs ranks: an even number is needed, got "
                                f"{self.ranks}")
-        if not (self.timeout_s > 0 and self.timeout_s < float("inf")):
-            raise FabenchError(f"--timeout must be a positive number of seconds, got "
-                               f"{self.timeout_s}")
+        if not (0 < self.timeout_s <= MAX_TIMEOUT_S):
+            raise FabenchError(f"--timeout must be 0..{MAX_TIMEOUT_S:.0f} seconds (30 days), "
+                               f"got {self.timeout_s}")
         if self.precision is not None and not 0 < self.precision < 1:
             raise FabenchError(f"--precision must be between 0 and 1 (a fraction of the "
                                f"median), got {self.precision}")

@@ -11,6 +11,7 @@ from .adaptive import refine
 from .errors import FabenchError
 from .hostprobe import core_to_core
 from .plan import PlannedRun
+from .process import cpu_snapshot, foreign_load, foreign_note
 from .progress import Progress
 from .provenance import load_snapshot, run_environment
 from .records import ResultRecord
@@ -65,6 +66,7 @@ def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
         launcher=scheduler.name, repeat=planned.repeat, settings=planned.record())
     c2c_start = core_to_core() if scheduler.ranks_here else None
     load_start = load_snapshot()
+    cpu_start = cpu_snapshot()
     t_start = time.monotonic()
     outcome = RunOutcome(run_id, planned, "failed")
     pooled_rounds = False
@@ -110,8 +112,12 @@ def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
         status, reason = "failed", "kernel produced no results"
     else:
         status, reason = "failed", failure_reason(res.stderr, res.returncode, out.errors)
+    foreign = foreign_load(cpu_start)
+    note = foreign_note(foreign)
+    if note:
+        res.notes.append(note)
     provenance = {
-        "load_start": load_start, "load_end": load_snapshot(),
+        "load_start": load_start, "load_end": load_snapshot(), "foreign_load": foreign,
         **({"core_to_core_start": c2c_start, "core_to_core_end": core_to_core()}
            if c2c_start else {}),
         # the launchers start the ranks under os.environ + what fabench set: record both

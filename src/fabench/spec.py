@@ -14,7 +14,7 @@ from .transport import transport_for
 from .units import parse_sizes
 from .yamlconf import parse_yaml_model
 
-ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def _listify(v: Any) -> Any:

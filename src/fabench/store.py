@@ -27,7 +27,23 @@ from . import store_pg
 from .errors import FabenchError, StoreDamagedError, StoreError
 from .process_identity import ProcessOwner
 from .records import SERIES, PairRecord, ResultRecord
-from .store_schema import SCHEMA_VERSION, MigrationDone, copy_database, prepare
+from .store_schema import (
+    SCHEMA_VERSION,
+    MigrationDone,
+    copy_database,
+    prepare,
+    schema_columns,
+    table_columns,
+)
+
+
+class NoSuchRunError(FabenchError, KeyError):
+    """A run id the store does not hold: the user's word, said as an error (a KeyError too,
+    for the callers that look a run up and go on without it)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "no such run"
+
 
 __all__ = ["SCHEMA_VERSION", "CampaignRow", "RunRow", "Store", "backup_path",
            "damaged_message"]
@@ -375,6 +391,40 @@ class Store:
             raise StoreDamagedError(damaged_message(
                 self.path, f"{len(orphans)} row(s) refer to rows that do not exist (first: "
                            f"{r[0]} row {r[1]} -> {r[2]})"))
+        self._check_tables()
+        self._check_blobs()
+
+    def _check_tables(self) -> None:
+        """Every table and column of the schema is there (a dropped `samples` table is
+        found here, before a run measures anything it then cannot store)."""
+        have = table_columns(self.db)
+        for table, cols in schema_columns(SCHEMA_VERSION).items():
+            if table not in have:
+                raise StoreDamagedError(damaged_message(self.path,
+                                                        f"table `{table}` is missing"))
+            lacking = [c for c in cols if c not in have[table]]
+            if lacking:
+                raise StoreDamagedError(damaged_message(
+                    self.path, f"table `{table}` lacks {', '.join(lacking)}"))
+
+    def _check_blobs(self) -> None:
+        """Each sample blob holds the count it claims and the bytes its CRC-32 was taken of:
+        SQLite's own check cannot see a changed byte inside a value."""
+        for r in self.db.execute("SELECT result_id, series, n, data, crc32 FROM samples"):
+            data = r["data"]
+            if (not isinstance(data, bytes) or len(data) != 8 * (r["n"] or 0)
+                    or (r["crc32"] is not None and zlib.crc32(data) != r["crc32"])):
+                raise StoreDamagedError(damaged_message(
+                    self.path, f"the {r['series']} samples of result {r['result_id']} are "
+                               "not the bytes that were written"))
+        for r in self.db.execute("SELECT id, latency, latency_crc32, bandwidth, "
+                                 "bandwidth_crc32 FROM matrix_pairs"):
+            for col in ("latency", "bandwidth"):
+                data = r[col]
+                if not isinstance(data, bytes) or zlib.crc32(data) != r[f"{col}_crc32"]:
+                    raise StoreDamagedError(damaged_message(
+                        self.path, f"the {col} samples of matrix pair {r['id']} are not the "
+                                   "bytes that were written"))
 
     def refresh_backup(self) -> Path | None:
         """Replace `<store>.bak` with a copy of the store as it is now; only a store that
@@ -465,9 +515,17 @@ class Store:
                 raise FabenchError(f"campaign {id} in {self.path} is {c.name!r}, not "
                                    f"{name!r}: resume it with the spec it ran")
         else:
+            # the newest one not finished: a later campaign of the same name that finished
+            # does not hide an older one that was cut short
+            where = " WHERE status NOT LIKE 'finished%'"
             rows = self.db.execute(
-                "SELECT * FROM campaigns" + (" WHERE name = ?" if name is not None else "")
+                "SELECT * FROM campaigns" + where + (" AND name = ?" if name is not None
+                                                     else "")
                 + " ORDER BY id DESC LIMIT 1", (() if name is None else (name,))).fetchone()
+            if rows is None:
+                rows = self.db.execute(
+                    "SELECT * FROM campaigns" + (" WHERE name = ?" if name is not None else "")
+                    + " ORDER BY id DESC LIMIT 1", (() if name is None else (name,))).fetchone()
             if rows is None:
                 raise FabenchError(f"no campaign{f' named {name!r}' if name else ''} in "
                                    f"{self.path} to resume")
@@ -605,7 +663,7 @@ class Store:
     def run(self, run_id: int) -> RunRow:
         r = self.db.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if r is None:
-            raise KeyError(f"no run {run_id} in {self.path}")
+            raise NoSuchRunError(f"no run {run_id} in {self.path}")
         return RunRow.from_row(r)
 
     def results(self, run_id: int) -> Iterator[ResultRecord]:

@@ -34,9 +34,9 @@ ACCEPTED_FORMS = (
 )
 
 # UCX transport names: "posix", "rc_x", "sm", "tcp"; a leading "^" negates the whole list.
-_TLS_RE = re.compile(r"^\^?[a-z0-9_]+(,[a-z0-9_]+)*$")
+_TLS_RE = re.compile(r"^\^?[a-z0-9_]+(,[a-z0-9_]+)*\Z")
 # libfabric provider names; ";" stacks a utility provider on a core one ("tcp;ofi_rxm").
-_PROVIDER_RE = re.compile(r"^[a-z0-9_]+(;[a-z0-9_]+)*$")
+_PROVIDER_RE = re.compile(r"^[a-z0-9_]+(;[a-z0-9_]+)*\Z")
 
 
 @dataclass(frozen=True)

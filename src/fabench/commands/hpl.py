@@ -93,7 +93,7 @@ def cmd_nodes(args: argparse.Namespace) -> int:
         raise FabenchError(f"--threshold must be a fraction in (0, 1), got {args.threshold}")
     opts = HpccOptions(memory_fraction=args.memory_fraction, nb=args.nb, peak=args.peak,
                        blas=args.blas)
-    scheduler = scheduler_from(args.on, args.out)
+    scheduler = scheduler_from(args.on, args.out, args.oversubscribe)
     try:
         if not isinstance(scheduler, DirectScheduler):
             raise FabenchError(f"hpl nodes runs under mpirun on each node; --on "
@@ -123,7 +123,7 @@ def cmd_scaling(args: argparse.Namespace) -> int:
     opts = HpccOptions(memory_fraction=args.memory_fraction, nb=args.nb, peak=args.peak,
                        blas=args.blas)
     fabric = load_fabric(args.fabric, args.out) if args.fabric else None
-    scheduler = scheduler_from(args.on, args.out)
+    scheduler = scheduler_from(args.on, args.out, args.oversubscribe)
     try:
         if not isinstance(scheduler, DirectScheduler):
             raise FabenchError(f"hpl scaling places ranks on chosen hosts under mpirun; --on "

@@ -11,7 +11,7 @@ from ..matrix.advise import advise
 from ..matrix.diff import diff_lines
 from ..matrix.export import matrix_csv, summary_lines
 from ..matrix.locality import binding_lines
-from ..matrix.measure import MatrixOptions, measure_matrix, parse_pairs
+from ..matrix.measure import MatrixOptions, host_names, measure_matrix, parse_pairs
 from ..matrix.stored import load_matrix, matrix_bindings
 from . import COMMANDS
 from ._common import (
@@ -99,16 +99,19 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
 
 
 def main(args: argparse.Namespace) -> int:
-    opts = MatrixOptions(size=args.size, window=args.window, iterations=args.iterations,
-                         lat_iterations=args.lat_iterations,
-                         lat_warmup=max(1, args.lat_iterations // 10), mode=args.mode,
-                         kernel=args.kernel,
-                         pairs=parse_pairs(args.pairs) if args.pairs else None,
-                         retest=not args.no_retest, mpi=args.mpi, transport=args.transport,
-                         hosts=args.hosts, timeout_s=args.timeout, topology=args.topology,
-                         groups=args.groups)
     scheduler = scheduler_from(args.on, args.out)
     try:
+        # `--pairs ''` is an empty list, not "every pair"
+        pairs = (parse_pairs(args.pairs, host_names(scheduler))
+                 if args.pairs is not None else None)
+        opts = MatrixOptions(size=args.size, window=args.window, iterations=args.iterations,
+                             lat_iterations=args.lat_iterations,
+                             lat_warmup=max(1, args.lat_iterations // 10), mode=args.mode,
+                             kernel=args.kernel, pairs=pairs,
+                             retest=not args.no_retest, mpi=args.mpi,
+                             transport=args.transport, hosts=args.hosts,
+                             timeout_s=args.timeout, topology=args.topology,
+                             groups=args.groups)
         out = measure_matrix(store_of(args), scheduler, opts, args.resume)
     finally:
         scheduler.close()

@@ -35,6 +35,7 @@ from ..model.intervals import (
     interval,
     user_cache_dir,
 )
+from ..model.limits import check_model_scale
 from ..model.published import NOMINAL, corpus_lines, run_corpus
 from ..model.scale import extrapolation_error, fit_scale
 from ..model.tables import (
@@ -131,6 +132,7 @@ def topology_spec(args: argparse.Namespace) -> TopologySpec:
 
 def cluster_from_args(args: argparse.Namespace, nodes: int | None = None) -> Cluster:
     n = nodes or args.nodes
+    check_model_scale(n, args.ppn)
     spec = topology_spec(args)
     return Cluster(n, args.ppn, spec.build(n),
                    cores=args.cores if args.topology != "loopback" else None)
@@ -384,7 +386,12 @@ def _libraries(text: str) -> tuple[str, ...]:
 def cmd_predict(args: argparse.Namespace) -> int:
     fabric = fabric_for(args)
     cluster = cluster_from_args(args)
-    sizes = parse_sizes(args.sizes)
+    try:
+        sizes = parse_sizes(args.sizes)
+    except ValueError as exc:
+        raise FabenchError(f"--sizes: {exc}") from None
+    if not sizes:
+        raise FabenchError(f"--sizes {args.sizes!r}: no size")
     libs = _libraries(args.mpi)
     title = (f"{fabric.name} on {cluster.topology.describe()}, {cluster.nodes} nodes x "
              f"{cluster.ppn} ppn")

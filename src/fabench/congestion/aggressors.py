@@ -30,14 +30,17 @@ from ..errors import FabenchError
 from ..native import kernel_executable
 from ..placement import Allocation
 from ..plan import PlannedRun, plan_run, settings_for
-from ..process import terminate
+from ..process import popen, terminate
 from ..records import parse_line
 from ..starters.mpirun import MpirunStarter
 
 PATTERNS = ("incast", "alltoall", "bcast", "bulk")
 READY_TIMEOUT_S = 60.0
-# No phase lasts this long; the aggressor is stopped long before (a day of streaming).
-ENDLESS_S = 86400
+# An aggressor runs for its phase and is stopped after it; should the stop never come (fabench
+# killed, and its supervisor too) it still ends by itself once the phase's longest time is
+# past: the victims' run limits plus the wait for its start, never a day.
+DEFAULT_SECONDS = 600.0
+MAX_SECONDS = 6 * 3600.0
 ENDLESS_ITERATIONS = 100_000_000
 # Message sizes: large enough that the pattern is bandwidth-bound (GPCNeT's congestors move
 # 128 KiB-4 MiB messages).
@@ -56,8 +59,12 @@ class AggressorPlan:
     target: str
     mpi: str = "openmpi"
     transport: str = "tcp"
+    seconds: float = DEFAULT_SECONDS  # the longest the phase can last
 
     def __post_init__(self) -> None:
+        if not 0 < self.seconds <= MAX_SECONDS:
+            raise FabenchError(f"aggressor {self.pattern}: a phase of {self.seconds} s is not "
+                               f"0..{MAX_SECONDS:.0f} s")
         if self.pattern not in PATTERNS:
             raise FabenchError(f"--aggressor {self.pattern!r}: one of {', '.join(PATTERNS)}")
         need = 1 if self.pattern in ("incast", "bulk") else 2
@@ -119,9 +126,12 @@ class _Proc:
             t.join(timeout=5)
 
 
-def _popen(what: str, argv: list[str], env: dict[str, str]) -> _Proc:
+def _popen(what: str, argv: list[str], env: dict[str, str], seconds: int) -> _Proc:
+    # timeout(1) bounds the whole launch (mpirun ends its ranks on its SIGTERM) even if
+    # nothing is left to stop it.
+    argv = ["timeout", "-k", "10", str(seconds), *argv]
     try:
-        p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        p = popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, bufsize=1, start_new_session=True)
     except OSError as exc:
         raise FabenchError(f"aggressor {what}: cannot start {argv[0]}: {exc}") from exc
@@ -172,30 +182,34 @@ class Stopped:
 AllocationFor = Callable[[PlannedRun, list[str]], Allocation]
 
 
-def _stream_run(streams: int) -> PlannedRun:
+def _limit(plan: AggressorPlan) -> int:
+    return int(plan.seconds + READY_TIMEOUT_S) + 1
+
+
+def _stream_run(streams: int, seconds: int) -> PlannedRun:
     kernel = "tcp.streams"
     settings = settings_for(plan_run(kernel).kernel, sizes=STREAM_WRITE,
-                            extra=["--streams", str(streams), "--duration", str(ENDLESS_S),
+                            extra=["--streams", str(streams), "--duration", str(seconds),
                                    "--omit", "0", "--interval", "1"])
-    return plan_run(kernel, settings=settings, timeout_s=float(ENDLESS_S))
+    return plan_run(kernel, settings=settings, timeout_s=float(seconds))
 
 
-def _start_stream(src: str, dst: str, streams: int,
+def _start_stream(src: str, dst: str, streams: int, seconds: int,
                   alloc_for: AllocationFor) -> list[_Proc]:
-    """A tcp.streams server on dst, then its client on src, both without end."""
-    run = _stream_run(streams)
+    """A tcp.streams server on dst, then its client on src, both for the phase."""
+    run = _stream_run(streams, seconds)
     alloc = alloc_for(run, [src, dst])
     client, server = alloc.pair()
     exe = str(kernel_executable(run.kernel))
     env = dict(os.environ)
     srv = _popen(f"stream {src}>{dst} (server)",
                  [*server.prefix, exe, *run.kernel_argv(), "--role", "server",
-                  "--bind", server.address, "--port", "0"], env)
+                  "--bind", server.address, "--port", "0"], env, seconds)
     try:
         port = int(srv.wait_for("listen", time.monotonic() + READY_TIMEOUT_S)["port"])
         cli = _popen(f"stream {src}>{dst}",
                      [*client.prefix, exe, *run.kernel_argv(), "--role", "client",
-                      "--peer", server.address, "--port", str(port)], env)
+                      "--peer", server.address, "--port", str(port)], env, seconds)
     except BaseException:
         terminate(srv.proc)
         raise
@@ -209,10 +223,11 @@ def _start_mpi(pattern: str, plan: AggressorPlan, alloc_for: AllocationFor) -> _
     settings = settings_for(base.kernel, sizes=size, iterations=ENDLESS_ITERATIONS, warmup=0,
                             extra=["--osu-iterations", "0"])
     run = plan_run(kernel, transport=plan.transport, ranks=len(plan.hosts), mpi=plan.mpi,
-                   settings=settings, timeout_s=float(ENDLESS_S))
+                   settings=settings, timeout_s=float(_limit(plan)))
     alloc = alloc_for(run, list(plan.hosts))
     cmd = MpirunStarter().command(run, alloc)
-    return _popen(f"{kernel} on {','.join(plan.hosts)}", cmd.argv, {**os.environ, **cmd.env})
+    return _popen(f"{kernel} on {','.join(plan.hosts)}", cmd.argv, {**os.environ, **cmd.env},
+                  _limit(plan))
 
 
 def start(plan: AggressorPlan, alloc_for: AllocationFor) -> Running:
@@ -225,7 +240,8 @@ def start(plan: AggressorPlan, alloc_for: AllocationFor) -> Running:
             senders = plan.hosts if plan.pattern == "incast" else plan.hosts[:1]
             streams = INCAST_STREAMS if plan.pattern == "incast" else 1
             for src in senders:
-                procs.extend(_start_stream(src, plan.target, streams, alloc_for))
+                procs.extend(_start_stream(src, plan.target, streams, _limit(plan),
+                                           alloc_for))
             waiting = [p for p in procs if not p.what.endswith("(server)")]
         else:
             procs.append(_start_mpi(plan.pattern, plan, alloc_for))

@@ -20,7 +20,7 @@ from ..runner import RunOutcome, execute_run
 from ..schedulers import DirectScheduler, Scheduler
 from ..spec import CongestionBlock
 from ..store import Store
-from .aggressors import PATTERNS, AggressorPlan, start
+from .aggressors import MAX_SECONDS, PATTERNS, AggressorPlan, start
 from .impact import ImpactRow, impact_rows_from_store
 from .victims import ISOLATED, VICTIMS, VictimSettings, victim_runs
 
@@ -150,6 +150,12 @@ class CongestionOutcome:
 Progress = Callable[[str], None]
 
 
+def phase_seconds(cfg: CongestionConfig) -> float:
+    """The longest a congested phase can last: the settling time and every victim run's
+    limit. Its aggressors end by themselves after that, whatever happens to fabench."""
+    return min(cfg.settle_s + len(cfg.victims) * cfg.settings.timeout_s, MAX_SECONDS)
+
+
 def run_congestion(cfg: CongestionConfig, scheduler: Scheduler, store: Store,
                    campaign_id: int, progress: Progress | None = None,
                    tcp: dict[str, dict[str, str]] | None = None) -> CongestionOutcome:
@@ -182,7 +188,8 @@ def run_congestion(cfg: CongestionConfig, scheduler: Scheduler, store: Store,
                     f"{','.join(lay.aggressors)}" + (f" toward {lay.target}"
                                                      if phase in ("incast", "bulk") else ""))
                 running = start(AggressorPlan(phase, lay.aggressors, lay.target,
-                                              cfg.settings.mpi, cfg.settings.transport),
+                                              cfg.settings.mpi, cfg.settings.transport,
+                                              phase_seconds(cfg)),
                                 alloc_for)
                 time.sleep(cfg.settle_s)
             phase_runs: list[RunOutcome] = []

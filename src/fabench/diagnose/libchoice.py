@@ -223,7 +223,7 @@ def ob1_choice(btl: str, env: Mapping[str, str], prefix: Sequence[str] = ()) -> 
 
 # What a steering value may hold when it travels on another host's command line (an ssh
 # agent hands its words to a shell there): transport lists, sizes, names.
-_SAFE_VALUE = re.compile(r"^[A-Za-z0-9_,.:^/+-]*$")
+_SAFE_VALUE = re.compile(r"^[A-Za-z0-9_,.:^/+-]*\Z")
 
 
 def _on_host(prefix: Sequence[str], env: Mapping[str, str], cmd: list[str]) -> list[str]:

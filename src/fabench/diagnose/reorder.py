@@ -276,7 +276,8 @@ def run_reorder(opts: ReorderOptions, scheduler: Scheduler, store_path: Path,
     rounds: list[ProbeRound] = []
     extents, offsets = Histogram(), Histogram()
     failures: list[str] = []
-    names = opts.hosts or placed.names_for(plan_run(PROBE, ranks=2, settings=settings))
+    # the hosts named are checked here, before the campaign: each round would fail on them
+    names = placed.names_for(plan_run(PROBE, ranks=2, settings=settings))
     with Store(store_path) as store:
         cid = store.begin_campaign("diagnose reorder", {
             "diagnose": "reorder", "hosts": names, "percentile": opts.percentile,

@@ -36,7 +36,7 @@ from ..textable import signed_percent
 Say = Callable[[str], None]
 WINDOWS = (0, 8, 16, 32, 64, 80, 128)  # issue 16's sweep, document 001's W values among them
 KERNEL = "tcp.streams"
-_TARGET = re.compile(r"^(h\d+)(?:([->])(h\d+))?$")
+_TARGET = re.compile(r"^(h\d+)(?:([->])(h\d+))?\Z")
 
 
 @dataclass

@@ -9,8 +9,11 @@ values not chosen here are those of the example Debian ships
 from __future__ import annotations
 
 import math
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import FabenchError
 
@@ -148,8 +151,9 @@ def read_input(text: str, source: str = "hpccinf.txt") -> Asked:
         try:
             vals[key] = int(word)
         except ValueError:
-            raise FabenchError(f"{source}, line {no} ({key}): {word!r} is not a number") \
-                from None
+            # The word itself is not quoted: the file is the user's, its words are not ours
+            # to copy into a stored reason or a report.
+            raise FabenchError(f"{source}, line {no} ({key}): not a number") from None
     try:
         count = int(lines[4].split()[0])
         ns = tuple(int(w) for w in lines[5].split()[:count])
@@ -157,3 +161,33 @@ def read_input(text: str, source: str = "hpccinf.txt") -> Asked:
         raise FabenchError(f"{source}, lines 5-6: the number of problem sizes and the sizes "
                            "are not numbers") from None
     return Asked(ns, vals["NB"], vals["P"], vals["Q"])
+
+
+HEADER = "HPLinpack benchmark input file"  # HPL.dat's first line, hpcc's hpccinf.txt's too
+MAX_INPUT_BYTES = 64 * 1024  # an hpccinf.txt is ~1.5 KB
+
+
+def read_input_file(path: Path) -> str:
+    """A ready hpccinf.txt named by a user (`--hpccinf`), checked before anything of it is
+    kept: a regular file, at most 64 KiB, UTF-8, that starts as every HPL input does. Any
+    other file (`/etc/shadow`) is refused without a word of its content in the message."""
+    what = f"--hpccinf {path}"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise FabenchError(f"{what}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise FabenchError(f"{what}: not a regular file")
+        if st.st_size > MAX_INPUT_BYTES:
+            raise FabenchError(f"{what}: {st.st_size} bytes; an HPL input file is a few KB")
+        data = fh.read(MAX_INPUT_BYTES + 1)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FabenchError(f"{what}: not UTF-8 text, so not an HPL input file") from None
+    if not text.startswith(HEADER):
+        raise FabenchError(f"{what}: not an HPL input file (its first line is not "
+                           f"{HEADER!r})")
+    return text

@@ -19,6 +19,7 @@ from ..launched import LaunchResult, RecordCallback
 from ..netcounters import IfCounters
 from ..placement import Allocation, HostSlots
 from ..plan import KernelSettings, PlannedRun, Sizes, plan_run
+from ..process import terminate_all
 from ..provenance import host_provenance
 from ..runner import execute_run
 from ..schedulers import DirectScheduler
@@ -46,6 +47,17 @@ class OnNodes(DirectScheduler):
             raise FabenchError("no node to run on")
         self.base, self.nodes = base, list(nodes)
         self.ranks_here = base.ranks_here  # type: ignore[misc]
+        self.oversubscribe = base.oversubscribe
+
+    def slots(self) -> tuple[int, str] | None:
+        """The slot rule for these nodes only: a hostfile's slots of them; where the hosts
+        are this machine (local, a testbed) its slots, shared by them."""
+        base = self.base.slots()
+        hosts = getattr(self.base, "hosts", None)
+        if base is None or not isinstance(hosts, list):
+            return base
+        mine = [h for h in hosts if getattr(h, "name", None) in self.nodes]
+        return sum(h.slots for h in mine), f"{base[1]}, of {','.join(self.nodes)}"
 
     def allocation(self, run: PlannedRun) -> Allocation:
         a = self.base.allocation(run)
@@ -165,8 +177,13 @@ def run_nodes(scheduler: DirectScheduler, store_path: Path, opts: HpccOptions,
               nodes: list[str] | None = None) -> NodeReport:
     names = nodes or node_names(scheduler, mpi)
     probe_alloc = scheduler.allocation(plan_run("hpcc.hpl", ranks=1, mpi=mpi))
+    if sizes is not None and not sizes.strip():
+        # not "size N from memory": an empty --sizes is a mistake, and the default fills a node
+        raise FabenchError("--sizes '': give HPL's N, or leave --sizes out")
     settings = KernelSettings(sizes=Sizes.parse(sizes) if sizes else None,
                               extra=tuple(opts.argv()))
+    if settings.sizes is not None and not all(n >= 1 for n in settings.sizes.values):
+        raise FabenchError(f"--sizes {sizes}: HPL's N is 1 or more")
     if sizes is None and concurrent:
         ids = [machine_id(probe_alloc.execs[n].prefix) for n in names if n in probe_alloc.execs]
         if len(set(ids)) < len(ids):
@@ -181,18 +198,28 @@ def run_nodes(scheduler: DirectScheduler, store_path: Path, opts: HpccOptions,
         ranks = ranks_per_node or read_peak(probe_alloc.execs[name].prefix).cores
         plans[name] = plan_run("hpcc.hpl", ranks=ranks, mpi=mpi, settings=settings,
                                timeout_s=timeout_s, label=name)
+    for name in names:  # the slot rule, --ranks-per-node included, before anything starts
+        OnNodes(scheduler, [name]).check_ranks(plans[name])
     results: dict[str, NodeResult] = {}
     # The registries load their modules on first use; load them here, before the threads.
     OnNodes(scheduler, [names[0]]).starter_for(plans[names[0]].kernel)
+    stopping = threading.Event()
     with Store(store_path) as store:
         cid = store.begin_campaign("hpl nodes", {"hpl_nodes": {
             "nodes": names, "options": opts.argv(), "sizes": sizes,
             "concurrent": concurrent}}, host_provenance())
 
         def one(name: str) -> None:
+            if stopping.is_set():
+                return
             try:
                 with Store(store_path) as own:
                     oc = execute_run(own, OnNodes(scheduler, [name]), plans[name], cid)
+                    if stopping.is_set() and oc.status != "ok":
+                        # its launch was ended by the interrupt, not by a fault of the node
+                        own.finish_run(oc.run_id, status="interrupted",
+                                       reason="interrupted: fabench was stopped")
+                        oc.status = "interrupted"
             except FabenchError as exc:
                 results[name] = NodeResult(name, plans[name].ranks, "failed", reason=str(exc))
                 return
@@ -204,15 +231,26 @@ def run_nodes(scheduler: DirectScheduler, store_path: Path, opts: HpccOptions,
                 n=rec.size if rec else None, reason=oc.reason, run_id=oc.run_id,
                 peak_gflops=rec.extra.get("peak_gflops") if rec else None)
 
-        if concurrent:
-            threads = [threading.Thread(target=one, args=(n,)) for n in names]
-            for t in threads:
-                t.start()
+        threads: list[threading.Thread] = []
+        try:
+            if concurrent:
+                threads = [threading.Thread(target=one, args=(n,)) for n in names]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+            else:
+                for n in names:
+                    one(n)
+        except BaseException:
+            # A signal reaches this thread only: the nodes' launches, started by the others,
+            # are ended here, and their runs and the campaign stored as interrupted.
+            stopping.set()
+            terminate_all()
             for t in threads:
                 t.join()
-        else:
-            for n in names:
-                one(n)
+            store.end_campaign(cid, "interrupted")
+            raise
         ok = all(r.status == "ok" for r in results.values())
         store.end_campaign(cid, "finished" if ok else "failed")
     return NodeReport([results[n] for n in names], threshold)

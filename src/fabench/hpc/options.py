@@ -4,6 +4,7 @@ where the run starts, as a native kernel parses its argv."""
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,20 @@ class HpccOptions:
     hpccinf: Path | None = None  # a ready input file, used as it is
     program: str = HPCC_PROGRAM
     openblas_coretype: str | None = None  # OPENBLAS_CORETYPE for the ranks
+
+    def __post_init__(self) -> None:
+        # `fabench hpl` builds these from its own options: refused here, before a campaign
+        # is stored, as the kernel's arguments are refused by parse_options
+        if not 0 < self.memory_fraction <= 1:
+            raise FabenchError(f"--memory-fraction must be in (0, 1], got {self.memory_fraction}")
+        if not 1 <= self.nb <= 1 << 20:
+            raise FabenchError(f"--nb must be 1..{1 << 20}, got {self.nb}")
+        if self.peak is not None and not 0 < self.peak < math.inf:
+            raise FabenchError(f"--peak must be a finite positive GFLOPS figure, got "
+                               f"{self.peak}")
+        if not 0 < self.threshold < math.inf:
+            raise FabenchError(f"--threshold must be a finite number > 0, got "
+                               f"{self.threshold}")
 
     def argv(self) -> list[str]:
         """The options as --kernel-args words (what `fabench hpl` hands the plan)."""

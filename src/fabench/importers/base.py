@@ -149,6 +149,10 @@ def import_file(store: Store, tool: str, path: Path, *, transport: str | None = 
     for line in rejected:
         if warn is not None:
             warn(f"rejected {line}")
+    if not any(r.results for r in runs):
+        # an import that keeps nothing is a failure to say, not a campaign of empty runs
+        raise FabenchError(f"{path}: no row kept ({len(rejected)} rejected by the value "
+                           "checks); nothing imported")
     with store.transaction():
         return _store_runs(store, tool, path, text, runs, transport=transport, label=label,
                            mpi=mpi)

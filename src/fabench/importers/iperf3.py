@@ -22,6 +22,9 @@ class Iperf3Importer(Importer):
             doc = json.loads(text)
         except json.JSONDecodeError as exc:
             raise FabenchError(f"{source}: not iperf3 JSON (run iperf3 with -J): {exc}") from None
+        except RecursionError:
+            # iperf3 nests a few levels; thousands are a hostile file, not a result
+            raise FabenchError(f"{source}: not iperf3 JSON: nested too deeply") from None
         docs = [d for d in (doc if isinstance(doc, list) else [doc]) if isinstance(d, dict)]
         runs = [self._one(d, source) for d in docs if d.get("intervals")]
         if not runs:

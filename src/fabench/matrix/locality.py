@@ -25,6 +25,7 @@ from pathlib import Path
 
 from ..errors import FabenchError
 from ..host_topology import LSTOPO, Topology, bitmap, parse_lstopo_xml, parse_ranges, ranges
+from ..process import run_once
 
 LSTOPO_TIMEOUT_S = 60.0
 
@@ -55,7 +56,7 @@ def read_hwloc(path: Path | None) -> tuple[Topology, str]:
         where = str(path)
     else:
         try:
-            p = subprocess.run([LSTOPO, "--of", "xml"], capture_output=True, text=True,
+            p = run_once([LSTOPO, "--of", "xml"], capture_output=True, text=True,
                                timeout=LSTOPO_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise FabenchError(f"{LSTOPO}: {exc} (Debian: apt-get install hwloc)") from None

@@ -79,6 +79,13 @@ class MatrixOptions:
 def host_count(scheduler: Scheduler, asked: int | None) -> int:
     """One rank per host: how many hosts the scheduler offers."""
     names = scheduler.host_names()
+    if names is not None:
+        twice = sorted({h for h in names if names.count(h) > 1})
+        if twice:
+            # one rank per host: a host listed twice would be two ranks on one machine, a
+            # "link" from the host to itself
+            raise FabenchError(f"{scheduler.describe()}: {', '.join(twice)} listed more than "
+                               "once; a matrix takes each host once")
     if names is not None and len(names) > 1:
         n = len(names)
     elif asked is None:
@@ -115,6 +122,12 @@ def without(scheduler: Scheduler, gone: list[Unreachable]) -> Scheduler:
         return scheduler
     names = {u.host for u in gone}
     return scheduler.on_hosts([h for h in scheduler.host_names() or [] if h not in names])
+
+
+def host_names(scheduler: Scheduler) -> list[str] | None:
+    """The hosts' names in rank order where the scheduler knows them (a testbed, a hostfile,
+    a site's scheduler that offers them), so that --pairs may name hosts."""
+    return scheduler.host_names()
 
 
 def parse_pairs(text: str, hosts: Sequence[str] | None = None) -> tuple[Link, ...]:

@@ -4,6 +4,7 @@ diff and copy to another results directory; every read validates them (schema.py
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ..errors import FabenchError
@@ -20,11 +21,21 @@ def fabrics_dir(out: Path) -> Path:
     return out / FABRICS_DIR
 
 
+def _no_constant(word: str) -> object:
+    raise FabenchError(f"the fabric holds {word}, which is no figure: nothing written")
+
+
 def save_fabric(fabric: Fabric, out: Path) -> Path:
+    text = fabric_json(fabric)
+    if fabric.name in PRESETS and text != fabric_json(PRESETS[fabric.name]()):
+        # a saved fabric is found before a preset: it would silently replace the built-in one
+        raise FabenchError(f"{fabric.name!r} is a built-in preset (fabench model list); give "
+                           "the fabric another name")
+    json.loads(text, parse_constant=_no_constant)  # NaN or Infinity in a figure: refused
     d = fabrics_dir(out)
     d.mkdir(parents=True, exist_ok=True)
     path = d / f"{fabric.name}.json"
-    path.write_text(fabric_json(fabric))
+    path.write_text(text)
     return path
 
 

@@ -9,6 +9,7 @@ rendezvous handshake's fixed cost. Everything else comes from the family's defau
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..errors import FabenchError
@@ -43,15 +44,17 @@ class Figure:
             if ":" in text:
                 lo_s, hi_s = text.split(":", 1)
                 lo, hi = float(lo_s), float(hi_s)
-                if not 0 <= lo <= hi:
+                # `not (a <= b)` also catches NaN, which compares false with everything
+                if not (0 <= lo <= hi < math.inf):
                     raise ValueError
                 return cls((lo + hi) / 2, lo, hi)
             v = float(text)
-            if v < 0:
+            if not (0 <= v < math.inf):
                 raise ValueError
             return cls(v)
         except ValueError:
-            raise FabenchError(f"{what} {text!r}: a number or a range LOW:HIGH") from None
+            raise FabenchError(f"{what} {text!r}: a finite number >= 0 or a range "
+                               "LOW:HIGH") from None
 
 
 @dataclass
@@ -97,6 +100,19 @@ def define_fabric(p: Published) -> Fabric:
         raise FabenchError(f"fabric name {p.name!r}: 1-64 letters, digits, '_', '.', '-'")
     if p.latency_us.value <= 0 or p.bandwidth_MBps.value <= 0:
         raise FabenchError("latency and bandwidth must be positive")
+    # rates are divided by: a zero one is no rate (and a range must be above zero at both ends)
+    for what, fig in (("--bandwidth-MBps", p.bandwidth_MBps), ("--shm-MBps", p.shm_MBps),
+                      ("--gamma-MBps", p.gamma_MBps)):
+        if fig is not None and not min(fig.value, fig.low or fig.value) > 0:
+            raise FabenchError(f"{what} must be above 0 MB/s")
+    if p.link_MBps is not None and not 0 < p.link_MBps < math.inf:
+        raise FabenchError(f"--link-MBps must be a finite rate above 0, got {p.link_MBps}")
+    if p.overhead_us is not None and not 0 <= p.overhead_us < math.inf:
+        raise FabenchError(f"overhead must be a finite time >= 0, got {p.overhead_us}")
+    if p.eager_limit is not None and not 0 <= p.eager_limit <= 2**40:
+        raise FabenchError(f"--eager-limit must be 0..2^40 bytes, got {p.eager_limit}")
+    if not 0 <= p.calibrated_hops <= 64:
+        raise FabenchError(f"--hops must be 0..64 switches, got {p.calibrated_hops}")
     src = p.source or "given on the command line (no source named)"
     fam = "ethernet" if p.family == "tcp" else p.family
     lat, bw = p.latency_us.value, p.bandwidth_MBps.value

@@ -22,7 +22,7 @@ from .families import in_network_defaults
 from .params import BY_NAME
 
 SCHEMA_VERSION = 2
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 DOCS = "docs/model.md, 'The fabric file'"
 
 

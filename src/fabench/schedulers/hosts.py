@@ -17,6 +17,7 @@ from ..hostnames import check_host
 from ..netcounters import IfCounters, read_host_counters
 from ..placement import Allocation, HostExec, HostSlots, place_ranks
 from ..plan import PlannedRun
+from ..process import run_once
 from ..textfile import read_text
 from . import SCHEDULERS, DirectScheduler, Scheduler
 
@@ -118,10 +119,13 @@ class HostsScheduler(DirectScheduler):
         """Hosts that do not run `true` through the agent (ssh), each with its last words."""
         bad = []
         for h in self.hosts:
+            if h.name.startswith("-"):  # would be read as an option of ssh or the agent
+                bad.append((h.name, "a host name may not start with '-'"))
+                continue
             try:
-                p = subprocess.run([*self._exec(h.name).prefix, "true"], capture_output=True,
-                                   text=True, timeout=PROBE_TIMEOUT_S, check=False,
-                                   stdin=subprocess.DEVNULL)
+                p = run_once([*self._exec(h.name).prefix, "true"], capture_output=True,
+                             text=True, timeout=PROBE_TIMEOUT_S, check=False,
+                             stdin=subprocess.DEVNULL)
                 if p.returncode != 0:
                     tail = (p.stderr.strip().splitlines() or
                             [f"exit status {p.returncode}"])[-1]

@@ -29,7 +29,7 @@ from ..starters import STARTERS, Starter
 from . import SCHEDULERS, Scheduler
 from .slurm_netdev import NETDEV_FUNCTION, check_slurm_crossing, snapshot_line
 
-_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _STATE_RE = re.compile(r"JobState=(\S+)")
 _EXIT_RE = re.compile(r"ExitCode=(\d+):(\d+)")
 _NODES_RE = re.compile(r"NumNodes=(\d+)")

@@ -9,10 +9,11 @@ maxrss counts again for every mapping.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import threading
 import time
+
+from ..process import popen
 
 MARKER = "fabench-sim-memory:"
 
@@ -60,7 +61,7 @@ def main(argv: list[str]) -> int:
             done.wait(0.1)
 
     t0 = time.monotonic()
-    proc = subprocess.Popen(argv)
+    proc = popen(argv)
     th = threading.Thread(target=sample, daemon=True)
     th.start()
     rc = proc.wait()

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..errors import FabenchError
 from ..model.collectives import ALGORITHMS, EXCHANGE_ALGORITHMS
 from ..model.fabric import Fabric
+from ..model.limits import check_sim_scale
 from ..model.topology import TopologySpec
 from .platform import Platform, hostfile_lines, make_platform, smpi_factors, write_platform
 from .rss import MARKER
@@ -55,6 +56,7 @@ class SimSetup:
     platform: Platform | None = None
 
     def __post_init__(self) -> None:
+        check_sim_scale(self.nodes, self.ppn)
         if self.spec is not None:
             self.topology = self.spec.kind
             self.hosts_per_leaf = self.spec.hosts_per_leaf

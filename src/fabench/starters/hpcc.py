@@ -12,6 +12,7 @@ did not use, or a failed residual, make a failed run with HPL's own words and st
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from typing import Any
 from ..errors import FabenchError
 from ..hpc import blas as blas_mod
 from ..hpc.convert import records_for, summary_meta
-from ..hpc.hpccinf import Asked, make_input, problem_size, read_input
+from ..hpc.hpccinf import Asked, make_input, problem_size, read_input, read_input_file
 from ..hpc.options import HpccOptions, parse_options
 from ..hpc.output import HpccRunError, check_parameters, parse_output
 from ..hpc.peak import Peak, given_peak, read_peak
@@ -30,7 +31,7 @@ from ..launched import LaunchResult, RecordCallback
 from ..mpi.base import UnsupportedTransport
 from ..placement import Allocation
 from ..plan import PlannedRun
-from ..process import run_capture, run_streaming
+from ..process import owner_tag, run_capture, run_streaming
 from ..records import KernelOutput
 from . import STARTERS
 from .mpirun import MpirunStarter, selected, usable_flavour
@@ -52,7 +53,10 @@ class HostFiles:
         return c.stdout
 
     def mkdtemp(self) -> str:
-        return self._run(["mktemp", "-d", "/tmp/fabench-hpcc.XXXXXX"],
+        # Named for this process (process.own_tempdir's pattern): removed after it however
+        # it ends, where the host's /tmp is this one's.
+        owner = owner_tag().replace(":", ".")
+        return self._run(["mktemp", "-d", f"/tmp/fabench-hpcc-o{owner}-XXXXXX"],
                          "cannot make a run directory for hpcc").strip()
 
     def write(self, path: str, text: str) -> None:
@@ -81,6 +85,34 @@ def mem_total_bytes(files: HostFiles) -> float:
         if line.startswith("MemTotal:"):
             return float(line.split()[1]) * 1024
     raise FabenchError("/proc/meminfo has no MemTotal")
+
+
+def mem_available_bytes(files: HostFiles) -> float:
+    """What the host can give a new program now (the kernel's own estimate, MemAvailable;
+    MemFree where a kernel older than 3.14 has no such line)."""
+    lines = files.text("/proc/meminfo").splitlines()
+    for key in ("MemAvailable:", "MemFree:"):
+        for line in lines:
+            if line.startswith(key):
+                return float(line.split()[1]) * 1024
+    raise FabenchError("/proc/meminfo has no MemAvailable")
+
+
+def check_memory(ns: Sequence[int], files: HostFiles, machines: int) -> None:
+    """Refuse an N whose matrix (8 N^2 bytes of doubles, spread over the ranks) does not fit
+    in what the machines have available now, read on the first of them: HPL would start,
+    be killed for memory and leave no result."""
+    if not ns:
+        return
+    n = max(ns)
+    need = 8.0 * n * n
+    have = mem_available_bytes(files) * machines
+    if need > have:
+        raise FabenchError(
+            f"HPL N={n} needs {need / 2**30:.1f} GiB for its matrix; the {machines} "
+            f"machine(s) it runs on have {have / 2**30:.1f} GiB available (MemAvailable); "
+            f"give a smaller --sizes (at most about {int(math.sqrt(have / 8.0))}), or leave "
+            "it out to size N from --memory-fraction")
 
 
 @STARTERS.register("hpcc")
@@ -129,14 +161,14 @@ class HpccStarter(MpirunStarter):
     def _input(run: PlannedRun, opts: HpccOptions, files: HostFiles,
                hosts: int) -> tuple[Asked, str]:
         if opts.hpccinf is not None:
-            try:
-                text = Path(opts.hpccinf).read_text(encoding="utf-8", errors="replace")
-            except OSError as exc:
-                raise FabenchError(f"--hpccinf {opts.hpccinf}: {exc.strerror}") from None
-            return read_input(text, str(opts.hpccinf)), text
+            text = read_input_file(Path(opts.hpccinf))
+            asked = read_input(text, str(opts.hpccinf))
+            check_memory(asked.sizes, files, hosts)
+            return asked, text
         sizes = run.settings.sizes
         if sizes is not None:
             ns = tuple(sizes.values)
+            check_memory(ns, files, hosts)
         else:
             # N fills --memory-fraction of the memory of every machine the ranks are on (each
             # taken as the first one: a cluster's nodes are alike, `hpl nodes` checks); a

@@ -19,7 +19,7 @@ from ..launched import LaunchResult, RecordCallback
 from ..native import kernel_executable
 from ..placement import Allocation, HostExec
 from ..plan import PlannedRun
-from ..process import run_streaming, terminate
+from ..process import popen, run_streaming, terminate
 from ..records import KernelOutput, parse_line
 from . import STARTERS, Starter
 
@@ -34,7 +34,7 @@ class _Server:
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         self.argv = argv
         try:
-            self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE,
+            self.proc = popen(argv, env=env, stdout=subprocess.PIPE,
                                          stderr=subprocess.PIPE, text=True, bufsize=1,
                                          start_new_session=True)
         except OSError as exc:

@@ -34,10 +34,10 @@ HOLD_FACTOR = 2
 DEFAULT_QUEUE_FRAMES = 1000
 KEYS = ("rate", "delay", "jitter", "loss", "dup", "reorder", "reorder-window", "reorder-hold",
         "queue", "ecn", "dir")
-_TARGET = re.compile(r"^(h[1-9][0-9]{0,2})(?:([->])(h[1-9][0-9]{0,2}))?$")
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ns|us|ms|s)$")
-_PERCENT = re.compile(r"^(\d+(?:\.\d+)?)%$")
-_BYTES = re.compile(r"^(\d+)(b|kb|mb|gb)$")
+_TARGET = re.compile(r"^(h[1-9][0-9]{0,2})(?:([->])(h[1-9][0-9]{0,2}))?\Z")
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ns|us|ms|s)\Z")
+_PERCENT = re.compile(r"^(\d+(?:\.\d+)?)%\Z")
+_BYTES = re.compile(r"^(\d+)(b|kb|mb|gb)\Z")
 _NS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _BYTE_UNITS = {"b": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3}
 

@@ -24,6 +24,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ..process import popen, run_once
+
 _FMT = "!QQ"  # sequence number, send time (ns, CLOCK_REALTIME)
 _PAD = 64  # bytes per datagram: small, so that serialisation adds nothing to the delay
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
@@ -143,12 +145,12 @@ def measure(src_enter: list[str], dst_enter: list[str], dst_address: str, *, cou
     pkg = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [pkg, *filter(None, [os.environ.get("PYTHONPATH")])])}
-    rx = subprocess.Popen([*dst_enter, py, "-m", "fabench.testbed.linkprobe", "recv", str(port),
+    rx = popen([*dst_enter, py, "-m", "fabench.testbed.linkprobe", "recv", str(port),
                            str(count), str(idle_s)], stdout=subprocess.PIPE, text=True, env=env)
     try:
         assert rx.stdout is not None
         rx.stdout.readline()  # ready
-        tx = subprocess.run([*src_enter, py, "-m", "fabench.testbed.linkprobe", "send",
+        tx = run_once([*src_enter, py, "-m", "fabench.testbed.linkprobe", "send",
                              dst_address, str(port), str(count), str(interval_us)],
                             capture_output=True, text=True, timeout=600, check=True, env=env)
         out, _ = rx.communicate(timeout=600)

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import FabenchError
 from ..native import native_root
+from ..process import popen, run_once
 from ..process_identity import proc_start, wait_gone
 from .impair import Impairment, parse_impairs
 from .state import HostState, LinkState, TestbedConfig, TestbedState, burst_for, queue_us
@@ -200,11 +201,11 @@ def netem_available(ctx: list[str], netns: str) -> bool:
     """Whether this kernel has sch_netem: try one on the loopback of a testbed namespace
     (never on the host's own interfaces), and take it off again."""
     base = [*ctx, "ip", "netns", "exec", netns, "tc", "qdisc"]
-    p = subprocess.run([*base, "add", "dev", "lo", "root", "netem", "delay", "1ms"],
+    p = run_once([*base, "add", "dev", "lo", "root", "netem", "delay", "1ms"],
                        capture_output=True, text=True, timeout=30, check=False)
     if p.returncode != 0:
         return False
-    subprocess.run([*base, "del", "dev", "lo", "root"], capture_output=True, timeout=30,
+    run_once([*base, "del", "dev", "lo", "root"], capture_output=True, timeout=30,
                    check=False)
     return True
 
@@ -225,8 +226,9 @@ def start_fb_link(state: TestbedState, h: HostState, rules: list[str], specs: li
     for r in rules:
         argv += ["--rule", r]
     with log.open("w") as out:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
-                                start_new_session=True)
+        # The link lives as long as the testbed, not as long as this command.
+        proc = popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                     start_new_session=True, outlive=True)
 
     link = LinkState(host=h.name, impl="fb-link", specs=specs, detail=rules, pid=proc.pid,
                      start=proc_start(proc.pid), status_file=str(status), seed=seed)

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from ..errors import FabenchError
+from ..process import popen, run_once
 from ..process_identity import host_netns, netns_of, proc_start, wait_gone
 from . import links, sshd
 from .impair import parse_impairs
@@ -59,7 +60,7 @@ class PlumbingError(FabenchError):
 def _run(argv: list[str], *, input_text: str | None = None, check: bool = True,
          timeout: float = 60) -> subprocess.CompletedProcess[str]:
     try:
-        p = subprocess.run(argv, input=input_text, capture_output=True, text=True,
+        p = run_once(argv, input=input_text, capture_output=True, text=True,
                            timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise PlumbingError(f"{shlex.join(argv[:6])}...: {exc}") from exc
@@ -370,8 +371,9 @@ def _make_host(state: TestbedState, h: HostState, hosts_file: Path, ctx: list[st
 
 
 def _spawn_holder(argv: list[str]) -> tuple[int, int]:
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # A holder lives as long as the testbed, not as long as this command.
+    proc = popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                 stderr=subprocess.PIPE, text=True, start_new_session=True, outlive=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if line.strip() != "ready":

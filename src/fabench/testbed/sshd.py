@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from ..errors import FabenchError
+from ..process import popen, run_once
 from .state import TestbedState
 
 SSHD = "/usr/sbin/sshd"
@@ -38,9 +39,9 @@ def hostfile_path(state: TestbedState) -> Path:
 
 
 def _keygen(path: Path, comment: str) -> None:
-    p = subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f",
-                        str(path)], capture_output=True, text=True, check=False,
-                       stdin=subprocess.DEVNULL)
+    p = run_once(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f",
+                  str(path)], capture_output=True, text=True, check=False,
+                 stdin=subprocess.DEVNULL)
     if p.returncode != 0:
         raise FabenchError(f"ssh-keygen failed: {p.stderr.strip()[-300:]}")
 
@@ -114,9 +115,10 @@ def start(state: TestbedState) -> None:
     for h in state.hosts:
         log = (d / f"sshd-{h.name}.log").open("ab")
         # the host's own namespaces; `testbed down` ends it with every process in them
-        subprocess.Popen([*h.enter, SSHD, "-D", "-e", "-f", str(d / "sshd_config"),
-                          "-o", f"ListenAddress={h.address}"], stdin=subprocess.DEVNULL,
-                         stdout=log, stderr=log, start_new_session=True)
+        # outlives `testbed up` on purpose: the testbed's hosts keep their sshd
+        popen([*h.enter, SSHD, "-D", "-e", "-f", str(d / "sshd_config"),
+               "-o", f"ListenAddress={h.address}"], outlive=True, stdin=subprocess.DEVNULL,
+              stdout=log, stderr=log, start_new_session=True)
         log.close()
     for h in state.hosts:
         _wait_listening(state, h.enter, h.name)
@@ -125,8 +127,8 @@ def start(state: TestbedState) -> None:
 def _wait_listening(state: TestbedState, enter: list[str], name: str) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
-        p = subprocess.run([*enter, "ss", "-Hltn", "sport", "=", ":22"], capture_output=True,
-                           text=True, check=False, stdin=subprocess.DEVNULL)
+        p = run_once([*enter, "ss", "-Hltn", "sport", "=", ":22"], capture_output=True,
+                     text=True, check=False, stdin=subprocess.DEVNULL)
         if p.stdout.strip():
             return
         time.sleep(0.2)

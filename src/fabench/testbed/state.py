@@ -20,7 +20,7 @@ DEFAULT_PREFIX = "fbtb"
 DEFAULT_QUEUE = "50ms"
 # What testbeds recorded before the queue was a setting got; not DEFAULT_QUEUE, which may move.
 LEGACY_QUEUE = "50ms"
-NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,15}$")
+NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,15}\Z")
 
 
 def name_prefix() -> str:

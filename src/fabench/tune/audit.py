@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import host_topology as topology
 from ..errors import FabenchError
+from ..process import run_once
 from . import delack, readers, roce_read, sysctl_scope
 from . import lossless as lossless_
 from .apply import NOOP_SYSCTLS, merge_fields
@@ -446,7 +447,7 @@ def _mca_default(name: str) -> str | None:
         return None
     if not _MCA_CACHE and shutil.which("ompi_info"):
         try:
-            p = subprocess.run(["ompi_info", "--param", "btl", "tcp", "--level", "9",
+            p = run_once(["ompi_info", "--param", "btl", "tcp", "--level", "9",
                                 "--parsable"], capture_output=True, text=True, timeout=30,
                                check=False)
         except subprocess.TimeoutExpired:

@@ -20,6 +20,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from ..errors import FabenchError
+from ..process import popen, run_once
 from .apply import route_args, route_with
 from .sysctl_scope import Probe
 
@@ -69,7 +70,7 @@ def _ns(pid: int, *argv: str) -> list[str]:
 
 
 def _run(argv: list[str]) -> str:
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    p = run_once(argv, capture_output=True, text=True, timeout=30, check=False)
     if p.returncode != 0:
         raise FabenchError(f"`{' '.join(argv)}` failed: {(p.stderr or p.stdout).strip()}")
     return p.stdout
@@ -108,14 +109,14 @@ def measure(modes: Sequence[str] = ("default", "rto_min 5ms", "quickack 1"), rou
     samples: dict[str, list[float]] = {m: [] for m in modes}
     with _pair() as (a, b):
         base = _server_route(b)
-        server = subprocess.Popen(_ns(b, sys.executable, "-c", _SERVER, f"{_NET}2"),
+        server = popen(_ns(b, sys.executable, "-c", _SERVER, f"{_NET}2"),
                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         client = None
         try:
             assert server.stdout is not None
             if server.stdout.readline().strip() != "listening":
                 raise FabenchError("the delayed-ACK probe's server did not start")
-            client = subprocess.Popen(_ns(a, sys.executable, "-c", _CLIENT, f"{_NET}2"),
+            client = popen(_ns(a, sys.executable, "-c", _CLIENT, f"{_NET}2"),
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=subprocess.DEVNULL, text=True)
             assert client.stdin is not None and client.stdout is not None

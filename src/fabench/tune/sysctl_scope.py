@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import FabenchError
+from ..process import popen, run_once
 
 PER_NETNS = "per-netns"
 HOST_WIDE = "host-wide"
@@ -85,7 +86,7 @@ class Probe:
             raise FabenchError("unshare/nsenter (util-linux) are needed to make a throwaway "
                                "namespace")
         # `read` returns when our end of the pipe closes: the holder never outlives fabench.
-        self._holder = subprocess.Popen(
+        self._holder = popen(
             [*self.spawn, "unshare", "--net", "--", "sh", "-c", "echo ready; read _"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         assert self._holder.stdout is not None
@@ -114,7 +115,7 @@ class Probe:
 
     def inside(self, script: str, *args: str) -> str:
         """Run a fixed shell script in the throwaway namespace; data only as arguments."""
-        p = subprocess.run(["nsenter", "--all", "-t", str(self.holder_pid), "--", "sh", "-c",
+        p = run_once(["nsenter", "--all", "-t", str(self.holder_pid), "--", "sh", "-c",
                             script, "sh", *args], capture_output=True, text=True, timeout=30,
                            check=False)
         return p.stdout
@@ -126,7 +127,7 @@ class Probe:
                 return " ".join(Path(path).read_text().split())
             except OSError:
                 return None
-        p = subprocess.run([*self.reference, "cat", "--", path], capture_output=True,
+        p = run_once([*self.reference, "cat", "--", path], capture_output=True,
                            text=True, timeout=30, check=False)
         return " ".join(p.stdout.split()) if p.returncode == 0 else None
 

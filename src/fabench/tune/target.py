@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import FabenchError
 from ..placement import HostExec
+from ..process import run_once
 from ..process_identity import host_netns, netns_of, proc_start
 
 
@@ -162,7 +163,7 @@ class Target:
         if not self.prefix:
             return True
         try:
-            return subprocess.run([*self.prefix, "true"], capture_output=True, timeout=30,
+            return run_once([*self.prefix, "true"], capture_output=True, timeout=30,
                                   check=False).returncode == 0
         except (OSError, subprocess.TimeoutExpired):
             return False
@@ -175,7 +176,7 @@ class Target:
         if shutil.which(full[0]) is None:
             raise TargetError(f"{self.name}: {full[0]} not found")
         try:
-            p = subprocess.run(full, capture_output=True, text=True, input=input_text,
+            p = run_once(full, capture_output=True, text=True, input=input_text,
                                timeout=timeout, check=False)
         except subprocess.TimeoutExpired as exc:
             raise TargetError(f"{self.name}: {' '.join(full)} timed out") from exc

@@ -1,0 +1,293 @@
+"""Hardening, round 3 (issue 31): what a root tool must never leak or accept. Each test names
+the item it holds; each failed on the code before its fix (the closing note says how)."""
+
+import json
+import math
+import os
+import sqlite3
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import fabench_cli, missing, own_testbeds
+from fabench.placement import cpu_count
+from fabench.records import PairRecord
+from fabench.store import Store
+
+HPCC = Path("/usr/bin/hpcc")
+
+
+def refused(proc: subprocess.CompletedProcess[str], *words: str) -> str:
+    """Exit 2 with a `fabench: error:` line naming ``words``, and no traceback."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    assert "fabench: error:" in proc.stderr, proc.stderr
+    for w in words:
+        assert w in proc.stderr, (w, proc.stderr)
+    return proc.stderr
+
+
+def _needs_hpcc() -> None:
+    if not HPCC.exists():
+        missing("hpcc not installed (apt-get install hpcc openmpi-bin)")
+
+
+def _mem_available() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return float(line.split()[1]) * 1024
+    raise AssertionError("no MemAvailable")
+
+
+# --- item 2: a kernel argument never reads a file into the report -------------------------------
+
+@pytest.mark.hpcc
+def test_hpccinf_of_a_secret_file_is_refused_without_a_word_of_it(tmp_path: Path,
+                                                                  openmpi: str) -> None:
+    """`--hpccinf /etc/shadow` copied a line of it into the stored reason and the reports.
+    A file shaped like /etc/shadow (its lines where HPL's numbers would be), readable by root
+    only: refused as not an HPL input, nothing of it in the output or the store."""
+    _needs_hpcc()
+    secret = "S3cr3tHashOnlyRootReads"
+    shadow = tmp_path / "shadow"
+    shadow.write_text("".join(f"user{i}:$y$j9T${secret}{i}:19000:0:99999:7:::\n"
+                              for i in range(40)))
+    shadow.chmod(0o600)
+    out = tmp_path / "out"
+    p = fabench_cli("bench", "hpcc.hpl", "--ranks", "1", "--json", "--out", str(out),
+                    "--kernel-args", f"--hpccinf {shadow}", check=False)
+    assert "Traceback" not in p.stderr, p.stderr
+    assert secret not in p.stdout + p.stderr
+    assert "not an HPL input file" in p.stdout + p.stderr, (p.stdout, p.stderr)
+    for f in out.iterdir():
+        assert secret.encode() not in f.read_bytes(), f
+
+
+# --- item 3: resources bounded by what the machine has -----------------------------------------
+
+@pytest.mark.hpcc
+def test_hpl_size_is_checked_against_the_nodes_memory_before_hpcc_starts(
+        tmp_path: Path, openmpi: str) -> None:
+    """An N whose matrix needs twice the node's available memory: refused with the figures
+    before hpcc starts (it started, and ran out of memory: "no Summary section")."""
+    _needs_hpcc()
+    # twice the memory available: malloc refuses it at once, so even a fabench without the
+    # check ends quickly ("no Summary section"), with hpcc started
+    n = int(math.sqrt(2 * _mem_available() / 8))
+    p = fabench_cli("bench", "hpcc.hpl", "--ranks", "1", "--sizes", str(n), "--json",
+                    "--out", str(tmp_path / "o"), check=False, timeout=300)
+    assert "Traceback" not in p.stderr, p.stderr
+    assert "MemAvailable" in p.stdout + p.stderr, (p.stdout, p.stderr)
+    with Store(tmp_path / "o" / "fabench.sqlite") as st:
+        [run] = st.runs()
+        assert run.status == "failed" and not run.command, (run.status, run.command)
+    q = fabench_cli("hpl", "nodes", "--sizes", str(n), "--ranks-per-node", "1", "--json",
+                    "--out", str(tmp_path / "n"), check=False, timeout=300)
+    assert "Traceback" not in q.stderr and "MemAvailable" in q.stdout + q.stderr, q.stdout
+
+
+@pytest.mark.hpcc
+def test_ranks_per_node_follows_the_slot_rule(tmp_path: Path, openmpi: str) -> None:
+    _needs_hpcc()
+    p = fabench_cli("hpl", "nodes", "--sizes", "200", "--ranks-per-node",
+                    str(cpu_count() + 1), "--out", str(tmp_path), check=False)
+    refused(p, "slots", "--oversubscribe")
+    assert not (tmp_path / "fabench.sqlite").exists() or not Store(
+        tmp_path / "fabench.sqlite").campaigns()
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["model", "predict", "-f", "tcp-40g", "-N", "1000000000"], ["--nodes", "200,000"]),
+    (["model", "predict", "-f", "tcp-40g", "-N", "100000", "--ppn", "1000"],
+     ["10,000,000 ranks"]),
+    (["model", "predict", "-f", "tcp-40g", "-N", "8", "--ppn", "0"], ["--ppn"]),
+    (["model", "predict", "-f", "tcp-40g", "-N", "1000000000000000000"], ["200,000"]),
+    (["sim", "mpi.allreduce", "-f", "tcp-40g", "-N", "1000000000"], ["65,536"]),
+    (["sim", "mpi.allreduce", "-f", "tcp-40g", "-N", "1024", "--ppn", "1024"], ["65,536"]),
+])
+def test_model_and_simulator_state_their_scale(tmp_path: Path, args: list[str],
+                                               words: list[str]) -> None:
+    """`sim -N 1e9` and `model predict -N 1e9` grew until killed."""
+    refused(fabench_cli(*args, "--out", str(tmp_path), check=False, timeout=120), *words)
+
+
+# --- item 4: a damaged store never overwrites its good backup ------------------------------------
+
+OSU = Path(__file__).parent / "fixtures" / "import" / "osu_latency_z.txt"
+
+
+def test_a_changed_sample_byte_is_refused_and_the_good_backup_kept(tmp_path: Path) -> None:
+    fabench_cli("import", "osu", str(OSU), "--store", str(tmp_path))
+    fabench_cli("import", "osu", str(OSU), "--store", str(tmp_path))  # backup of the first
+    db_path, bak = tmp_path / "fabench.sqlite", tmp_path / "fabench.sqlite.bak"
+    good = bak.read_bytes()
+    db = sqlite3.connect(db_path)
+    rid, data = db.execute("SELECT result_id, data FROM samples LIMIT 1").fetchone()
+    db.execute("UPDATE samples SET data = ? WHERE result_id = ?",
+               (bytes([data[0] ^ 0xFF]) + data[1:], rid))
+    db.commit()
+    db.close()
+    p = fabench_cli("import", "osu", str(OSU), "--store", str(tmp_path), check=False)
+    refused(p, "damaged")
+    assert bak.read_bytes() == good
+    db = sqlite3.connect(db_path)
+    assert db.execute("SELECT count(*) FROM campaigns").fetchone()[0] == 2  # nothing added
+    db.close()
+
+
+def test_a_dropped_samples_table_is_found_before_resume_runs_anything(tmp_path: Path) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: r\nrepeats: 4\nruns:\n  - kernel: tcp.latency\n    sizes: '8'\n"
+                    "    iterations: 20\n")
+    with Store(tmp_path / "fabench.sqlite") as st:
+        cid = st.begin_campaign("r", {})
+        st.end_campaign(cid, "interrupted")
+    db = sqlite3.connect(tmp_path / "fabench.sqlite")
+    db.execute("DROP TABLE samples")
+    db.commit()
+    db.close()
+    p = fabench_cli("run", str(spec), "--resume", "--out", str(tmp_path), check=False)
+    refused(p, "samples")
+    db = sqlite3.connect(tmp_path / "fabench.sqlite")
+    assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0  # no job ran
+    db.close()
+
+
+# --- item 5: a healthy matrix store checks sound ------------------------------------------------
+
+def test_store_check_passes_a_healthy_matrix_store(tmp_path: Path) -> None:
+    """A matrix pass keeps its measurements as pairs: `store check` exited 3 on every matrix
+    store ("run(s) marked ok hold no result")."""
+    with Store(tmp_path / "fabench.sqlite") as st:
+        cid = st.begin_campaign("matrix", {})
+        rid = st.begin_run(campaign_id=cid, key="k", kernel="matrix.tcp", transport="tcp",
+                           mpi="none", ranks=2, launcher="testbed", repeat=0, settings={})
+        for a, b in ((0, 1), (1, 0)):
+            st.add_matrix_pair(rid, PairRecord(a, b, f"h{a + 1}", f"h{b + 1}", 0, "isolated",
+                                               65536, 8, 65536.0, [5.0, 5.1], [50.0, 51.0]))
+        st.finish_run(rid, status="ok")
+        st.save_matrix(cid, ["h1", "h2"], {"verdicts": []})
+        st.end_campaign(cid, "finished")
+    p = fabench_cli("store", "check", "--store", str(tmp_path), check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+# --- item 6: input bugs -----------------------------------------------------------------------
+
+AGENT = "#!/bin/sh\nshift\nexec \"$@\"\n"  # runs the command here, whatever the host's name
+
+
+def test_matrix_refuses_a_host_listed_twice(tmp_path: Path) -> None:
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("localhost\nlocalhost\n")
+    agent = tmp_path / "agent"
+    agent.write_text(AGENT)
+    agent.chmod(0o755)
+    p = fabench_cli("matrix", "--kernel", "tcp", "--on", "hosts", str(hostfile), "--out",
+                    str(tmp_path), check=False, env={"FABENCH_RSH_AGENT": str(agent)})
+    refused(p, "localhost", "more than once")
+    if (tmp_path / "fabench.sqlite").exists():
+        with Store(tmp_path / "fabench.sqlite") as st:
+            assert [c["status"] for c in st.campaigns()] == []
+
+
+def test_matrix_refuses_empty_pairs(tmp_path: Path) -> None:
+    """`--pairs ''` measured every pair."""
+    refused(fabench_cli("matrix", "--pairs", "", "--hosts", "2", "--out", str(tmp_path),
+                        check=False, timeout=120), "--pairs")
+
+
+@pytest.mark.netns
+def test_matrix_pairs_by_host_name_on_a_testbed(tmp_path: Path) -> None:
+    """The documented `--pairs h1:h2` was refused on a testbed."""
+    with own_testbeds("fbpn" + uuid.uuid4().hex[:4]):
+        fabench_cli("testbed", "up", "--name", "pn", "--hosts", "3")
+        p = fabench_cli("matrix", "--on", "testbed", "pn", "--kernel", "tcp", "--pairs",
+                        "h1:h2", "--size", "64K", "--lat-iterations", "20", "--no-retest",
+                        "--json", "--out", str(tmp_path), check=False, timeout=300)
+        assert p.returncode in (0, 3), p.stderr
+        assert len(json.loads(p.stdout)["latency_us"]) == 1, p.stdout
+        fabench_cli("testbed", "down", "pn")
+
+
+def test_an_import_that_keeps_no_row_fails(tmp_path: Path) -> None:
+    bad = tmp_path / "osu.txt"
+    bad.write_text("# OSU MPI Latency Test v7.4\n# Size       Avg Latency(us)\n"
+                   "8   -1.0\n16  nan\n")
+    p = fabench_cli("import", "osu", str(bad), "--store", str(tmp_path), check=False)
+    assert p.returncode != 0 and "Traceback" not in p.stderr, (p.returncode, p.stderr)
+    if (tmp_path / "fabench.sqlite").exists():
+        with Store(tmp_path / "fabench.sqlite") as st:
+            assert st.runs() == []
+
+
+@pytest.mark.parametrize("value", ["1e300", "9.3e9", "1e999", "nan"])
+def test_timeouts_beyond_any_run_are_refused(tmp_path: Path, value: str) -> None:
+    """A timeout above 9.2e9 s crashed the watchdog thread and the run went on without one."""
+    refused(fabench_cli("bench", "tcp.latency", "--sizes", "8", "--iterations", "10",
+                        "--timeout", value, "--out", str(tmp_path), check=False), "--timeout")
+
+
+@pytest.mark.parametrize("extra", [
+    ["--latency-us", "nan"], ["--latency-us", "1e999"], ["--bandwidth-MBps", "inf"],
+    ["--bandwidth-MBps", "nan:nan"], ["--shm-MBps", "0"], ["--gamma-MBps", "0"],
+    ["--shm-latency-us", "-1"], ["--hop-latency-us", "nan"], ["--rendezvous-us", "inf"],
+    ["--link-MBps", "-5"], ["--link-MBps", "inf"], ["--link-MBps", "nan"],
+    ["--eager-limit", "-1"], ["--hops", "-3"],
+])
+def test_model_define_refuses_values_that_are_no_figures(tmp_path: Path,
+                                                        extra: list[str]) -> None:
+    args = {"--latency-us": "1.5", "--bandwidth-MBps": "5000"}
+    i = 0
+    while i < len(extra):
+        args[extra[i]] = extra[i + 1]
+        i += 2
+    words = [w for k, v in args.items() for w in (k, v)]
+    p = fabench_cli("model", "define", "mine", "--family", "ib", *words, "--out",
+                    str(tmp_path), check=False)
+    refused(p)
+    assert not list(tmp_path.rglob("mine.json"))
+
+
+def test_model_define_refuses_a_presets_name(tmp_path: Path) -> None:
+    p = fabench_cli("model", "define", "tcp-40g", "--family", "tcp", "--latency-us", "1",
+                    "--bandwidth-MBps", "10", "--out", str(tmp_path), check=False)
+    refused(p, "preset")
+    shown = fabench_cli("model", "show", "tcp-40g", "--out", str(tmp_path))
+    assert "10 MB/s" not in shown.stdout
+
+
+@pytest.mark.parametrize("cmd", [
+    ["model", "validate", "999", "-f", "tcp-40g"],
+    ["model", "hpl", "-f", "tcp-40g", "--from-run", "999", "-N", "2"],
+])
+def test_unknown_run_ids_are_errors(tmp_path: Path, cmd: list[str]) -> None:
+    with Store(tmp_path / "fabench.sqlite"):
+        pass
+    refused(fabench_cli(*cmd, "--out", str(tmp_path), check=False), "no run 999")
+
+
+def test_testbed_name_ending_in_a_newline_is_refused() -> None:
+    prefix = "fbnl" + uuid.uuid4().hex[:3]
+    with own_testbeds(prefix):
+        refused(fabench_cli("testbed", "up", "--name", "x\n", "--hosts", "2", check=False,
+                            timeout=120), "name")
+
+
+def test_resume_without_an_id_finds_the_older_unfinished_campaign(tmp_path: Path) -> None:
+    with Store(tmp_path / "fabench.sqlite") as st:
+        old = st.begin_campaign("nightly", {})
+        st.end_campaign(old, "interrupted")
+        new = st.begin_campaign("nightly", {})
+        st.end_campaign(new, "finished")
+        assert st.unfinished_campaign(name="nightly").id == old
+
+
+def test_a_deeply_nested_iperf3_file_is_refused(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    refused(fabench_cli("import", "iperf3", str(deep), "--store", str(tmp_path),
+                        check=False), "deep")
+    assert os.path.exists(deep)

@@ -1,0 +1,168 @@
+"""Kill tests (issue 31): a long-running command ended by SIGTERM or SIGKILL at a point of its
+run leaves nothing behind once the next fabench has started: no process it started (mpirun,
+ranks, hpcc, aggressors inside testbed hosts), no temporary directory of it, no `running'
+record. SIGKILL cannot be caught: what ends the children is their parent-death signal and the
+supervisor that outlives fabench (fabench.process), not fabench's own teardown."""
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conftest import (
+    Procs,
+    fabench_cli,
+    kill_left,
+    missing,
+    own_testbeds,
+    wait_for_children,
+    wait_gone,
+)
+from fabench.process import OWNER_ENV, owner_tag, reap_orphans, tagged
+
+
+def _start(*args: str) -> "subprocess.Popen[str]":
+    return subprocess.Popen([sys.executable, "-m", "fabench", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _statuses(db_path: Path) -> tuple[list[str], list[str]]:
+    db = sqlite3.connect(db_path)
+    try:
+        runs = [r[0] for r in db.execute("SELECT status FROM runs")]
+        camps = [r[0] for r in db.execute("SELECT status FROM campaigns")]
+    finally:
+        db.close()
+    return runs, camps
+
+
+def _temp_dirs_of(pid: int) -> list[str]:
+    return [d.name for d in Path(tempfile.gettempdir()).glob(f"fabench-*-o{pid}.*")]
+
+
+def _left_after(fb: "subprocess.Popen[str]", tree: Procs, out: Path) -> None:
+    """Nothing of fb once the next fabench has started: its processes, temp dirs, `running`
+    rows."""
+    wait_gone(tree, timeout_s=20)
+    # the next start: it reaps what a dead fabench left and marks its rows interrupted
+    fabench_cli("report", "--store", str(out), "-o", str(out / "r.html"), check=False)
+    assert _temp_dirs_of(fb.pid) == []
+    assert not [p for p, (tag, _) in tagged().items() if tag.startswith(f"{fb.pid}:")]
+    runs, camps = _statuses(out / "fabench.sqlite")
+    assert "running" not in runs + camps, (runs, camps)
+
+
+# (point, executable that marks it, how many)
+BENCH_POINTS = [("launch", "orterun", 1), ("ranks", "fb-mpi-latency", 2)]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.parametrize(("point", "exe", "count"), BENCH_POINTS)
+def test_bench_killed_leaves_nothing(tmp_path: Path, openmpi: str, sig: int, point: str,
+                                     exe: str, count: int) -> None:
+    fb = _start("bench", "mpi.latency", "--sizes", "8", "--iterations", "1000000000",
+                "--out", str(tmp_path))
+    tree: Procs = []
+    try:
+        tree = wait_for_children(fb, exe, count)
+        os.kill(fb.pid, sig)
+        fb.communicate(timeout=60)
+        assert fb.returncode in (-sig, 128 + sig)
+        _left_after(fb, tree, tmp_path)
+    finally:
+        kill_left(fb, tree)
+
+
+@pytest.mark.hpcc
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_hpl_nodes_killed_leaves_nothing(tmp_path: Path, openmpi: str, sig: int) -> None:
+    """While hpcc runs: after SIGTERM fabench itself stores the run and the campaign as
+    interrupted (it said so, and they stayed `running`); after SIGKILL mpirun, hpcc and the
+    run directory are gone all the same."""
+    if not Path("/usr/bin/hpcc").exists():
+        missing("hpcc not installed (apt-get install hpcc)")
+    fb = _start("hpl", "nodes", "--sizes", "3000", "--ranks-per-node", "1",
+                "--out", str(tmp_path))
+    tree: Procs = []
+    try:
+        tree = wait_for_children(fb, "hpcc", 1)
+        time.sleep(0.5)
+        os.kill(fb.pid, sig)
+        _, err = fb.communicate(timeout=60)
+        if sig == signal.SIGTERM:
+            assert fb.returncode == 128 + sig and "Traceback" not in err, err
+            runs, camps = _statuses(tmp_path / "fabench.sqlite")
+            assert runs == ["interrupted"] and camps == ["interrupted"], (runs, camps)
+        _left_after(fb, tree, tmp_path)
+    finally:
+        kill_left(fb, tree)
+
+
+def test_a_dead_owners_leftovers_are_reaped_at_the_next_start(tmp_path: Path) -> None:
+    """Should the supervisor be killed too, the next fabench start ends what carries a dead
+    owner's tag and removes its temporary directories; a live owner's are left alone."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    tag = f"{dead.pid}:1"  # a pid:start that names no process now
+    left = subprocess.Popen(["sleep", "300"], env={**os.environ, OWNER_ENV: tag})
+    keep = subprocess.Popen(["sleep", "300"], env={**os.environ, OWNER_ENV: owner_tag()})
+    d = Path(tempfile.mkdtemp(prefix=f"fabench-x-o{dead.pid}.1-"))
+    try:
+        said = reap_orphans()
+        assert left.wait(timeout=10) is not None
+        assert keep.poll() is None
+        assert not d.exists()
+        assert any(str(left.pid) in s for s in said), said
+    finally:
+        for p in (left, keep):
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def _needs_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("testbeds with fb-link need root (TAP devices)")
+
+
+@pytest.mark.slow
+@pytest.mark.netns
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_congestion_killed_with_aggressors_running(tmp_path: Path, openmpi: str,
+                                                   sig: int) -> None:
+    """The issue's case: killed right after the aggressors started, the streams inside the
+    testbed hosts ran on for a day at 30-40 % CPU each. Now they end with fabench."""
+    _needs_root()
+    with own_testbeds("fbkl" + uuid.uuid4().hex[:4]):
+        fabench_cli("testbed", "up", "--name", "k", "--hosts", "4")
+        fb = _start("congestion", "--on", "testbed", "k", "--victim", "latency",
+                    "--aggressor", "incast", "--rounds", "3", "--iterations", "100000",
+                    "--out", str(tmp_path))
+        tree: Procs = []
+        try:
+            tree = wait_for_children(fb, "fb-tcp-streams", 4)
+            os.kill(fb.pid, sig)
+            fb.communicate(timeout=60)
+            _left_after(fb, tree, tmp_path)
+        finally:
+            kill_left(fb, tree)
+            fabench_cli("testbed", "down", "k", check=False)
+
+
+def test_every_program_starts_through_process_popen() -> None:
+    """The parent-death signal and the owner tag are set in one place: a Popen or run of
+    subprocess anywhere else would start a child that outlives a killed fabench."""
+    src = Path(__file__).resolve().parent.parent / "src" / "fabench"
+    offenders = [f"{p.relative_to(src)}:{i}" for p in src.rglob("*.py")
+                 if p.name != "process.py"
+                 for i, line in enumerate(p.read_text().splitlines(), 1)
+                 if "subprocess.Popen(" in line or "subprocess.run(" in line
+                 or "subprocess.call(" in line or "subprocess.check_output(" in line]
+    assert offenders == []
