@@ -1,4 +1,5 @@
-"""Judge an all-pairs matrix: a robust score per link and per node, suspects, verdicts.
+"""Judge an all-pairs matrix: a robust score per link, node, leaf switch and uplink; suspects;
+verdicts.
 
 The score is Iglewicz and Hoaglin's modified z-score (B. Iglewicz and D. C. Hoaglin, "How to
 Detect and Handle Outliers", ASQC Quality Press, 1993): M = 0.6745 (x - median) / MAD, with
@@ -12,11 +13,41 @@ far from the median as one at twice the latency, and the spread is relative. Whe
 (more than half the links identical, as in a simulator) the same authors' fallback divides by
 1.253314 x the mean absolute deviation instead.
 
+A fault that is correlated owns a large share of the links: a slow host owns 2(N-1) of the
+N(N-1) directions (a third at 6 hosts), a leaf switch with a bad uplink all of its hosts'
+directions to the rest. Scored against all links, such a fault moves the median and MAD toward
+itself and hides. So each level is scored against a reference that leaves the suspect out
+(the leave-one-out, or jackknife, reference of robust statistics: F. R. Hampel, E. M. Ronchetti,
+P. J. Rousseeuw, W. A. Stahel, "Robust Statistics: The Approach Based on Influence Functions",
+Wiley 1986, ch. 1; P. J. Rousseeuw and A. M. Leroy, "Robust Regression and Outlier Detection",
+Wiley 1987, on masking by clustered outliers), top down:
+
+- leaf (switch group, declared or inferred, three groups or more): the median of the group's
+  links to the other groups against the links between the other groups; a bad leaf is one
+  whose every group pair scores above the threshold (all its hosts slow to the rest);
+- uplink (one group pair): its median against the other group pairs (with two groups, its
+  bandwidth against the links inside the groups: a non-blocking tree's cross links carry what
+  its leaf links carry; latency across has more hops by design, so it is not judged there);
+- node: the median of a host's directions, each taken relative to its switch-pair class (same
+  leaf, leaf to leaf), against the directions that touch neither it nor another host that
+  scored above half the threshold in a first sweep (leave-one-node-out, then leave the other
+  suspects out: two slow hosts do not hide each other);
+- link: each direction against its switch-pair class, classes and spread taken without the
+  links of slow nodes.
+
+Each fault is named once, at the highest level that explains it: the hosts of a bad leaf are
+not slow nodes, the links of a bad uplink are not bad links, the links of a slow node not
+bad links. Above LOO_MAX hosts a node owns under 0.8 % of the directions and leaving it out
+moves the median by under 0.01 sigma: the reference there is all directions but those of the
+first sweep's suspects, one sweep instead of one per host.
+
 Suspects (a link or node scoring above the threshold) are measured again, one pair at a time
 (the retest, as ClusterKit retests), beside a few reference links that scored near the median:
 the references give the retest's own centre (isolated runs are faster than concurrent ones),
-the first pass keeps the spread. A suspect becomes a verdict only when the retest scores above
-the threshold too; each verdict carries both values, the threshold and both scores.
+the first pass keeps the spread and the class offsets. A suspect becomes a verdict only when
+the retest scores above the threshold too; each verdict carries both values, the threshold and
+both scores. Leaf and uplink verdicts rest on the first pass alone: each is the median of many
+directions (a leaf of k hosts among N has 2k(N-k)), measured in different rounds.
 
 Ping-pong latency is one round trip over both directions, so asymmetry is judged on bandwidth.
 """
@@ -25,17 +56,21 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+import numpy as np
 
 from ..records import PairRecord
 
 THRESHOLD = 3.5  # Iglewicz & Hoaglin (1993): |modified z| > 3.5 is a potential outlier
 _K = 0.6745  # Phi^-1(0.75): MAD / 0.6745 estimates sigma for normal data
 _MEANAD = 1.253314  # sqrt(pi / 2): MeanAD x 1.2533 estimates sigma for normal data
+LOO_MAX = 256  # hosts up to which every node gets a reference without it
 REFERENCES = 6  # reference links measured beside the suspects in the retest
 METRICS = ("latency", "bandwidth")
+GROUP_KINDS = ("bad leaf", "bad uplink")  # verdicts on a switch group or a pair of them
 # Which way is worse: latency up, bandwidth down.
 _WORSE_UP = {"latency": True, "bandwidth": False, "asymmetry": True}
 _UNITS = {"latency": "us", "bandwidth": "MB/s", "asymmetry": "x"}
@@ -103,20 +138,24 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str  # bad link, asymmetric link, slow node, unreachable
+    kind: str  # bad link, asymmetric link, slow node, bad leaf, bad uplink, unreachable
     src: str
     dst: str | None = None
     evidence: tuple[Evidence, ...] = ()
+    hosts: tuple[str, ...] = ()  # the hosts a node, leaf or uplink verdict covers
 
     @property
     def line(self) -> str:
-        where = f"{self.src} -> {self.dst}" if self.dst else self.src
+        arrow = "<->" if self.kind == "bad uplink" else "->"
+        where = f"{self.src} {arrow} {self.dst}" if self.dst else self.src
+        if self.kind in GROUP_KINDS:
+            where += f" ({len(self.hosts)} hosts)"
         why = "; ".join(e.text() for e in self.evidence)
         return f"{self.kind} {where}" + (f": {why}" if why else "")
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "src": self.src, "dst": self.dst, "line": self.line,
-                "evidence": [asdict(e) for e in self.evidence]}
+                "hosts": list(self.hosts), "evidence": [asdict(e) for e in self.evidence]}
 
 
 @dataclass
@@ -147,50 +186,367 @@ class Matrix:
 
 
 @dataclass(frozen=True)
-class Scales:
-    by_metric: Mapping[str, Scale]
+class Groups:
+    """Switch groups as the judge sees them: hosts per group and a name for each."""
+
+    members: tuple[tuple[str, ...], ...]
+    names: tuple[str, ...]
 
     @classmethod
-    def of(cls, m: Matrix) -> Scales:
-        sc = {k: Scale.of(m.values(k).values()) for k in METRICS}
-        # asymmetry is a ratio around 1: its centre stays at log 1 = 0
-        asym = list(m.asymmetry().values())
-        logs = [abs(math.log(a)) for a in asym if a > 0]
-        if logs:
-            mad = statistics.median(logs)
-            sc["asymmetry"] = Scale(0.0, mad / _K if mad > 0 else
-                                    _MEANAD * statistics.fmean(logs))
-        else:
-            sc["asymmetry"] = Scale(0.0, 0.0)
-        return cls(sc)
+    def of(cls, groups: Sequence[Sequence[str]],
+           declared: Mapping[str, Sequence[str]] | None = None) -> Groups:
+        """A group is named after the declared switch holding all its hosts, else after its
+        first and last host."""
+        names = []
+        for g in groups:
+            sw = [s for s, hs in (declared or {}).items() if set(g) <= set(hs)]
+            names.append(sw[0] if sw else (g[0] if len(g) == 1 else f"{g[0]}..{g[-1]}"))
+        return cls(tuple(tuple(g) for g in groups), tuple(names))
 
-    def score(self, metric: str, value: float) -> float:
-        return self.by_metric[metric].score(value, _WORSE_UP[metric])
+    @classmethod
+    def declared(cls, hosts: Sequence[str], switches: Mapping[str, Sequence[str]]) -> Groups:
+        """The declared switches, hosts in rank order; hosts no switch names stay apart."""
+        members = [[h for h in hosts if h in set(hs)] for hs in switches.values()]
+        names = [s for s, m in zip(switches, members, strict=True) if m]
+        members = [m for m in members if m]
+        rest = [h for h in hosts if not any(h in m for m in members)]
+        if rest and members:
+            members.append(rest)
+            names.append("undeclared")
+        return cls(tuple(tuple(m) for m in members), tuple(names))
 
-    def limit(self, metric: str) -> float:
-        return self.by_metric[metric].limit(_WORSE_UP[metric])
+    def labels(self, hosts: Sequence[str]) -> np.ndarray:
+        where = {h: g for g, hs in enumerate(self.members) for h in hs}
+        return np.array([where.get(h, 0) for h in hosts], dtype=np.int64)
 
 
-def link_scores(m: Matrix, scales: Scales) -> dict[Link, dict[str, float]]:
-    out: dict[Link, dict[str, float]] = {}
-    asym = m.asymmetry()
-    for link in sorted(set(m.latency) | set(m.bandwidth)):
-        s = {k: scales.score(k, m.values(k).get(link, math.nan)) for k in METRICS}
-        if link in asym:
-            s["asymmetry"] = scales.score("asymmetry", asym[link])
-        out[link] = s
+@dataclass(frozen=True)
+class _Flat:
+    """One metric's measured directions as arrays, in worse-up log units (log latency,
+    -log bandwidth): a million directions at 1024 hosts."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    w: np.ndarray
+
+    @classmethod
+    def of(cls, values: Mapping[Link, float], worse_up: bool) -> _Flat:
+        k = len(values)
+        ends = np.fromiter((e for link in values for e in link), dtype=np.int64,
+                           count=2 * k).reshape(k, 2)
+        v = np.fromiter(values.values(), dtype=float, count=k)
+        ok = (v > 0) & np.isfinite(v)
+        w = np.log(v[ok]) if ok.any() else np.zeros(0)
+        return cls(ends[ok, 0], ends[ok, 1], w if worse_up else -w)
+
+
+def _robust(x: np.ndarray) -> tuple[float, float]:
+    """Median and spread (MAD / 0.6745, or 1.2533 MeanAD where MAD is 0)."""
+    if x.size == 0:
+        return 0.0, 0.0
+    med = float(np.median(x))
+    dev = np.abs(x - med)
+    mad = float(np.median(dev))
+    return med, (mad / _K if mad > 0 else _MEANAD * float(dev.mean()))
+
+
+def _z(d: float, spread: float) -> float:
+    if spread == 0:
+        return 0.0 if d == 0 else math.copysign(math.inf, d)
+    return d / spread
+
+
+def _value(metric: str, w: float) -> float:
+    """A worse-up log value back in the metric's unit."""
+    return math.exp(w if _WORSE_UP[metric] else -w)
+
+
+@dataclass(frozen=True)
+class Scales:
+    """Per metric: the centre of all links, the pooled spread of links around their
+    switch-pair class, and each class's centre (worse-up log units)."""
+
+    by_metric: Mapping[str, Scale]
+    classes: Mapping[str, Mapping[int, float]] = field(default_factory=dict)
+    labels: tuple[int, ...] = ()
+    ngroups: int = 1
+
+    def cls(self, link: Link) -> int:
+        if not self.labels:
+            return 0
+        a, b = self.labels[link[0]], self.labels[link[1]]
+        return min(a, b) * self.ngroups + max(a, b)
+
+    def centre(self, metric: str, link: Link) -> float:
+        """The link's class centre, worse-up."""
+        c = self.classes.get(metric, {}).get(self.cls(link))
+        if c is not None:
+            return c
+        sc = self.by_metric[metric]
+        return sc.centre if _WORSE_UP[metric] else -sc.centre
+
+    def spread(self, metric: str) -> float:
+        return self.by_metric[metric].spread
+
+    def score(self, metric: str, value: float, link: Link | None = None) -> float:
+        if link is None or metric == "asymmetry":
+            return self.by_metric[metric].score(value, _WORSE_UP[metric])
+        if not (value > 0 and math.isfinite(value)):
+            return math.inf
+        w = math.log(value) if _WORSE_UP[metric] else -math.log(value)
+        return _z(w - self.centre(metric, link), self.spread(metric))
+
+    def limit(self, metric: str, link: Link | None = None) -> float:
+        if link is None or metric == "asymmetry":
+            return self.by_metric[metric].limit(_WORSE_UP[metric])
+        return _value(metric, self.centre(metric, link) + THRESHOLD * self.spread(metric))
+
+
+@dataclass(frozen=True)
+class GroupFinding:
+    kind: str  # bad leaf, bad uplink
+    groups: tuple[int, ...]
+    evidence: tuple[Evidence, ...]
+
+
+@dataclass
+class Analysis:
+    """One sweep of a first pass: scores at every level."""
+
+    scales: Scales
+    scores: dict[Link, dict[str, float]]
+    nodes: list[dict[str, float]]
+    node_evidence: dict[int, dict[str, tuple[float, float, float, float]]]
+    findings: list[GroupFinding]
+    groups: Groups | None
+
+    @property
+    def slow(self) -> frozenset[int]:
+        return frozenset(h for h, s in enumerate(self.nodes) if max(s.values()) > THRESHOLD)
+
+    def group_hosts(self, hosts: Sequence[str]) -> set[int]:
+        """Hosts behind a bad leaf: named by the leaf, not one by one."""
+        if self.groups is None:
+            return set()
+        lab = self.groups.labels(hosts)
+        bad = {g for f in self.findings if f.kind == "bad leaf" for g in f.groups}
+        return {h for h in range(len(hosts)) if int(lab[h]) in bad}
+
+    def explained(self, hosts: Sequence[str], link: Link) -> bool:
+        """A link inside a group verdict's pairs (a bad leaf's or a bad uplink's)."""
+        if self.groups is None or not self.findings:
+            return False
+        lab = self.groups.labels(hosts)
+        a, b = int(lab[link[0]]), int(lab[link[1]])
+        for f in self.findings:
+            if f.kind == "bad leaf" and a != b and f.groups[0] in (a, b):
+                return True
+            if f.kind == "bad uplink" and {a, b} == set(f.groups):
+                return True
+        return False
+
+
+def _by_node(n: int, f: _Flat, e: np.ndarray) -> list[np.ndarray]:
+    """Each host's values over its row and column, in one sort."""
+    who = np.concatenate([f.src, f.dst])
+    vals = np.concatenate([e, e])
+    order = np.argsort(who, kind="stable")
+    counts = np.bincount(who, minlength=n)
+    return np.split(vals[order], np.cumsum(counts)[:-1])
+
+
+def _node_scores(n: int, f: _Flat, e: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                            np.ndarray, np.ndarray]:
+    """Per host: its median (relative to class), the reference centre and spread, the score."""
+    mine = _by_node(n, f, e)
+    own = np.array([float(np.median(x)) if x.size else math.nan for x in mine])
+
+    def sweep(out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ref_c, ref_s = np.zeros(n), np.zeros(n)
+        if n > LOO_MAX:
+            keep = ~(out[f.src] | out[f.dst])
+            c, s = _robust(e[keep] if keep.sum() >= 2 else e)
+            ref_c[:], ref_s[:] = c, s
+            return ref_c, ref_s
+        for h in range(n):
+            gone = out.copy()
+            gone[h] = True
+            if n - gone.sum() < 3:  # too few hosts left: leave only this one out
+                gone[:] = False
+                gone[h] = True
+            keep = ~(gone[f.src] | gone[f.dst])
+            ref_c[h], ref_s[h] = _robust(e[keep])
+        return ref_c, ref_s
+
+    def scores(ref_c: np.ndarray, ref_s: np.ndarray) -> np.ndarray:
+        return np.array([_z(own[h] - ref_c[h], ref_s[h]) if math.isfinite(own[h]) else 0.0
+                         for h in range(n)])
+
+    none = np.zeros(n, dtype=bool)
+    c1, s1 = sweep(none)
+    first = scores(c1, s1)
+    suspects = first > THRESHOLD / 2
+    if not suspects.any():
+        return own, c1, s1, first
+    c2, s2 = sweep(suspects)
+    return own, c2, s2, scores(c2, s2)
+
+
+def _class_ids(f: _Flat, lab: np.ndarray, g: int) -> np.ndarray:
+    a, b = lab[f.src], lab[f.dst]
+    return np.minimum(a, b) * g + np.maximum(a, b)
+
+
+def _class_centres(cid: np.ndarray, w: np.ndarray, keep: np.ndarray | None = None
+                   ) -> dict[int, float]:
+    out: dict[int, float] = {}
+    if keep is not None and keep.any():
+        cid, w = cid[keep], w[keep]
+    order = np.argsort(cid, kind="stable")
+    cs, ws = cid[order], w[order]
+    starts = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]]) if cs.size else np.zeros(0, int)
+    for k, st in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else cs.size
+        out[int(cs[st])] = float(np.median(ws[st:end]))
     return out
 
 
-def node_scores(n: int, scores: Mapping[Link, Mapping[str, float]]) -> list[dict[str, float]]:
-    """Per rank and metric, the median score of its row and column (its links both ways)."""
-    # one sweep over the links, not one per host: at 1024 hosts there are a million of them
-    mine: list[dict[str, list[float]]] = [{k: [] for k in METRICS} for _ in range(n)]
-    for (i, j), s in scores.items():
+def _group_findings(metric: str, f: _Flat, lab: np.ndarray, g: int) -> list[GroupFinding]:
+    """Bad leaves and bad uplinks on one metric."""
+    la, lb = lab[f.src], lab[f.dst]
+    cross = la != lb
+    cid = _class_ids(f, lab, g)
+    out: list[GroupFinding] = []
+
+    def ev(x: np.ndarray, ref: np.ndarray) -> Evidence | None:
+        if not x.size or ref.size < 2:
+            return None
+        c, s = _robust(ref)
+        med = float(np.median(x))
+        return Evidence(metric, _value(metric, med), _value(metric, c + THRESHOLD * s),
+                        _z(med - c, s))
+
+    if g == 2:
+        if metric != "bandwidth":
+            return []
+        inside = ~cross
+        e = ev(f.w[cross], f.w[inside])
+        if e is not None and e.score > THRESHOLD:
+            out.append(GroupFinding("bad uplink", (0, 1), (e,)))
+        return out
+    bad_leaves = set()
+    for k in range(g):
+        touch = cross & ((la == k) | (lb == k))
+        ref = cross & ~touch
+        pairs = [evidence for o in range(g) if o != k
+                 if (evidence := ev(f.w[cid == min(k, o) * g + max(k, o)], f.w[ref]))]
+        if pairs and all(p.score > THRESHOLD for p in pairs):
+            whole = ev(f.w[touch], f.w[ref])
+            assert whole is not None
+            worst = min(p.score for p in pairs)
+            out.append(GroupFinding("bad leaf", (k,), (Evidence(
+                metric, whole.first, whole.threshold, worst),)))
+            bad_leaves.add(k)
+    near_bad = np.isin(la, list(bad_leaves)) | np.isin(lb, list(bad_leaves))
+    for a in range(g):
+        for b in range(a + 1, g):
+            if a in bad_leaves or b in bad_leaves:
+                continue
+            mine = cid == a * g + b
+            e = ev(f.w[mine], f.w[cross & ~mine & ~near_bad])
+            if e is not None and e.score > THRESHOLD:
+                out.append(GroupFinding("bad uplink", (a, b), (e,)))
+    return out
+
+
+def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
+    """Scores at every level the data supports, in one sweep per level."""
+    n = len(m.hosts)
+    if groups is not None and len(groups.members) < 2:
+        groups = None
+    lab = groups.labels(m.hosts) if groups is not None else np.zeros(n, dtype=np.int64)
+    g = len(groups.members) if groups is not None else 1
+    flats = {k: _Flat.of(m.values(k), _WORSE_UP[k]) for k in METRICS}
+    findings: list[GroupFinding] = []
+    if groups is not None:
         for k in METRICS:
-            mine[i][k].append(s[k])
-            mine[j][k].append(s[k])
-    return [{k: statistics.median(v[k]) if v[k] else 0.0 for k in METRICS} for v in mine]
+            findings += _group_findings(k, flats[k], lab, g)
+    # merge a group's findings over both metrics: one verdict each
+    merged: dict[tuple[str, tuple[int, ...]], list[Evidence]] = {}
+    for fd in findings:
+        merged.setdefault((fd.kind, fd.groups), []).extend(fd.evidence)
+    findings = [GroupFinding(kind, gs, tuple(evs)) for (kind, gs), evs in merged.items()]
+
+    node_sc: list[dict[str, float]] = [{k: 0.0 for k in METRICS} for _ in range(n)]
+    node_ev: dict[int, dict[str, tuple[float, float, float, float]]] = {}
+    by_metric: dict[str, Scale] = {}
+    classes: dict[str, dict[int, float]] = {}
+    link_w: dict[str, np.ndarray] = {}
+    cids: dict[str, np.ndarray] = {}
+    for k in METRICS:
+        f = flats[k]
+        cid = _class_ids(f, lab, g)
+        centres = _class_centres(cid, f.w)
+        e = f.w - np.array([centres[int(c)] for c in cid]) if cid.size else f.w
+        own, rc, rs, sc = _node_scores(n, f, e) if f.w.size else \
+            (np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n))
+        for h in range(n):
+            node_sc[h][k] = float(sc[h])
+            node_ev.setdefault(h, {})[k] = (float(own[h]), float(rc[h]), float(rs[h]),
+                                            float(sc[h]))
+        cids[k] = cid
+    slow = np.array([max(s.values()) > THRESHOLD for s in node_sc], dtype=bool)
+    scores_w: dict[str, np.ndarray] = {}
+    for k in METRICS:
+        f, cid = flats[k], cids[k]
+        keep = ~(slow[f.src] | slow[f.dst]) if f.w.size else np.zeros(0, dtype=bool)
+        centres = _class_centres(cid, f.w, keep)
+        full = _class_centres(cid, f.w)
+        centre_of = np.array([centres.get(int(c), full[int(c)]) for c in cid]) \
+            if cid.size else np.zeros(0)
+        e = f.w - centre_of
+        _, spread = _robust(e[keep] if keep.any() else e)
+        glob, _ = _robust(f.w[keep] if keep.any() else f.w)
+        by_metric[k] = Scale(glob if _WORSE_UP[k] else -glob, spread)
+        classes[k] = {c: centres.get(c, v) for c, v in full.items()}
+        link_w[k] = e
+        scores_w[k] = np.array([_z(x, spread) for x in e.tolist()]) if e.size else e
+    asym = m.asymmetry()
+    logs = np.abs(np.log(np.fromiter(asym.values(), dtype=float, count=len(asym))))
+    logs = logs[np.isfinite(logs)]
+    if logs.size:
+        mad = float(np.median(logs))
+        by_metric["asymmetry"] = Scale(0.0, mad / _K if mad > 0 else
+                                       _MEANAD * float(logs.mean()))
+    else:
+        by_metric["asymmetry"] = Scale(0.0, 0.0)
+    scales = Scales(by_metric, classes, tuple(int(x) for x in lab), g)
+
+    scores: dict[Link, dict[str, float]] = {}
+    for k in METRICS:
+        f = flats[k]
+        for i, j, s in zip(f.src.tolist(), f.dst.tolist(), scores_w[k].tolist(), strict=True):
+            scores.setdefault((i, j), {})[k] = s
+        # a direction measured with a non-positive value scores as missing (worst)
+        for link, v in m.values(k).items():
+            if not (v > 0 and math.isfinite(v)):
+                scores.setdefault(link, {})[k] = math.inf
+    for link, s in scores.items():
+        for k in METRICS:
+            s.setdefault(k, math.nan if link not in m.values(k) else math.inf)
+        if link in asym:
+            s["asymmetry"] = scales.score("asymmetry", asym[link])
+    return Analysis(scales, dict(sorted(scores.items())), node_sc, node_ev, findings, groups)
+
+
+def link_scores(m: Matrix, scales: Scales | None = None,
+                groups: Groups | None = None) -> dict[Link, dict[str, float]]:
+    return analyse(m, groups).scores
+
+
+def node_scores(m: Matrix, groups: Groups | None = None) -> list[dict[str, float]]:
+    """Per rank and metric, the leave-one-node-out score of its row and column."""
+    return analyse(m, groups).nodes
 
 
 @dataclass(frozen=True)
@@ -218,22 +574,29 @@ def expected_links(n: int, asked: Iterable[Link] | None = None) -> set[Link]:
         {(i, j) for i in range(n) for j in range(n) if i != j}
 
 
-def find_suspects(m: Matrix, scales: Scales | None = None) -> Suspects:
-    scales = scales or Scales.of(m)
-    scores = link_scores(m, scales)
-    n = len(m.hosts)
-    nodes = frozenset(h for h, s in enumerate(node_scores(n, scores))
-                      if max(s.values()) > THRESHOLD)
+def find_suspects(m: Matrix, groups: Groups | None = None,
+                  analysis: Analysis | None = None) -> Suspects:
+    an = analysis or analyse(m, groups)
+    scores = an.scores
+    inleaf = an.group_hosts(m.hosts)
+    nodes = frozenset(h for h in an.slow if h not in inleaf)
     links = frozenset(link for link, s in scores.items()
-                      if max(s.values()) > THRESHOLD and not set(link) & nodes)
-    # References: the links closest to the median on both metrics, neither a suspect (either
-    # direction) nor touching a suspect node. A reference may share a host with a suspect
-    # link: on 4 hosts every link does, and a retest without references has no centre of
-    # its own.
+                      if _worst(s) > THRESHOLD and not set(link) & nodes
+                      and not an.explained(m.hosts, link))
+    # References: the links closest to their class centre on both metrics, neither a suspect
+    # (either direction) nor touching a suspect node. A reference may share a host with a
+    # suspect link: on 4 hosts every link does, and a retest without references has no
+    # centre of its own.
     shunned = set(links) | {(j, i) for i, j in links}
     calm = sorted((max(abs(s["latency"]), abs(s["bandwidth"])), link)
-                  for link, s in scores.items() if link not in shunned and not set(link) & nodes)
+                  for link, s in scores.items() if link not in shunned and not set(link) & nodes
+                  and all(math.isfinite(s[k]) for k in METRICS))
     return Suspects(links, nodes, tuple(link for _, link in calm[:REFERENCES]))
+
+
+def _worst(s: Mapping[str, float]) -> float:
+    vals = [v for v in s.values() if not math.isnan(v)]
+    return max(vals) if vals else 0.0
 
 
 @dataclass
@@ -247,6 +610,7 @@ class Judgement:
     suspects: Suspects
     retest: Matrix | None = None
     cleared: list[str] = field(default_factory=list)  # suspects the retest cleared
+    groups: Groups | None = None
 
     @property
     def flagged(self) -> bool:
@@ -258,17 +622,21 @@ class Judgement:
     def _json(self) -> dict[str, Any]:
         def links(d: Mapping[Link, float]) -> list[list[float]]:
             return [[i, j, v] for (i, j), v in sorted(d.items())]
+        flagged_nodes = {h for v in self.verdicts if v.dst is None for h in v.hosts}
         return {
             "hosts": self.hosts, "threshold": THRESHOLD,
-            "method": "modified z-score of log values (Iglewicz & Hoaglin 1993)",
+            "method": METHOD,
             "verdicts": [v.to_json() for v in self.verdicts],
             "latency_us": links(self.first.latency),
             "bandwidth_MBps": links(self.first.bandwidth),
             "retest_latency_us": links(self.retest.latency) if self.retest else [],
             "retest_bandwidth_MBps": links(self.retest.bandwidth) if self.retest else [],
             "scores": [[i, j, s] for (i, j), s in sorted(self.scores.items())],
-            "nodes": [{"host": h, **s} for h, s in zip(self.hosts, self.nodes, strict=True)],
+            "nodes": [{"host": h, **s, "flagged": h in flagged_nodes}
+                      for h, s in zip(self.hosts, self.nodes, strict=True)],
             "scales": {k: asdict(v) for k, v in self.scales.by_metric.items()},
+            "judged_groups": ({"members": [list(g) for g in self.groups.members],
+                               "names": list(self.groups.names)} if self.groups else None),
             "suspects": {"links": sorted(self.suspects.links),
                          "nodes": sorted(self.suspects.nodes),
                          "references": list(self.suspects.references)},
@@ -276,33 +644,36 @@ class Judgement:
         }
 
 
-def _evidence(metric: str, first: float, scales: Scales, retest: float | None,
-              rscales: Scales | None) -> Evidence:
-    rs = rscales.score(metric, retest) if (retest is not None and rscales) else None
-    return Evidence(metric, first, scales.limit(metric), scales.score(metric, first), retest, rs)
+METHOD = ("modified z-score of log values (Iglewicz & Hoaglin 1993); nodes against the links "
+          "that do not touch them (leave-one-node-out), links within their switch-pair class, "
+          "leaves and uplinks against the other group pairs")
 
 
-def _retest_scales(scales: Scales, retest: Matrix, refs: tuple[Link, ...]) -> Scales:
-    """The first pass's spread around the retest's own centre (its reference links)."""
-    by = dict(scales.by_metric)
-    for k in METRICS:
-        ref = [retest.values(k)[link] for link in refs if link in retest.values(k)]
-        if ref:
-            by[k] = scales.by_metric[k].recentred(ref)
-    return Scales(by)
+def _retest_centre(scales: Scales, retest: Matrix, refs: tuple[Link, ...], metric: str
+                   ) -> float | None:
+    """The retest's own centre: its references' median, each relative to its class."""
+    vals = retest.values(metric)
+    xs = [_w(metric, vals[link]) - scales.centre(metric, link) for link in refs
+          if link in vals and vals[link] > 0 and math.isfinite(vals[link])]
+    return statistics.median(xs) if xs else None
+
+
+def _w(metric: str, v: float) -> float:
+    return math.log(v) if _WORSE_UP[metric] else -math.log(v)
 
 
 def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None = None,
-          asked: Iterable[Link] | None = None) -> Judgement:
+          asked: Iterable[Link] | None = None, groups: Groups | None = None,
+          analysis: Analysis | None = None) -> Judgement:
     """Verdicts from a first pass and (optionally) its retest. Without a retest every suspect
     is a verdict on first-pass evidence alone."""
     n = len(first.hosts)
     name = first.hosts
-    scales = Scales.of(first)
-    scores = link_scores(first, scales)
-    nodes = node_scores(n, scores)
-    suspects = suspects or find_suspects(first, scales)
-    rscales = _retest_scales(scales, retest, suspects.references) if retest else None
+    an = analysis or analyse(first, groups)
+    scales, scores, nodes = an.scales, an.scores, an.nodes
+    suspects = suspects or find_suspects(first, analysis=an)
+    centre = {k: _retest_centre(scales, retest, suspects.references, k) for k in METRICS} \
+        if retest is not None else {}
     verdicts: list[Verdict] = []
     cleared: list[str] = []
 
@@ -311,20 +682,32 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
     missing = expected - set(first.latency)
     dead = _dead(expected, missing)
     for h in sorted(dead):
-        verdicts.append(Verdict("unreachable", name[h]))
+        verdicts.append(Verdict("unreachable", name[h], hosts=(name[h],)))
     for i, j in sorted(missing):
         if i not in dead and j not in dead:
             verdicts.append(Verdict("unreachable", name[i], name[j]))
 
-    def confirmed(metric: str, link: Link) -> tuple[bool, Evidence]:
-        retest_v = retest.values(metric).get(link) if retest else None
-        ev = _evidence(metric, first.values(metric)[link], scales, retest_v, rscales)
-        if retest is None:
-            return True, ev
-        return (ev.retest_score is not None and ev.retest_score > THRESHOLD), ev
+    if an.groups is not None:
+        gn, gm = an.groups.names, an.groups.members
+        for fd in an.findings:
+            if fd.kind == "bad leaf":
+                verdicts.append(Verdict("bad leaf", gn[fd.groups[0]], None, fd.evidence,
+                                        tuple(gm[fd.groups[0]])))
+            else:
+                a, b = fd.groups
+                verdicts.append(Verdict("bad uplink", gn[a], gn[b], fd.evidence,
+                                        tuple(gm[a]) + tuple(gm[b])))
 
-    asymmetry = first.asymmetry()
-    rasymmetry = retest.asymmetry() if retest is not None else {}
+    def retested(metric: str, links: Iterable[Link]) -> float | None:
+        """Median of the retest's values relative to class, minus the retest's centre."""
+        if retest is None or centre.get(metric) is None:
+            return None
+        vals = retest.values(metric)
+        xs = [_w(metric, vals[link]) - scales.centre(metric, link) for link in links
+              if link in vals and vals[link] > 0 and math.isfinite(vals[link])]
+        c = centre[metric]
+        return statistics.median(xs) - c if xs and c is not None else None
+
     touching: dict[int, list[Link]] = {h: [] for h in suspects.nodes}
     for link in (first.latency.keys() | first.bandwidth.keys()) if touching else ():
         for h in {link[0], link[1]} & touching.keys():
@@ -335,33 +718,48 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
         for k in METRICS:
             if nodes[h][k] <= THRESHOLD:
                 continue
+            own, rc, rs, sc = an.node_evidence[h][k]
             mine = [link for link in touching[h] if link in first.values(k)]
-            rvals = [retest.values(k)[link] for link in mine
-                     if retest and link in retest.values(k)]
             fv = statistics.median([first.values(k)[link] for link in mine])
-            rv = statistics.median(rvals) if rvals else None
-            ev = _evidence(k, fv, scales, rv, rscales)
-            if retest is None or (ev.retest_score is not None and ev.retest_score > THRESHOLD):
+            # the value at which this node's median would score the threshold
+            limit = _value(k, _w(k, fv) - (own - rc) + THRESHOLD * rs)
+            d = retested(k, mine)
+            rv = rs_ = None
+            if d is not None and retest is not None:
+                rvals = [retest.values(k)[link] for link in mine if link in retest.values(k)]
+                rv, rs_ = statistics.median(rvals), _z(d, rs)
+            ev = Evidence(k, fv, limit, sc, rv, rs_)
+            if retest is None or (rs_ is not None and rs_ > THRESHOLD):
                 evs.append(ev)
         if evs:
             slow.add(h)
-            verdicts.append(Verdict("slow node", name[h], None, tuple(evs)))
+            verdicts.append(Verdict("slow node", name[h], None, tuple(evs), (name[h],)))
         else:
             cleared.append(f"node {name[h]}")
 
+    asymmetry = first.asymmetry()
+    rasymmetry = retest.asymmetry() if retest is not None else {}
     for link in sorted(suspects.links):
         if set(link) & slow:
             continue
         i, j = link
         evs, asym = [], None
         for k in METRICS:
-            if scores[link][k] > THRESHOLD:
-                ok, ev = confirmed(k, link)
-                if ok:
+            if scores[link].get(k, 0.0) > THRESHOLD:
+                fv = first.values(k)[link]
+                ev = Evidence(k, fv, scales.limit(k, link), scores[link][k])
+                if retest is None:
                     evs.append(ev)
+                    continue
+                d = retested(k, [link])
+                if d is not None:
+                    ev = Evidence(k, fv, ev.threshold, ev.score, retest.values(k)[link],
+                                  _z(d, scales.spread(k)))
+                    if ev.retest_score is not None and ev.retest_score > THRESHOLD:
+                        evs.append(ev)
         if scores[link].get("asymmetry", 0.0) > THRESHOLD:
             ratio = asymmetry[link]
-            rv = rasymmetry.get(link) if rscales is not None else None
+            rv = rasymmetry.get(link) if retest is not None else None
             ev = Evidence("asymmetry", ratio, scales.limit("asymmetry"),
                           scales.score("asymmetry", ratio), rv,
                           scales.score("asymmetry", rv) if rv is not None else None)
@@ -374,7 +772,7 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
         if not evs and asym is None:
             cleared.append(f"link {name[i]} -> {name[j]}")
     return Judgement(list(name), verdicts, first, scales, scores, nodes, suspects, retest,
-                     cleared)
+                     cleared, an.groups)
 
 
 def _dead(expected: set[Link], missing: set[Link]) -> set[int]:

@@ -29,7 +29,7 @@ from ..schedulers import Scheduler
 from ..schedulers.hosts import HostsScheduler
 from ..schedulers.testbed import TestbedScheduler
 from ..store import Store
-from .judge import Judgement, Link, Matrix, Suspects, find_suspects, judge
+from .judge import Groups, Judgement, Link, Matrix, Suspects, analyse, find_suspects, judge
 from .pairwise import PairPlans, run_tcp_pass
 from .passes import Pass
 from .topology import Topology, infer_topology, read_topology
@@ -272,11 +272,21 @@ class MatrixOutcome:
                 "exit_status": self.exit_status}
 
 
+def judged_groups(hosts: Sequence[str], topo: Topology) -> Groups | None:
+    """The groups the judge scores within: the declared switches where a topology file names
+    them, else the groups the links separate; None with one group."""
+    if topo.declared:
+        g = Groups.declared(hosts, topo.declared)
+    else:
+        g = Groups.of(topo.groups)
+    return g if len(g.members) >= 2 else None
+
+
 def survivors(verdict: Judgement, asked: Suspects) -> Suspects:
     """The suspects a retest confirmed, to be retested again (unreachable ones are not)."""
     idx = {h: i for i, h in enumerate(verdict.hosts)}
     links = frozenset((idx[v.src], idx[v.dst]) for v in verdict.verdicts
-                      if v.dst is not None and v.kind != "unreachable")
+                      if v.dst is not None and v.kind in ("bad link", "asymmetric link"))
     nodes = frozenset(idx[v.src] for v in verdict.verdicts if v.kind == "slow node")
     return Suspects(links, nodes, asked.references)
 
@@ -388,9 +398,14 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
             meta = next((p.hosts for p in firsts if len(p.hosts) == n), [])
             hosts = _names(n, meta, measured) + [u.host for u in gone]
             m1 = Matrix.of(hosts, measured)
-            suspects = find_suspects(m1)
+            # groups first: links are scored within their switch-pair class, leaves and
+            # uplinks against the other group pairs
+            topo = infer_topology(m1, opts.groups, declared)
+            groups = judged_groups(hosts, topo)
+            analysis = analyse(m1, groups)
+            suspects = find_suspects(m1, analysis=analysis)
             passes = list(firsts)
-            verdict = judge(m1, None, suspects, asked)
+            verdict = judge(m1, None, suspects, asked, analysis=analysis)
             current, cleared = suspects, []
             for _ in range(RETESTS if opts.retest else 0):
                 if current.empty:
@@ -399,11 +414,10 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
                                      current.retest_pairs(n), cid, "retest")
                 passes += again
                 verdict = judge(m1, Matrix.of(hosts, [r for p in again for r in p.pairs]),
-                                current, asked)
+                                current, asked, analysis=analysis)
                 cleared += verdict.cleared
                 current = survivors(verdict, current)
             verdict.suspects, verdict.cleared = suspects, cleared
-            topo = infer_topology(m1, opts.groups, declared)
             loaded = load_warning([store.run(p.run_id) for p in passes], cpu_count()) \
                 if scheduler.ranks_here else None
             out = MatrixOutcome(cid, hosts, verdict, topo, passes, gone,
