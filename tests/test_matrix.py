@@ -137,11 +137,12 @@ def test_two_slow_hosts_do_not_hide_each_other() -> None:
 
 
 def leaves(k: int = 4, per: int = 4, seed: int = 5) -> tuple[Matrix, Groups]:
-    """k leaves of `per` hosts, links across leaves a little slower (more hops)."""
+    """k leaves of `per` hosts, links across leaves slower (more hops, a shared uplink)."""
     m = synthetic(k * per, seed=seed)
     for (i, j) in m.latency:
         if i // per != j // per:
-            m.latency[(i, j)] *= 1.3
+            m.latency[(i, j)] *= 1.5
+            m.bandwidth[(i, j)] /= 1.2
     return m, Groups.of([m.hosts[g * per:(g + 1) * per] for g in range(k)])
 
 
@@ -456,6 +457,74 @@ def test_report_heatmaps_in_chromium(tmp_path: Path) -> None:
     assert "bad link h2 -&gt; h3" in dom.stdout
     if os.environ.get("FABENCH_SCREENSHOT_DIR"):
         shutil.copy(shot, Path(os.environ["FABENCH_SCREENSHOT_DIR"]) / "matrix-heatmap.png")
+
+
+def stored_report(tmp_path: Path, m: Matrix, j: dict[str, object]) -> Path:
+    store = tmp_path / "fabench.sqlite"
+    with Store(store) as st:
+        cid = st.begin_campaign("matrix", {})
+        rid = st.begin_run(campaign_id=cid, key="k", kernel="mpi.matrix", transport="tcp",
+                           mpi="openmpi", ranks=len(m.hosts), launcher="testbed", repeat=0,
+                           settings={})
+        st.finish_run(rid, status="ok")
+        st.save_matrix(cid, m.hosts, j)
+        st.end_campaign(cid, "finished")
+    html = tmp_path / "report.html"
+    fabench_cli("report", f"c{cid}", "-o", str(html), "--store", str(store))
+    return html
+
+
+@pytest.mark.browser
+def test_report_of_a_bad_leaf_agrees_with_itself_in_chromium(tmp_path: Path) -> None:
+    # 16 hosts in 4 leaves, leaf 3's uplink at a quarter: one verdict, its hosts' rows and
+    # columns framed, the node table saying the same; no empty sections
+    m, _ = leaves(seed=5)
+    for (i, k) in m.bandwidth:
+        if (i // 4 == 2) != (k // 4 == 2):
+            m.bandwidth[(i, k)] /= 4
+    topo = infer_topology(m)
+    jd = judge(m, groups=Groups.of(topo.groups))
+    j = {**jd.to_json(), "topology": topo.to_json()}
+    assert [v["kind"] for v in j["verdicts"] if v["kind"] != "asymmetric link"] == ["bad leaf"]
+    html = stored_report(tmp_path, m, j)
+    shot = tmp_path / "bad-leaf.png"
+    snap = browse(html, f"--screenshot={shot}")
+    assert shot.exists() and shot.stat().st_size > 10000, snap.stderr[-2000:]
+    dom = browse(html, "--dump-dom")
+    assert console_errors(dom.stderr + snap.stderr) == []
+    maps = re.findall(r'<svg class="heatmap".*?</svg>', dom.stdout, re.S)
+    assert len(maps) == 2
+    for svg in maps:
+        assert svg.count('class="cell') == 16 * 15
+        assert svg.count('class="flagged-row"') == 4 and svg.count('class="flagged-col"') == 4
+        assert svg.count('class="val"') == 16 * 15  # values on the cells at 16 hosts
+        assert 'class="scale"' in svg
+    rows = re.findall(r'<tr class="bad">(.*?)</tr>', dom.stdout, re.S)
+    assert len(rows) == 4 and all("bad leaf" in r for r in rows)
+    assert "bad leaf h9..h12 (4 hosts)" in dom.stdout
+    for empty in ("<h2>Summary</h2>", "<h2>Charts</h2>", "<h2>Comparisons</h2>",
+                  "<h2>Statistics per size</h2>"):
+        assert empty not in dom.stdout
+    if os.environ.get("FABENCH_SCREENSHOT_DIR"):
+        shutil.copy(shot, Path(os.environ["FABENCH_SCREENSHOT_DIR"]) / "matrix-bad-leaf.png")
+
+
+@pytest.mark.browser
+def test_report_heatmap_of_64_hosts_hovers_its_values(tmp_path: Path) -> None:
+    m = synthetic(64, seed=11)
+    for o in range(64):
+        if o != 20:
+            m.bandwidth[(20, o)] /= 4
+            m.bandwidth[(o, 20)] /= 4
+    j = judge(m).to_json()
+    html = stored_report(tmp_path, m, j)
+    dom = browse(html, "--dump-dom")
+    svg = re.findall(r'<svg class="heatmap".*?</svg>', dom.stdout, re.S)[1]
+    assert svg.count('class="cell') == 64 * 63 and 'class="val"' not in svg
+    assert len(re.findall(r"<title>h1 -&gt; h2: [0-9.]+ MB/s</title>", svg)) == 1
+    assert svg.count('class="flagged-row"') == 1
+    width = int(re.search(r'width="(\d+)"', svg).group(1))  # type: ignore[union-attr]
+    assert width >= 64 * 18  # cells of 18 px or more: readable
 
 
 def test_compare_two_matrices_per_link() -> None:

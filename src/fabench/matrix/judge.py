@@ -194,13 +194,17 @@ class Groups:
 
     @classmethod
     def of(cls, groups: Sequence[Sequence[str]],
-           declared: Mapping[str, Sequence[str]] | None = None) -> Groups:
+           declared: Mapping[str, Sequence[str]] | None = None,
+           hosts: Sequence[str] | None = None) -> Groups:
         """A group is named after the declared switch holding all its hosts, else after its
-        first and last host."""
+        runs of hosts (in the order given): `h1..h8+h13..h16`."""
+        order = {h: k for k, h in enumerate(h for g in groups for h in g)}
+        if hosts is not None:
+            order = {h: k for k, h in enumerate(hosts)}
         names = []
         for g in groups:
             sw = [s for s, hs in (declared or {}).items() if set(g) <= set(hs)]
-            names.append(sw[0] if sw else (g[0] if len(g) == 1 else f"{g[0]}..{g[-1]}"))
+            names.append(sw[0] if sw else _runs(list(g), order))
         return cls(tuple(tuple(g) for g in groups), tuple(names))
 
     @classmethod
@@ -218,6 +222,18 @@ class Groups:
     def labels(self, hosts: Sequence[str]) -> np.ndarray:
         where = {h: g for g, hs in enumerate(self.members) for h in hs}
         return np.array([where.get(h, 0) for h in hosts], dtype=np.int64)
+
+
+def _runs(group: list[str], order: Mapping[str, int]) -> str:
+    """Hosts consecutive in the matrix's order as `first..last`, runs joined by `+`."""
+    hs = sorted(group, key=lambda h: order.get(h, 0))
+    parts, start = [], 0
+    for k in range(1, len(hs) + 1):
+        if k == len(hs) or order.get(hs[k], -9) != order.get(hs[k - 1], -9) + 1:
+            run = hs[start:k]
+            parts.append(run[0] if len(run) == 1 else f"{run[0]}..{run[-1]}")
+            start = k
+    return "+".join(parts)
 
 
 @dataclass(frozen=True)

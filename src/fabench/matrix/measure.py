@@ -272,13 +272,34 @@ class MatrixOutcome:
                 "exit_status": self.exit_status}
 
 
+def oversubscribed(passes: Sequence[Pass], n: int, kernel: str, cores: int,
+                   flagged: Sequence[bool], here: bool) -> str | None:
+    """One line when a pass ran more processes than this machine has cores, and what that does
+    to the verdicts."""
+    over = []
+    for p, flag in zip(passes, flagged, strict=True):
+        # mpi.matrix: every rank of the job exists in every pass, isolated ones too;
+        # tcp: a concurrent round runs a client and a server per pair, an isolated one two
+        procs = n if kernel == "mpi" else (2 * (n // 2) if p.mode == "concurrent" else 2)
+        if flag or (here and procs > cores):
+            over.append(f"{p.role} run {p.run_id} ({procs} processes)")
+    if not over:
+        return None
+    return (f"oversubscribed: {len(over)} of {len(passes)} passes ran more processes than the "
+            f"{cores} cores ({', '.join(over[:4])}{' ...' if len(over) > 4 else ''}): ranks "
+            "that wait their turn share the cores with the pair being measured, so latencies "
+            "carry the scheduler's delays: a latency verdict, or its absence, is weaker than a "
+            "bandwidth one (bandwidth is measured over whole windows); fewer hosts per core, "
+            "or real hosts, give latencies to trust")
+
+
 def judged_groups(hosts: Sequence[str], topo: Topology) -> Groups | None:
     """The groups the judge scores within: the declared switches where a topology file names
     them, else the groups the links separate; None with one group."""
     if topo.declared:
         g = Groups.declared(hosts, topo.declared)
     else:
-        g = Groups.of(topo.groups)
+        g = Groups.of(topo.groups, hosts=hosts)
     return g if len(g.members) >= 2 else None
 
 
@@ -420,8 +441,13 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
             verdict.suspects, verdict.cleared = suspects, cleared
             loaded = load_warning([store.run(p.run_id) for p in passes], cpu_count()) \
                 if scheduler.ranks_here else None
+            over = oversubscribed(passes, n, opts.kernel, cpu_count(),
+                                  [store.run(p.run_id).oversubscribed for p in passes],
+                                  scheduler.ranks_here)
+            if over:
+                _say(over)
             out = MatrixOutcome(cid, hosts, verdict, topo, passes, gone,
-                                [loaded] if loaded else [])
+                                [w for w in (over, loaded) if w])
             j = out.to_json()
             # the runs of the earlier attempt stay part of the matrix
             j["passes"] = [*earlier.passes, *j["passes"]]
