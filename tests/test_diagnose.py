@@ -143,10 +143,10 @@ def test_run_environment_reaches_remote_ranks() -> None:
 def test_transports_default_answers_at_a_users_pace_and_exhaustive_sweeps_all() -> None:
     fast = transports_options(False, placement="intra", rounds=None, sizes=None)
     assert fast.quick and not fast.thresholds and fast.sizes == QUICK_SIZES
-    assert fast.ab_ranks == (2,) and fast.ab_rounds == 2 and fast.rounds == 2
+    assert fast.ab_ranks == (2,) and fast.ab_rounds == 2 and fast.rounds == 1
     full = transports_options(True, placement="intra", rounds=None, sizes=None)
     assert not full.quick and full.thresholds and full.sizes is None
-    assert full.ab_ranks == (2, 4) and full.ab_rounds == 3
+    assert full.ab_ranks == (2, 4) and full.ab_rounds == 3 and full.rounds == 2
     # what a user names wins either way
     named = transports_options(False, placement="intra", sizes="8,64K", thresholds=None,
                                ab_ranks=(2, 4))

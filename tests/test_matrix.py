@@ -726,8 +726,15 @@ def test_faulty_tree_platform_routes() -> None:
     assert 'id="up1-1" direction="DOWN"' in by[("node-0", "node-5")]
     assert "fault0" in by[("node-5", "node-0")] and "up" not in by[("node-0", "node-1")]
     assert sum("fault0" in b for b in by.values()) == 2
+    # a degraded leaf: each of its uplinks at the fraction, the other leaf's at full rate
+    weak = faulty_fat_tree(PRESETS["roce-100g"](), FatTree(8, 4, slow_leaves=((1, 0.25),)))
+    rate = dict(re.findall(r'<link id="(up\d-\d)" bandwidth="([0-9.e+]+)MBps"', weak.xml))
+    assert len(rate) == 8 and all(float(rate[f"up1-{s}"]) == float(rate[f"up0-{s}"]) / 4
+                                  for s in range(4))
     for bad in (lambda: FatTree(8, 4, ((8, 0.5),)), lambda: FatTree(8, 4, ((1, 0.0),)),
-                lambda: FatTree(8, 4, pair_faults=(PairFault(2, 2, 0.5),))):
+                lambda: FatTree(8, 4, pair_faults=(PairFault(2, 2, 0.5),)),
+                lambda: FatTree(8, 4, slow_leaves=((2, 0.5),)),
+                lambda: FatTree(4, 4, slow_leaves=((0, 0.5),))):
         with pytest.raises(FabenchError):
             bad()
 

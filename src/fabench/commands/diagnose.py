@@ -83,7 +83,8 @@ def transports_parser(dsub: argparse._SubParsersAction) -> None:  # type: ignore
                                    "--exhaustive)")
     t.add_argument("--iterations", type=int, help="timed iterations per size")
     t.add_argument("--rounds", type=int, default=None,
-                   help="sweeps over all paths, in rotated order (default: 2)")
+                   help="sweeps over all paths, in rotated order (default: 1; 2 with "
+                        "--exhaustive)")
     t.add_argument("--exhaustive", action="store_true",
                    help="the whole sweep: every power-of-two size with the kernels' full "
                         "iteration counts, UCX with rendezvous / zero copy switched off, the "

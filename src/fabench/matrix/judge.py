@@ -68,6 +68,9 @@ THRESHOLD = 3.5  # Iglewicz & Hoaglin (1993): |modified z| > 3.5 is a potential 
 _K = 0.6745  # Phi^-1(0.75): MAD / 0.6745 estimates sigma for normal data
 _MEANAD = 1.253314  # sqrt(pi / 2): MeanAD x 1.2533 estimates sigma for normal data
 LOO_MAX = 256  # hosts up to which every node gets a reference without it
+# A node's reference is the directions among the other hosts: 3 hosts give 6, the fewest on
+# which a median and MAD mean anything; below 4 hosts only links are judged.
+MIN_NODE_HOSTS = 4
 REFERENCES = 6  # reference links measured beside the suspects in the retest
 METRICS = ("latency", "bandwidth")
 GROUP_KINDS = ("bad leaf", "bad uplink")  # verdicts on a switch group or a pair of them
@@ -376,6 +379,9 @@ def _node_scores(n: int, f: _Flat, e: np.ndarray) -> tuple[np.ndarray, np.ndarra
     """Per host: its median (relative to class), the reference centre and spread, the score."""
     mine = _by_node(n, f, e)
     own = np.array([float(np.median(x)) if x.size else math.nan for x in mine])
+    if n < MIN_NODE_HOSTS:  # no reference left once a host is left out: links only
+        zero = np.zeros(n)
+        return own, zero, zero, zero
 
     def sweep(out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ref_c, ref_s = np.zeros(n), np.zeros(n)
