@@ -181,6 +181,24 @@ def test_bad_uplink_of_two_switches_and_a_healthy_one() -> None:
     m = two_switches()
     groups = Groups.of([HOSTS[:4], HOSTS[4:]], {"s1": HOSTS[:4], "s2": HOSTS[4:]})
     assert lines_of(judge(m, groups=groups)) == ["bad uplink s1 <-> s2 (8 hosts)"]
+    # the retest measures a few directions across and inside, one at a time: an uplink
+    # that was only busy in the concurrent rounds is cleared, a slow one confirmed
+    sus = find_suspects(m, groups)
+    (fd,) = sus.groups
+    assert fd.sample and fd.reference and set(fd.sample) <= set(sus.retest_pairs(8))
+    assert all((i < 4) != (j < 4) for i, j in fd.sample)
+    assert all((i < 4) == (j < 4) for i, j in fd.reference)
+    fresh = synthetic(seed=30)
+    busy = Matrix(m.hosts)
+    for link in sus.retest_pairs(8):
+        busy.latency[link], busy.bandwidth[link] = fresh.latency[link], fresh.bandwidth[link]
+    j = judge(m, busy, sus, groups=groups)
+    assert lines_of(j) == [] and "uplink s1 <-> s2" in j.cleared
+    slow = Matrix(m.hosts, dict(busy.latency), {link: v / 8 if link in fd.sample else v
+                                                for link, v in busy.bandwidth.items()})
+    j = judge(m, slow, sus, groups=groups)
+    assert lines_of(j) == ["bad uplink s1 <-> s2 (8 hosts)"]
+    assert j.verdicts[0].evidence[0].retest_score > THRESHOLD
     # across the switches only the latency of more hops: not a bad uplink
     healthy = synthetic(seed=3)
     for (i, j) in healthy.latency:
@@ -421,6 +439,40 @@ def test_testbed_two_switches_give_two_groups(openmpi: str, tmp_path: Path) -> N
         adv = fabench_cli("matrix", "advise", "--nodes", "3", "--store", str(tmp_path / "sw"))
         hosts = adv.stdout.splitlines()[0].split(": ")[1].split(",")
         assert hosts in (["h1", "h2", "h3"], ["h4", "h5", "h6"]), adv.stdout
+
+
+@needs_root
+@pytest.mark.netns
+@pytest.mark.parametrize("kernel", ["mpi", "tcp"])
+def test_testbed_slow_host_and_one_way_link_at_six_hosts(openmpi: str, tmp_path: Path,
+                                                         kernel: str) -> None:
+    # issue 28's case: the default matrix named the link and missed the slow host
+    with own_testbeds(f"fbq{os.getpid() % 100000}"):
+        fabench_cli("testbed", "up", "--name", "sl", "--hosts", "6",
+                    "--impair", "h4:rate=200mbit", "--impair", "h1>h6:rate=30mbit")
+        proc, j = _matrix(tmp_path / "sl", "sl", "--kernel", kernel)
+        got = {v["line"].split(":")[0] for v in j["verdicts"]}
+        assert {"slow node h4", "bad link h1 -> h6"} <= got, proc.stdout
+        assert got <= {"slow node h4", "bad link h1 -> h6", "asymmetric link h1 -> h6"}, \
+            proc.stdout
+        if kernel == "mpi" and (os.cpu_count() or 1) < 6:
+            # six ranks on fewer cores: said on stderr as it happens, and in the summary
+            assert "# matrix: oversubscribed:" in proc.stderr
+            assert any(w.startswith("oversubscribed") for w in j["warnings"])
+
+
+@needs_root
+@pytest.mark.netns
+def test_testbed_bad_uplink_of_two_switches(openmpi: str, tmp_path: Path) -> None:
+    with own_testbeds(f"fbu{os.getpid() % 100000}"):
+        fabench_cli("testbed", "up", "--name", "up", "--hosts", "4", "--switches", "2",
+                    "--uplink-rate", "50mbit")
+        topo = tmp_path / "topo"
+        topo.write_text("s1: h1 h2\ns2: h3 h4\n")
+        proc, j = _matrix(tmp_path / "up", "up", "--topology", str(topo))
+        assert [v["line"].split(":")[0] for v in j["verdicts"]] == \
+            ["bad uplink s1 <-> s2 (4 hosts)"], proc.stdout
+        assert proc.returncode == 3
 
 
 # ---- the report ------------------------------------------------------------------------------
@@ -677,7 +729,7 @@ def test_simgrid_matrix_killed_before_its_judgement_is_resumed(
     # 2: Ctrl-C while the whole first pass is being judged
     real_find = measure.find_suspects
 
-    def judged_then_stop(m: Matrix) -> Suspects:
+    def judged_then_stop(m: Matrix, **_: object) -> Suspects:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(measure, "find_suspects", judged_then_stop)

@@ -326,6 +326,13 @@ class GroupFinding:
     kind: str  # bad leaf, bad uplink
     groups: tuple[int, ...]
     evidence: tuple[Evidence, ...]
+    spreads: tuple[tuple[str, float], ...] = ()  # per metric, the reference's spread
+    # what the retest measures again: a few of its directions and of its reference's
+    sample: tuple[Link, ...] = ()
+    reference: tuple[Link, ...] = ()
+
+    def same(self, other: GroupFinding) -> bool:
+        return (self.kind, self.groups) == (other.kind, other.groups)
 
 
 @dataclass
@@ -440,34 +447,42 @@ def _group_findings(metric: str, f: _Flat, lab: np.ndarray, g: int) -> list[Grou
     cid = _class_ids(f, lab, g)
     out: list[GroupFinding] = []
 
+    spread: dict[int, float] = {}
+
     def ev(x: np.ndarray, ref: np.ndarray) -> Evidence | None:
         if not x.size or ref.size < 2:
             return None
         c, s = _robust(ref)
+        spread[id(ref)] = s
         med = float(np.median(x))
         return Evidence(metric, _value(metric, med), _value(metric, c + THRESHOLD * s),
                         _z(med - c, s))
 
+    def found(kind: str, groups: tuple[int, ...], e: Evidence, ref: np.ndarray) -> None:
+        c, _ = _robust(ref)
+        if _w(metric, e.first) - c <= GROUP_FLOOR:
+            return
+        out.append(GroupFinding(kind, groups, (e,), ((metric, spread[id(ref)]),)))
+
     if g == 2:
         if metric != "bandwidth":
             return []
-        inside = ~cross
-        e = ev(f.w[cross], f.w[inside])
+        inside = f.w[~cross]
+        e = ev(f.w[cross], inside)
         if e is not None and e.score > THRESHOLD:
-            out.append(GroupFinding("bad uplink", (0, 1), (e,)))
+            found("bad uplink", (0, 1), e, inside)
         return out
     bad_leaves = set()
     for k in range(g):
         touch = cross & ((la == k) | (lb == k))
-        ref = cross & ~touch
+        ref = f.w[cross & ~touch]
         pairs = [evidence for o in range(g) if o != k
-                 if (evidence := ev(f.w[cid == min(k, o) * g + max(k, o)], f.w[ref]))]
+                 if (evidence := ev(f.w[cid == min(k, o) * g + max(k, o)], ref))]
         if pairs and all(p.score > THRESHOLD for p in pairs):
-            whole = ev(f.w[touch], f.w[ref])
+            whole = ev(f.w[touch], ref)
             assert whole is not None
             worst = min(p.score for p in pairs)
-            out.append(GroupFinding("bad leaf", (k,), (Evidence(
-                metric, whole.first, whole.threshold, worst),)))
+            found("bad leaf", (k,), Evidence(metric, whole.first, whole.threshold, worst), ref)
             bad_leaves.add(k)
     near_bad = np.isin(la, list(bad_leaves)) | np.isin(lb, list(bad_leaves))
     for a in range(g):
@@ -475,10 +490,57 @@ def _group_findings(metric: str, f: _Flat, lab: np.ndarray, g: int) -> list[Grou
             if a in bad_leaves or b in bad_leaves:
                 continue
             mine = cid == a * g + b
-            e = ev(f.w[mine], f.w[cross & ~mine & ~near_bad])
+            ref = f.w[cross & ~mine & ~near_bad]
+            e = ev(f.w[mine], ref)
             if e is not None and e.score > THRESHOLD:
-                out.append(GroupFinding("bad uplink", (a, b), (e,)))
+                found("bad uplink", (a, b), e, ref)
     return out
+
+
+RETEST_PAIRS = 4  # host pairs (both directions) a leaf or uplink verdict is retested on
+# A leaf or uplink is named only when its median is also more than 5 % worse than its
+# reference's: the band within which fabench calls two medians equal (compare's default
+# tolerance, docs/statistics.md: run-to-run differences reach 5 % on a loaded host). Without
+# it a simulator, where the spread is near 0, names the extra hop across a healthy spine.
+GROUP_FLOOR = math.log(1.05)
+
+
+def _pairs(xs: list[int], ys: list[int], limit: int = RETEST_PAIRS) -> list[Link]:
+    """Up to `limit` host pairs from xs to ys, spread over both lists, both directions."""
+    out: list[Link] = []
+    for k in range(max(len(xs), len(ys))):
+        if len(out) >= 2 * limit:
+            break
+        a, b = xs[k % len(xs)], ys[(k * 7 + 3) % len(ys)] if len(ys) > 1 else ys[0]
+        if a != b and (a, b) not in out:
+            out += [(a, b), (b, a)]
+    return out
+
+
+def _retest_sets(fd: GroupFinding, lab: np.ndarray, g: int, bad_leaves: set[int]
+                 ) -> tuple[tuple[Link, ...], tuple[Link, ...]]:
+    """A few directions of a leaf or uplink verdict and of its reference, to retest."""
+    hosts = {k: [int(h) for h in np.flatnonzero(lab == k)] for k in range(g)}
+    others = [k for k in range(g) if k not in fd.groups and k not in bad_leaves]
+    if fd.kind == "bad leaf":
+        (k,) = fd.groups
+        rest = [h for o in range(g) if o != k for h in hosts[o]]
+        sample = _pairs(hosts[k], rest)
+        ref = _pairs(hosts[others[0]], [h for o in others[1:] for h in hosts[o]]) \
+            if len(others) >= 2 else []
+    else:
+        a, b = fd.groups
+        sample = _pairs(hosts[a], hosts[b])
+        if g == 2:  # inside the groups
+            ref = [link for k in (a, b) if len(hosts[k]) > 1
+                   for link in _pairs(hosts[k][: len(hosts[k]) // 2 or 1],
+                                      hosts[k][len(hosts[k]) // 2 or 1:], RETEST_PAIRS // 2)]
+        else:
+            pool = [k for k in range(g) if k not in bad_leaves]
+            pairs = [(x, y) for x in pool for y in pool if x < y and (x, y) != (a, b)]
+            ref = [link for x, y in pairs[:RETEST_PAIRS]
+                   for link in _pairs(hosts[x], hosts[y], 1)]
+    return tuple(sample), tuple(ref)
 
 
 def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
@@ -494,10 +556,18 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
         for k in METRICS:
             findings += _group_findings(k, flats[k], lab, g)
     # merge a group's findings over both metrics: one verdict each
-    merged: dict[tuple[str, tuple[int, ...]], list[Evidence]] = {}
+    merged: dict[tuple[str, tuple[int, ...]], list[GroupFinding]] = {}
     for fd in findings:
-        merged.setdefault((fd.kind, fd.groups), []).extend(fd.evidence)
-    findings = [GroupFinding(kind, gs, tuple(evs)) for (kind, gs), evs in merged.items()]
+        merged.setdefault((fd.kind, fd.groups), []).append(fd)
+    bad_leaves = {gs[0] for kind, gs in merged if kind == "bad leaf"}
+    findings = []
+    for (kind, gs), fds in merged.items():
+        if kind == "bad uplink" and set(gs) & bad_leaves:
+            continue  # named by the leaf
+        one = GroupFinding(kind, gs, tuple(e for fd in fds for e in fd.evidence),
+                           tuple(x for fd in fds for x in fd.spreads))
+        sample, ref = _retest_sets(one, lab, g, bad_leaves)
+        findings.append(GroupFinding(kind, gs, one.evidence, one.spreads, sample, ref))
 
     node_sc: list[dict[str, float]] = [{k: 0.0 for k in METRICS} for _ in range(n)]
     node_ev: dict[int, dict[str, tuple[float, float, float, float]]] = {}
@@ -576,19 +646,23 @@ class Suspects:
     links: frozenset[Link]
     nodes: frozenset[int]
     references: tuple[Link, ...]
+    groups: tuple[GroupFinding, ...] = ()  # bad leaves and uplinks of the first pass
 
     def retest_pairs(self, n: int) -> list[Link]:
-        """Every direction to measure again: suspect links, all links of suspect nodes, and
-        the references."""
+        """Every direction to measure again: suspect links, all links of suspect nodes, a
+        few directions of each suspect leaf or uplink and of its reference, and the
+        references."""
         # both directions of a suspect link: asymmetry is judged on the pair
         want = set(self.links) | {(j, i) for i, j in self.links} | set(self.references)
+        for fd in self.groups:
+            want |= set(fd.sample) | set(fd.reference)
         for h in self.nodes:
             want |= {(h, o) for o in range(n) if o != h} | {(o, h) for o in range(n) if o != h}
         return sorted(want)
 
     @property
     def empty(self) -> bool:
-        return not self.links and not self.nodes
+        return not self.links and not self.nodes and not self.groups
 
 
 def expected_links(n: int, asked: Iterable[Link] | None = None) -> set[Link]:
@@ -613,7 +687,8 @@ def find_suspects(m: Matrix, groups: Groups | None = None,
     calm = sorted((max(abs(s["latency"]), abs(s["bandwidth"])), link)
                   for link, s in scores.items() if link not in shunned and not set(link) & nodes
                   and all(math.isfinite(s[k]) for k in METRICS))
-    return Suspects(links, nodes, tuple(link for _, link in calm[:REFERENCES]))
+    return Suspects(links, nodes, tuple(link for _, link in calm[:REFERENCES]),
+                    tuple(an.findings))
 
 
 def _worst(s: Mapping[str, float]) -> float:
@@ -661,7 +736,8 @@ class Judgement:
                                "names": list(self.groups.names)} if self.groups else None),
             "suspects": {"links": sorted(self.suspects.links),
                          "nodes": sorted(self.suspects.nodes),
-                         "references": list(self.suspects.references)},
+                         "references": list(self.suspects.references),
+                         "groups": [[fd.kind, list(fd.groups)] for fd in self.suspects.groups]},
             "cleared": self.cleared,
         }
 
@@ -678,6 +754,27 @@ def _retest_centre(scales: Scales, retest: Matrix, refs: tuple[Link, ...], metri
     xs = [_w(metric, vals[link]) - scales.centre(metric, link) for link in refs
           if link in vals and vals[link] > 0 and math.isfinite(vals[link])]
     return statistics.median(xs) if xs else None
+
+
+def _group_retest(fd: GroupFinding, retest: Matrix) -> tuple[Evidence, ...]:
+    """A leaf or uplink verdict's evidence with its retest: the median of its retested
+    directions against that of its retested reference, in the first pass's spread; only the
+    metrics whose retest scores above the threshold too."""
+    out = []
+    spread = dict(fd.spreads)
+    for ev in fd.evidence:
+        vals = retest.values(ev.metric)
+        mine = [vals[x] for x in fd.sample if vals.get(x, 0) > 0]
+        ref = [vals[x] for x in fd.reference if vals.get(x, 0) > 0]
+        if not mine or not ref:
+            continue
+        d = statistics.median(_w(ev.metric, v) for v in mine) - \
+            statistics.median(_w(ev.metric, v) for v in ref)
+        score = _z(d, spread.get(ev.metric, 0.0))
+        if score > THRESHOLD and d > GROUP_FLOOR:
+            out.append(Evidence(ev.metric, ev.first, ev.threshold, ev.score,
+                                statistics.median(mine), score))
+    return tuple(out)
 
 
 def _w(metric: str, v: float) -> float:
@@ -711,13 +808,18 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
 
     if an.groups is not None:
         gn, gm = an.groups.names, an.groups.members
-        for fd in an.findings:
-            if fd.kind == "bad leaf":
-                verdicts.append(Verdict("bad leaf", gn[fd.groups[0]], None, fd.evidence,
+        for fd in suspects.groups:
+            evs = fd.evidence if retest is None else _group_retest(fd, retest)
+            where = gn[fd.groups[0]] if fd.kind == "bad leaf" else \
+                f"{gn[fd.groups[0]]} <-> {gn[fd.groups[1]]}"
+            if not evs:
+                cleared.append(f"{fd.kind.split()[1]} {where}")
+            elif fd.kind == "bad leaf":
+                verdicts.append(Verdict("bad leaf", gn[fd.groups[0]], None, evs,
                                         tuple(gm[fd.groups[0]])))
             else:
                 a, b = fd.groups
-                verdicts.append(Verdict("bad uplink", gn[a], gn[b], fd.evidence,
+                verdicts.append(Verdict("bad uplink", gn[a], gn[b], evs,
                                         tuple(gm[a]) + tuple(gm[b])))
 
     def retested(metric: str, links: Iterable[Link]) -> float | None:

@@ -29,7 +29,18 @@ from ..schedulers import Scheduler
 from ..schedulers.hosts import HostsScheduler
 from ..schedulers.testbed import TestbedScheduler
 from ..store import Store
-from .judge import Groups, Judgement, Link, Matrix, Suspects, analyse, find_suspects, judge
+from .judge import (
+    GROUP_KINDS,
+    GroupFinding,
+    Groups,
+    Judgement,
+    Link,
+    Matrix,
+    Suspects,
+    analyse,
+    find_suspects,
+    judge,
+)
 from .pairwise import PairPlans, run_tcp_pass
 from .passes import Pass
 from .topology import Topology, infer_topology, read_topology
@@ -309,7 +320,14 @@ def survivors(verdict: Judgement, asked: Suspects) -> Suspects:
     links = frozenset((idx[v.src], idx[v.dst]) for v in verdict.verdicts
                       if v.dst is not None and v.kind in ("bad link", "asymmetric link"))
     nodes = frozenset(idx[v.src] for v in verdict.verdicts if v.kind == "slow node")
-    return Suspects(links, nodes, asked.references)
+    held = {(v.kind, v.hosts) for v in verdict.verdicts if v.kind in GROUP_KINDS}
+    groups = tuple(fd for fd in asked.groups if verdict.groups is not None and
+                   (fd.kind, _hosts_of(verdict.groups, fd)) in held)
+    return Suspects(links, nodes, asked.references, groups)
+
+
+def _hosts_of(groups: Groups, fd: GroupFinding) -> tuple[str, ...]:
+    return tuple(h for k in fd.groups for h in groups.members[k])
 
 
 def _names(n: int, meta_hosts: list[str], pairs: list[PairRecord]) -> list[str]:
