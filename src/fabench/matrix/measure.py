@@ -442,7 +442,7 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
             topo = infer_topology(m1, opts.groups, declared)
             groups = judged_groups(hosts, topo)
             analysis = analyse(m1, groups)
-            suspects = find_suspects(m1, analysis=analysis)
+            suspects = find_suspects(m1, analysis=analysis, screen=opts.retest)
             passes = list(firsts)
             verdict = judge(m1, None, suspects, asked, analysis=analysis)
             current, cleared = suspects, []
