@@ -609,10 +609,16 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
         by_metric[k] = Scale(glob if _WORSE_UP[k] else -glob, spread)
         classes[k] = {c: centres.get(c, v) for c, v in full.items()}
         link_w[k] = e
-        scores_w[k] = np.array([_z(x, spread) for x in e.tolist()]) if e.size else e
-    asym = m.asymmetry()
-    logs = np.abs(np.log(np.fromiter(asym.values(), dtype=float, count=len(asym))))
-    logs = logs[np.isfinite(logs)]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scores_w[k] = e / spread if spread > 0 else \
+                np.where(e == 0, 0.0, np.copysign(np.inf, e))
+    # asymmetry, bw(j->i) / bw(i->j) per direction, as one n x n array
+    fb = flats["bandwidth"]
+    bw = np.full((n, n), np.nan)
+    bw[fb.src, fb.dst] = -fb.w  # log bandwidth
+    ratio = bw.T - bw  # log of bw(j->i) / bw(i->j) at [i, j]
+    ok = np.isfinite(ratio)
+    logs = np.abs(ratio[ok])
     if logs.size:
         mad = float(np.median(logs))
         by_metric["asymmetry"] = Scale(0.0, mad / _K if mad > 0 else
@@ -620,22 +626,24 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
     else:
         by_metric["asymmetry"] = Scale(0.0, 0.0)
     scales = Scales(by_metric, classes, tuple(int(x) for x in lab), g)
+    a_spread = by_metric["asymmetry"].spread
+    with np.errstate(divide="ignore", invalid="ignore"):
+        asym = (ratio / a_spread if a_spread > 0 else
+                np.where(ratio == 0, 0.0, np.copysign(np.inf, ratio))).tolist()
 
+    per = {k: dict(zip(zip(flats[k].src.tolist(), flats[k].dst.tolist(), strict=True),
+                       scores_w[k].tolist(), strict=True)) for k in METRICS}
     scores: dict[Link, dict[str, float]] = {}
-    for k in METRICS:
-        f = flats[k]
-        for i, j, s in zip(f.src.tolist(), f.dst.tolist(), scores_w[k].tolist(), strict=True):
-            scores.setdefault((i, j), {})[k] = s
+    lat, bwv = m.latency, m.bandwidth
+    for link in sorted(lat.keys() | bwv.keys()):
         # a direction measured with a non-positive value scores as missing (worst)
-        for link, v in m.values(k).items():
-            if not (v > 0 and math.isfinite(v)):
-                scores.setdefault(link, {})[k] = math.inf
-    for link, s in scores.items():
-        for k in METRICS:
-            s.setdefault(k, math.nan if link not in m.values(k) else math.inf)
-        if link in asym:
-            s["asymmetry"] = scales.score("asymmetry", asym[link])
-    return Analysis(scales, dict(sorted(scores.items())), node_sc, node_ev, findings, groups)
+        s = {"latency": per["latency"].get(link, math.inf if link in lat else math.nan),
+             "bandwidth": per["bandwidth"].get(link, math.inf if link in bwv else math.nan)}
+        x = asym[link[0]][link[1]]
+        if x == x:  # measured both ways
+            s["asymmetry"] = x
+        scores[link] = s
+    return Analysis(scales, scores, node_sc, node_ev, findings, groups)
 
 
 def link_scores(m: Matrix, scales: Scales | None = None,
@@ -687,24 +695,35 @@ def find_suspects(m: Matrix, groups: Groups | None = None,
     nodes = slow | frozenset(h for h, sc in enumerate(an.nodes)
                              if screen and max(sc.values()) > NODE_SCREEN and h not in inleaf)
     # the links of a screened node stay suspects of their own: the retest may clear it
-    links = frozenset(link for link, s in scores.items()
-                      if _worst(s) > THRESHOLD and not set(link) & slow
-                      and not an.explained(m.hosts, link))
+    keys = list(scores)
+    k = len(keys)
+    ends = np.array(keys, dtype=np.int64).reshape(k, 2)
+    sc = np.array([[v["latency"], v["bandwidth"], v.get("asymmetry", 0.0)]
+                   for v in scores.values()], dtype=float).reshape(k, 3)
+    with np.errstate(invalid="ignore"):
+        worst = np.nanmax(np.where(np.isnan(sc), -np.inf, sc), axis=1) if k else np.zeros(0)
+    slow_mask = np.zeros(len(m.hosts) + 1, dtype=bool)
+    slow_mask[list(slow)] = True
+    node_mask = np.zeros(len(m.hosts) + 1, dtype=bool)
+    node_mask[list(nodes)] = True
+    at_slow = slow_mask[ends[:, 0]] | slow_mask[ends[:, 1]] if k else np.zeros(0, bool)
+    links = frozenset(keys[x] for x in np.flatnonzero((worst > THRESHOLD) & ~at_slow).tolist()
+                      if not an.explained(m.hosts, keys[x]))
     # References: the links closest to their class centre on both metrics, neither a suspect
     # (either direction) nor touching a suspect node. A reference may share a host with a
     # suspect link: on 4 hosts every link does, and a retest without references has no
     # centre of its own.
     shunned = set(links) | {(j, i) for i, j in links}
-    calm = sorted((max(abs(s["latency"]), abs(s["bandwidth"])), link)
-                  for link, s in scores.items() if link not in shunned and not set(link) & nodes
-                  and all(math.isfinite(s[k]) for k in METRICS))
-    return Suspects(links, nodes, tuple(link for _, link in calm[:REFERENCES]),
-                    tuple(an.findings))
-
-
-def _worst(s: Mapping[str, float]) -> float:
-    vals = [v for v in s.values() if not math.isnan(v)]
-    return max(vals) if vals else 0.0
+    at_node = node_mask[ends[:, 0]] | node_mask[ends[:, 1]] if k else np.zeros(0, bool)
+    calm = np.maximum(np.abs(sc[:, 0]), np.abs(sc[:, 1])) if k else np.zeros(0)
+    eligible = np.isfinite(calm) & ~at_node
+    refs: list[Link] = []
+    for x in np.flatnonzero(eligible)[np.argsort(calm[eligible], kind="stable")].tolist():
+        if keys[x] not in shunned:
+            refs.append(keys[x])
+            if len(refs) == REFERENCES:
+                break
+    return Suspects(links, nodes, tuple(refs), tuple(an.findings))
 
 
 @dataclass
@@ -872,7 +891,6 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
         else:
             cleared.append(f"node {name[h]}")
 
-    asymmetry = first.asymmetry()
     rasymmetry = retest.asymmetry() if retest is not None else {}
     for link in sorted(suspects.links):
         if set(link) & slow:
@@ -893,7 +911,7 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
                     if ev.retest_score is not None and ev.retest_score > THRESHOLD:
                         evs.append(ev)
         if scores[link].get("asymmetry", 0.0) > THRESHOLD:
-            ratio = asymmetry[link]
+            ratio = first.bandwidth[(j, i)] / first.bandwidth[link]
             rv = rasymmetry.get(link) if retest is not None else None
             ev = Evidence("asymmetry", ratio, scales.limit("asymmetry"),
                           scales.score("asymmetry", ratio), rv,
