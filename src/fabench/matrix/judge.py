@@ -30,8 +30,8 @@ Wiley 1987, on masking by clustered outliers), top down:
   its leaf links carry; latency across has more hops by design, so it is not judged there);
 - node: the median of a host's directions, each taken relative to its switch-pair class (same
   leaf, leaf to leaf), against the directions that touch neither it nor another host that
-  scored above half the threshold in a first sweep (leave-one-node-out, then leave the other
-  suspects out: two slow hosts do not hide each other);
+  scored above 1 in a first sweep (leave-one-node-out, then leave the other suspects out: two
+  slow hosts do not hide each other);
 - link: each direction against its switch-pair class, classes and spread taken without the
   links of slow nodes.
 
@@ -75,6 +75,10 @@ LOO_MAX = 256  # hosts up to which every node gets a reference without it
 # fall under 3.5 (4.4 and below 3.5 in two runs of the same fault) while its isolated retest
 # stands out; the retest is only paid where a node looks off.
 NODE_SCREEN = THRESHOLD / 2
+# First-sweep node score above which a host is left out of the other hosts' references in
+# the second sweep (a healthy host scores about 0 +- 1; leaving a few out only thins a
+# reference, never below 3 hosts).
+LEAVE_OUT = 1.0
 # A node's reference is the directions among the other hosts: 3 hosts give 6, the fewest on
 # which a median and MAD mean anything; below 4 hosts only links are judged.
 MIN_NODE_HOSTS = 4
@@ -421,7 +425,10 @@ def _node_scores(n: int, f: _Flat, e: np.ndarray) -> tuple[np.ndarray, np.ndarra
     none = np.zeros(n, dtype=bool)
     c1, s1 = sweep(none)
     first = scores(c1, s1)
-    suspects = first > THRESHOLD / 2
+    # every host that looks worse than the rest by more than one unit of spread: two slow
+    # hosts of 6 own 60 % of the directions, and on a loaded testbed the healthy ones spread
+    # over a factor of 4 besides, so each scored 1.5 with the other in its reference
+    suspects = first > LEAVE_OUT
     if not suspects.any():
         return own, c1, s1, first
     c2, s2 = sweep(suspects)

@@ -74,7 +74,16 @@ def _separated(d: np.ndarray, labels: np.ndarray) -> bool:
         return False
     # distances are >= 0 and may be 0: shift by 1 so the log scale of Scale applies
     sc = Scale.of((1.0 + inside).tolist())
-    return sc.score(1.0 + float(across.min()), worse_up=True) > THRESHOLD
+    if sc.score(1.0 + float(across.min()), worse_up=True) <= THRESHOLD:
+        return False
+    # hosts behind one switch are close among themselves: a group whose own distances stand
+    # out (two slow hosts, far from each other as from everyone) is not a switch
+    for g in np.unique(labels):
+        mine = (labels[upper[0]] == g) & (labels[upper[1]] == g)
+        if mine.any() and sc.score(1.0 + float(np.median(d[upper][mine])),
+                                   worse_up=True) > THRESHOLD:
+            return False
+    return True
 
 
 def cluster(m: Matrix, groups: int | None = None) -> list[list[str]]:
