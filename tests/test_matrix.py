@@ -122,7 +122,7 @@ def test_slow_host_at_six_hosts_is_found_leave_one_node_out() -> None:
                             if 3 in link)
     assert old < THRESHOLD  # what all-links scoring made of it
     j = judge(m)
-    assert [v.line.split(":")[0] for v in j.verdicts] == ["slow node h4"]
+    assert [v.line.split(":")[0] for v in j.verdicts if v.dst is None] == ["slow node h4"]
     assert j.nodes[3]["latency"] > THRESHOLD
     assert max(s["latency"] for h, s in enumerate(j.nodes) if h != 3) < THRESHOLD
 
