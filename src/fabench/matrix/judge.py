@@ -302,10 +302,10 @@ class Scales:
     ngroups: int = 1
 
     def cls(self, link: Link) -> int:
+        """Inside a leaf (0) or across leaves (1)."""
         if not self.labels:
             return 0
-        a, b = self.labels[link[0]], self.labels[link[1]]
-        return min(a, b) * self.ngroups + max(a, b)
+        return int(self.labels[link[0]] != self.labels[link[1]])
 
     def centre(self, metric: str, link: Link) -> float:
         """The link's class centre, worse-up."""
@@ -591,7 +591,10 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
     cids: dict[str, np.ndarray] = {}
     for k in METRICS:
         f = flats[k]
-        cid = _class_ids(f, lab, g)
+        # the switch-pair class of a direction: inside a leaf (0) or across leaves (1); two
+        # classes, not one per leaf pair, so that a leaf of 2 hosts (2 directions) does not
+        # make a class whose centre its own fault drags
+        cid = (lab[f.src] != lab[f.dst]).astype(np.int64)
         centres = _class_centres(cid, f.w)
         e = f.w - np.array([centres[int(c)] for c in cid]) if cid.size else f.w
         own, rc, rs, sc = _node_scores(n, f, e) if f.w.size else \
@@ -606,6 +609,15 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
     for k in METRICS:
         f, cid = flats[k], cids[k]
         keep = ~(slow[f.src] | slow[f.dst]) if f.w.size else np.zeros(0, dtype=bool)
+        # nor the directions a leaf or uplink verdict explains: they would drag the centre of
+        # the across class (a bad leaf of 4 among 16 hosts owns half of it)
+        for fd in findings:
+            la, lb = lab[f.src], lab[f.dst]
+            if fd.kind == "bad leaf":
+                keep &= ~((la != lb) & ((la == fd.groups[0]) | (lb == fd.groups[0])))
+            else:
+                keep &= ~(((la == fd.groups[0]) & (lb == fd.groups[1])) |
+                          ((la == fd.groups[1]) & (lb == fd.groups[0])))
         centres = _class_centres(cid, f.w, keep)
         full = _class_centres(cid, f.w)
         centre_of = np.array([centres.get(int(c), full[int(c)]) for c in cid]) \
