@@ -38,7 +38,7 @@ from fabench.store import Store
 
 def expected(hosts: list[str], slow: int, bad: tuple[int, int] | None,
              leaf: int | None) -> set[tuple[str, str, str]]:
-    want = {("slow node", hosts[slow], "")}
+    want = {("slow node", hosts[slow], "")} if slow >= 0 else set()
     if bad is not None:
         a, b = hosts[bad[0]], hosts[bad[1]]
         want |= {("bad link", a, b), ("bad link", b, a)}
@@ -49,7 +49,8 @@ def expected(hosts: list[str], slow: int, bad: tuple[int, int] | None,
 
 def run(args: argparse.Namespace, out: Path) -> int:
     fabric = load_fabric(args.fabric, out)
-    tree = FatTree(args.hosts, args.hosts_per_leaf, ((args.slow, args.slow_fraction),),
+    tree = FatTree(args.hosts, args.hosts_per_leaf,
+                   ((args.slow, args.slow_fraction),) if args.slow >= 0 else (),
                    (PairFault(args.bad[0], args.bad[1], args.bad_fraction),) if args.bad else (),
                    ((args.bad_leaf, args.leaf_fraction),) if args.bad_leaf is not None else ())
     t0 = time.monotonic()
@@ -97,7 +98,7 @@ def main() -> int:
     ap.add_argument("--hosts", type=int, default=256, help="256 (default) or 1024 (~84 min)")
     ap.add_argument("--hosts-per-leaf", type=int, default=16)
     ap.add_argument("--fabric", default="roce-100g")
-    ap.add_argument("--slow", type=int, default=37, help="the slow host (rank)")
+    ap.add_argument("--slow", type=int, default=37, help="the slow host (rank; -1: none)")
     ap.add_argument("--slow-fraction", type=float, default=0.25)
     ap.add_argument("--bad", type=int, nargs=2, metavar=("A", "B"),
                     help="the bad link (default: 5 200, none with --bad-leaf)")
