@@ -487,6 +487,7 @@ def test_testbed_two_switches_give_two_groups(openmpi: str, tmp_path: Path) -> N
 
 
 @needs_root
+@pytest.mark.slow
 @pytest.mark.netns
 @pytest.mark.parametrize("kernel", ["mpi", "tcp"])
 def test_testbed_slow_host_and_one_way_link_at_six_hosts(openmpi: str, tmp_path: Path,
@@ -507,6 +508,7 @@ def test_testbed_slow_host_and_one_way_link_at_six_hosts(openmpi: str, tmp_path:
 
 
 @needs_root
+@pytest.mark.slow
 @pytest.mark.netns
 def test_testbed_bad_uplink_of_two_switches(openmpi: str, tmp_path: Path) -> None:
     with own_testbeds(f"fbu{os.getpid() % 100000}"):
