@@ -82,6 +82,13 @@ LEAVE_OUT = 1.0
 # A node's reference is the directions among the other hosts: 3 hosts give 6, the fewest on
 # which a median and MAD mean anything; below 4 hosts only links are judged.
 MIN_NODE_HOSTS = 4
+# Nothing is named for a difference within 5 %, however tight the spread: the band within
+# which fabench calls two medians equal (compare's default tolerance; docs/statistics.md:
+# run-to-run differences reach 5 % on a loaded host). Without it a simulator, whose spread is
+# near 0, named the extra hop across a healthy spine, and a 4-host testbed whose ping-pongs
+# all took 9.7-10.1 us named a host 1.5 % slower (score 6.3). A score is capped at THRESHOLD
+# where the difference is that small.
+FLOOR = math.log(1.05)
 REFERENCES = 6  # reference links measured beside the suspects in the retest
 METRICS = ("latency", "bandwidth")
 GROUP_KINDS = ("bad leaf", "bad uplink")  # verdicts on a switch group or a pair of them
@@ -270,6 +277,11 @@ class _Flat:
         return cls(ends[ok, 0], ends[ok, 1], w if worse_up else -w)
 
 
+def _capped(score: float, d: float) -> float:
+    """The score, at most THRESHOLD where the difference d (log units) is within FLOOR."""
+    return min(score, THRESHOLD) if d <= FLOOR else score
+
+
 def _robust(x: np.ndarray) -> tuple[float, float]:
     """Median and spread (MAD / 0.6745, or 1.2533 MeanAD where MAD is 0)."""
     if x.size == 0:
@@ -419,8 +431,8 @@ def _node_scores(n: int, f: _Flat, e: np.ndarray) -> tuple[np.ndarray, np.ndarra
         return ref_c, ref_s
 
     def scores(ref_c: np.ndarray, ref_s: np.ndarray) -> np.ndarray:
-        return np.array([_z(own[h] - ref_c[h], ref_s[h]) if math.isfinite(own[h]) else 0.0
-                         for h in range(n)])
+        return np.array([_capped(_z(own[h] - ref_c[h], ref_s[h]), own[h] - ref_c[h])
+                         if math.isfinite(own[h]) else 0.0 for h in range(n)])
 
     none = np.zeros(n, dtype=bool)
     c1, s1 = sweep(none)
@@ -474,7 +486,7 @@ def _group_findings(metric: str, f: _Flat, lab: np.ndarray, g: int) -> list[Grou
 
     def found(kind: str, groups: tuple[int, ...], e: Evidence, ref: np.ndarray) -> None:
         c, _ = _robust(ref)
-        if _w(metric, e.first) - c <= GROUP_FLOOR:
+        if _w(metric, e.first) - c <= FLOOR:
             return
         out.append(GroupFinding(kind, groups, (e,), ((metric, spread[id(ref)]),)))
 
@@ -512,11 +524,7 @@ def _group_findings(metric: str, f: _Flat, lab: np.ndarray, g: int) -> list[Grou
 
 
 RETEST_PAIRS = 4  # host pairs (both directions) a leaf or uplink verdict is retested on
-# A leaf or uplink is named only when its median is also more than 5 % worse than its
-# reference's: the band within which fabench calls two medians equal (compare's default
-# tolerance, docs/statistics.md: run-to-run differences reach 5 % on a loaded host). Without
-# it a simulator, where the spread is near 0, names the extra hop across a healthy spine.
-GROUP_FLOOR = math.log(1.05)
+
 
 
 def _pairs(xs: list[int], ys: list[int], limit: int = RETEST_PAIRS) -> list[Link]:
@@ -629,8 +637,8 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
         classes[k] = {c: centres.get(c, v) for c, v in full.items()}
         link_w[k] = e
         with np.errstate(divide="ignore", invalid="ignore"):
-            scores_w[k] = e / spread if spread > 0 else \
-                np.where(e == 0, 0.0, np.copysign(np.inf, e))
+            raw = e / spread if spread > 0 else np.where(e == 0, 0.0, np.copysign(np.inf, e))
+        scores_w[k] = np.where((e <= FLOOR) & (raw > THRESHOLD), THRESHOLD, raw)
     # asymmetry, bw(j->i) / bw(i->j) per direction, as one n x n array
     fb = flats["bandwidth"]
     bw = np.full((n, n), np.nan)
@@ -650,8 +658,9 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
     scales = Scales(by_metric, classes, tuple(int(x) for x in lab), g)
     a_spread = by_metric["asymmetry"].spread
     with np.errstate(divide="ignore", invalid="ignore"):
-        asym = (ratio / a_spread if a_spread > 0 else
-                np.where(ratio == 0, 0.0, np.copysign(np.inf, ratio))).tolist()
+        raw_a = (ratio / a_spread if a_spread > 0 else
+                 np.where(ratio == 0, 0.0, np.copysign(np.inf, ratio)))
+        asym = np.where((ratio <= FLOOR) & (raw_a > THRESHOLD), THRESHOLD, raw_a).tolist()
 
     per = {k: dict(zip(zip(flats[k].src.tolist(), flats[k].dst.tolist(), strict=True),
                        scores_w[k].tolist(), strict=True)) for k in METRICS}
@@ -716,7 +725,9 @@ def find_suspects(m: Matrix, groups: Groups | None = None,
     slow = frozenset(h for h in an.slow if h not in inleaf)
     nodes = slow | frozenset(h for h, sc in enumerate(an.nodes)
                              if screen and max(sc.values()) > NODE_SCREEN and h not in inleaf)
-    # the links of a screened node stay suspects of their own: the retest may clear it
+    # the links of a suspect node stay suspects of their own: the retest measures them anyway,
+    # and if it clears the node (concurrent noise made it look slow) a bad link of its stays
+    # to be judged; a node the retest confirms names its links itself
     keys = list(scores)
     k = len(keys)
     ends = np.array(keys, dtype=np.int64).reshape(k, 2)
@@ -724,12 +735,9 @@ def find_suspects(m: Matrix, groups: Groups | None = None,
                    for v in scores.values()], dtype=float).reshape(k, 3)
     with np.errstate(invalid="ignore"):
         worst = np.nanmax(np.where(np.isnan(sc), -np.inf, sc), axis=1) if k else np.zeros(0)
-    slow_mask = np.zeros(len(m.hosts) + 1, dtype=bool)
-    slow_mask[list(slow)] = True
     node_mask = np.zeros(len(m.hosts) + 1, dtype=bool)
     node_mask[list(nodes)] = True
-    at_slow = slow_mask[ends[:, 0]] | slow_mask[ends[:, 1]] if k else np.zeros(0, bool)
-    links = frozenset(keys[x] for x in np.flatnonzero((worst > THRESHOLD) & ~at_slow).tolist()
+    links = frozenset(keys[x] for x in np.flatnonzero(worst > THRESHOLD).tolist()
                       if not an.explained(m.hosts, keys[x]))
     # References: the links closest to their class centre on both metrics, neither a suspect
     # (either direction) nor touching a suspect node. A reference may share a host with a
@@ -823,7 +831,7 @@ def _group_retest(fd: GroupFinding, retest: Matrix) -> tuple[Evidence, ...]:
         d = statistics.median(_w(ev.metric, v) for v in mine) - \
             statistics.median(_w(ev.metric, v) for v in ref)
         score = _z(d, spread.get(ev.metric, 0.0))
-        if score > THRESHOLD and d > GROUP_FLOOR:
+        if score > THRESHOLD and d > FLOOR:
             out.append(Evidence(ev.metric, ev.first, ev.threshold, ev.score,
                                 statistics.median(mine), score))
     return tuple(out)
@@ -903,7 +911,7 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
             rv = rs_ = None
             if d is not None and retest is not None:
                 rvals = [retest.values(k)[link] for link in mine if link in retest.values(k)]
-                rv, rs_ = statistics.median(rvals), _z(d, rs)
+                rv, rs_ = statistics.median(rvals), _capped(_z(d, rs), d)
             ev = Evidence(k, fv, limit, sc, rv, rs_)
             if retest is None or (rs_ is not None and rs_ > THRESHOLD):
                 evs.append(ev)
@@ -929,7 +937,7 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
                 d = retested(k, [link])
                 if d is not None:
                     ev = Evidence(k, fv, ev.threshold, ev.score, retest.values(k)[link],
-                                  _z(d, scales.spread(k)))
+                                  _capped(_z(d, scales.spread(k)), d))
                     if ev.retest_score is not None and ev.retest_score > THRESHOLD:
                         evs.append(ev)
         if scores[link].get("asymmetry", 0.0) > THRESHOLD:
@@ -937,7 +945,8 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
             rv = rasymmetry.get(link) if retest is not None else None
             ev = Evidence("asymmetry", ratio, scales.limit("asymmetry"),
                           scales.score("asymmetry", ratio), rv,
-                          scales.score("asymmetry", rv) if rv is not None else None)
+                          _capped(scales.score("asymmetry", rv), math.log(rv))
+                          if rv is not None and rv > 0 else None)
             if retest is None or (ev.retest_score is not None and ev.retest_score > THRESHOLD):
                 asym = ev
         if evs:
