@@ -46,8 +46,8 @@ Suspects (a link or node scoring above the threshold) are measured again, one pa
 the references give the retest's own centre (isolated runs are faster than concurrent ones),
 the first pass keeps the spread and the class offsets. A suspect becomes a verdict only when
 the retest scores above the threshold too; each verdict carries both values, the threshold and
-both scores. Leaf and uplink verdicts rest on the first pass alone: each is the median of many
-directions (a leaf of k hosts among N has 2k(N-k)), measured in different rounds.
+both scores. A leaf or uplink is retested on a sample: a few of its directions against a few
+of its reference's, isolated.
 
 Ping-pong latency is one round trip over both directions, so asymmetry is judged on bandwidth.
 """
