@@ -430,13 +430,13 @@ def _node_scores(n: int, f: _Flat, e: np.ndarray) -> tuple[np.ndarray, np.ndarra
             ref_c[h], ref_s[h] = _robust(e[keep])
         return ref_c, ref_s
 
-    def scores(ref_c: np.ndarray, ref_s: np.ndarray) -> np.ndarray:
+    def scores(own: np.ndarray, ref_c: np.ndarray, ref_s: np.ndarray) -> np.ndarray:
         return np.array([_capped(_z(own[h] - ref_c[h], ref_s[h]), own[h] - ref_c[h])
                          if math.isfinite(own[h]) else 0.0 for h in range(n)])
 
     none = np.zeros(n, dtype=bool)
     c1, s1 = sweep(none)
-    first = scores(c1, s1)
+    first = scores(own, c1, s1)
     # every host that looks worse than the rest by more than one unit of spread: two slow
     # hosts of 6 own 60 % of the directions, and on a loaded testbed the healthy ones spread
     # over a factor of 4 besides, so each scored 1.5 with the other in its reference
@@ -444,7 +444,21 @@ def _node_scores(n: int, f: _Flat, e: np.ndarray) -> tuple[np.ndarray, np.ndarra
     if not suspects.any():
         return own, c1, s1, first
     c2, s2 = sweep(suspects)
-    return own, c2, s2, scores(c2, s2)
+    # a host's own median without its directions to the other suspects, as its reference is
+    # without them: beside two slow hosts of 6, 4 of a healthy host's 10 directions are slow
+    # and its median sank to its slowest healthy ones (two healthy hosts named slow)
+    partner = np.concatenate([f.dst, f.src])
+    who = np.concatenate([f.src, f.dst])
+    vals = np.concatenate([e, e])
+    own2 = own.copy()
+    if n <= LOO_MAX:
+        for h in range(n):
+            others = suspects.copy()
+            others[h] = False
+            pick = (who == h) & ~others[partner]
+            if pick.any():
+                own2[h] = float(np.median(vals[pick]))
+    return own2, c2, s2, scores(own2, c2, s2)
 
 
 def _class_ids(f: _Flat, lab: np.ndarray, g: int) -> np.ndarray:
@@ -910,6 +924,9 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
                 continue
             own, rc, rs, sc = an.node_evidence[h][k]
             mine = [link for link in touching[h] if link in first.values(k)]
+            # without the directions to the other suspect nodes, as its score was taken
+            apart = [link for link in mine if not (set(link) - {h}) & suspects.nodes]
+            mine = apart or mine
             fv = statistics.median([first.values(k)[link] for link in mine])
             # the value at which this node's median would score the threshold
             limit = _value(k, _w(k, fv) - (own - rc) + THRESHOLD * rs)
