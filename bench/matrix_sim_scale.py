@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """`fabench matrix` at scale under SimGrid: a two-level fat tree with one slow host and one bad
-link; does the judge find both, and nothing else?
+link (or a leaf with degraded uplinks, `--bad-leaf`); does the judge find both, and nothing
+else?
 
 The platform is sim/faulty.py's explicit tree (non-blocking, destination-mod-k routing, the
 fabric's link rate and hop latency): host `--slow` has its own link at `--slow-fraction` of the
@@ -11,7 +12,11 @@ isolated retests of the suspects, judged and stored as `fabench matrix` does
 direction needs few samples: 20 ping-pongs and 2 windows of 4 x 1 MiB (`--lat-iterations`,
 `--iterations`). Prints the wall time (platform, both passes, judging; from outside), the
 verdicts, and whether exactly the two faults were found (exit 0) or not (exit 1).
-1024 hosts took about 2.8 h here (docs/matrix.md); 256 hosts is the default.
+1024 hosts took about 2.8 h here (docs/matrix.md); 256 hosts is the default. The leaves are
+declared to the judge as a topology.conf would (`leafL: node-...`).
+
+    python bench/matrix_sim_scale.py --hosts 64 --bad-leaf 1       # 4 leaves, leaf 1 degraded
+    python bench/matrix_sim_scale.py --hosts 512 --bad-leaf 5 --lat-iterations 8 --iterations 1
 """
 
 from __future__ import annotations
@@ -31,22 +36,35 @@ from fabench.sim.smpi import SimSetup
 from fabench.store import Store
 
 
-def expected(hosts: list[str], slow: int, bad: tuple[int, int]) -> set[tuple[str, str, str]]:
-    a, b = hosts[bad[0]], hosts[bad[1]]
-    return {("slow node", hosts[slow], ""), ("bad link", a, b), ("bad link", b, a)}
+def expected(hosts: list[str], slow: int, bad: tuple[int, int] | None,
+             leaf: int | None) -> set[tuple[str, str, str]]:
+    want = {("slow node", hosts[slow], "")} if slow >= 0 else set()
+    if bad is not None:
+        a, b = hosts[bad[0]], hosts[bad[1]]
+        want |= {("bad link", a, b), ("bad link", b, a)}
+    if leaf is not None:
+        want.add(("bad leaf", f"leaf{leaf}", ""))
+    return want
 
 
 def run(args: argparse.Namespace, out: Path) -> int:
     fabric = load_fabric(args.fabric, out)
-    tree = FatTree(args.hosts, args.hosts_per_leaf, ((args.slow, args.slow_fraction),),
-                   (PairFault(args.bad[0], args.bad[1], args.bad_fraction),))
+    tree = FatTree(args.hosts, args.hosts_per_leaf,
+                   ((args.slow, args.slow_fraction),) if args.slow >= 0 else (),
+                   (PairFault(args.bad[0], args.bad[1], args.bad_fraction),) if args.bad else (),
+                   ((args.bad_leaf, args.leaf_fraction),) if args.bad_leaf is not None else ())
     t0 = time.monotonic()
     platform = faulty_fat_tree(fabric, tree)
     setup = SimSetup(fabric=fabric, nodes=args.hosts, hosts_per_leaf=args.hosts_per_leaf,
                      platform=platform)
+    # the switches as a cluster's topology.conf declares them: leaf L holds its k hosts
+    topo = out / "topology.conf"
+    k = args.hosts_per_leaf
+    topo.write_text("".join(f"leaf{leaf}: " + " ".join(platform.hosts[leaf * k:(leaf + 1) * k])
+                            + "\n" for leaf in range(tree.leaves)))
     opts = MatrixOptions(iterations=args.iterations, warmup=1, window=4,
                          lat_iterations=args.lat_iterations, lat_warmup=2, hosts=args.hosts,
-                         timeout_s=args.timeout)
+                         timeout_s=args.timeout, topology=str(topo))
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     outcome = measure_matrix(out / "fabench.sqlite", SimGridScheduler(setup), opts, args.resume)
     wall = time.monotonic() - t0
@@ -64,14 +82,14 @@ def run(args: argparse.Namespace, out: Path) -> int:
     for v in j["verdicts"]:
         print(v["line"])
     found = {(v["kind"], v["src"], v["dst"] or "") for v in j["verdicts"]}
-    want = expected(outcome.hosts, args.slow, tuple(args.bad))
+    want = expected(outcome.hosts, args.slow, tuple(args.bad) if args.bad else None,
+                    args.bad_leaf)
     missed, extra = want - found, found - want
     # a bad link may also be judged asymmetric, which is not a false verdict of another link
-    extra = {x for x in extra if x[0] != "asymmetric link" or
-             {x[1], x[2]} != {outcome.hosts[args.bad[0]], outcome.hosts[args.bad[1]]}}
-    print(f"# slow host found: {('slow node', outcome.hosts[args.slow], '') in found}; "
-          f"bad link found: {not (want - {('slow node', outcome.hosts[args.slow], '')}) - found}"
-          f"; missed {sorted(missed) or 'none'}; other verdicts {sorted(extra) or 'none'}")
+    ends = {outcome.hosts[x] for x in args.bad} if args.bad else set()
+    extra = {x for x in extra if x[0] != "asymmetric link" or {x[1], x[2]} != ends}
+    print(f"# found: {sorted(want & found)}; missed {sorted(missed) or 'none'}; "
+          f"other verdicts {sorted(extra) or 'none'}")
     return 0 if not missed and not extra else 1
 
 
@@ -80,9 +98,13 @@ def main() -> int:
     ap.add_argument("--hosts", type=int, default=256, help="256 (default) or 1024 (~84 min)")
     ap.add_argument("--hosts-per-leaf", type=int, default=16)
     ap.add_argument("--fabric", default="roce-100g")
-    ap.add_argument("--slow", type=int, default=37, help="the slow host (rank)")
+    ap.add_argument("--slow", type=int, default=37, help="the slow host (rank; -1: none)")
     ap.add_argument("--slow-fraction", type=float, default=0.25)
-    ap.add_argument("--bad", type=int, nargs=2, default=(5, 200), metavar=("A", "B"))
+    ap.add_argument("--bad", type=int, nargs=2, metavar=("A", "B"),
+                    help="the bad link (default: 5 200, none with --bad-leaf)")
+    ap.add_argument("--bad-leaf", type=int, metavar="LEAF",
+                    help="a leaf whose uplinks run at --leaf-fraction of the rate")
+    ap.add_argument("--leaf-fraction", type=float, default=0.25)
     ap.add_argument("--bad-fraction", type=float, default=0.25)
     ap.add_argument("--lat-iterations", type=int, default=20)
     ap.add_argument("--iterations", type=int, default=2)
@@ -92,6 +114,8 @@ def main() -> int:
                     help="go on with a matrix in --out that was killed before its verdicts "
                          "(the same other options)")
     args = ap.parse_args()
+    if args.bad is None and args.bad_leaf is None:
+        args.bad = (5, 200)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         return run(args, args.out)

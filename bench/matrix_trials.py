@@ -10,6 +10,15 @@ printed and no other one: a bad link gives `bad link hA -> hB` and `hB -> hA`, a
 `slow node hA`, no fault nothing. Per trial: the fault, the verdicts, the exit status, the
 first-pass suspects and how many the retest cleared, the wall time of the whole matrix.
 
+Issue 28's fault classes (`--classes`, each on every `--sizes` host count, with every
+`--kernels` kernel, `--repeats` times; the hosts a fault lands on drawn from the seed):
+clean, slow-host (hA:rate=200mbit), slow-host+link (and hB>hC:rate=30mbit), two-slow (hA and
+hB at 200mbit), uplink (`--switches 2 --uplink-rate 50mbit`, the switches declared in a
+topology file: `bad uplink s1 <-> s2`), clean-2sw (`--switches 2`, no limit: nothing). The
+table at the end says per class and kernel: faults found, missed, and false verdicts.
+
+    python bench/matrix_trials.py --classes all --sizes 4,6 --kernels mpi,tcp
+
 Prints numbers, never asserts them; exits 0 when every trial ran.
 """
 
@@ -26,6 +35,7 @@ import time
 from pathlib import Path
 
 KINDS = ("none", "bad link", "slow host", "one-way link")
+CLASSES = ("clean", "slow-host", "slow-host+link", "two-slow", "uplink", "clean-2sw")
 
 
 def fabench(*args: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
@@ -49,8 +59,42 @@ def draw(seed: int, hosts: int) -> tuple[str, list[str], set[str], set[str]]:
     return kind, [], set(), set()
 
 
-def trial(seed: int, hosts: int, work: Path, extra: list[str]) -> dict[str, object]:
-    kind, impair, expected, allowed = draw(seed, hosts)
+def planted(cls: str, seed: int, hosts: int) -> tuple[list[str], set[str], set[str]]:
+    """(testbed up words, verdict lines expected, verdict lines also allowed) of a class."""
+    rng = random.Random(seed)
+    a, b, c = (f"h{x}" for x in rng.sample(range(1, hosts + 1), 3))
+    if cls == "slow-host":
+        return ["--impair", f"{a}:rate=200mbit"], {f"slow node {a}"}, set()
+    if cls == "slow-host+link":
+        return ["--impair", f"{a}:rate=200mbit", "--impair", f"{b}>{c}:rate=30mbit"], \
+            {f"slow node {a}", f"bad link {b} -> {c}"}, {f"asymmetric link {b} -> {c}"}
+    if cls == "two-slow":
+        return ["--impair", f"{a}:rate=200mbit", "--impair", f"{b}:rate=200mbit"], \
+            {f"slow node {a}", f"slow node {b}"}, set()
+    if cls == "uplink":
+        return ["--switches", "2", "--uplink-rate", "50mbit"], \
+            {f"bad uplink s1 <-> s2 ({hosts} hosts)"}, set()
+    if cls == "clean-2sw":
+        return ["--switches", "2"], set(), set()
+    if cls == "clean":
+        return [], set(), set()
+    raise SystemExit(f"unknown class {cls!r}: one of {', '.join(CLASSES)}")
+
+
+def trial(seed: int, hosts: int, work: Path, extra: list[str],
+          cls: str | None = None) -> dict[str, object]:
+    if cls is None:
+        kind, impair, expected, allowed = draw(seed, hosts)
+    else:
+        kind = cls
+        impair, expected, allowed = planted(cls, seed, hosts)
+        if "--switches" in impair:
+            # the layout testbed up makes: hosts split evenly, in order
+            topo = work / f"topology-{seed}-{hosts}.txt"
+            half = hosts // 2
+            topo.write_text(f"s1: {' '.join(f'h{i}' for i in range(1, half + 1))}\n"
+                            f"s2: {' '.join(f'h{i}' for i in range(half + 1, hosts + 1))}\n")
+            extra = [*extra, "--topology", str(topo)]
     name = f"mt{os.getpid() % 10000}s{seed}"
     up = fabench("testbed", "up", "--name", name, "--hosts", str(hosts), *impair)
     if up.returncode != 0:
@@ -68,7 +112,9 @@ def trial(seed: int, hosts: int, work: Path, extra: list[str]) -> dict[str, obje
     j = json.loads(proc.stdout)
     got = {v["line"].split(":")[0] for v in j["verdicts"]}
     sus = j["suspects"]
-    return {"seed": seed, "kind": kind, "impair": " ".join(impair[1:]),
+    return {"seed": seed, "kind": kind, "hosts": hosts, "impair": " ".join(impair),
+            "oversubscribed": any(w.startswith("oversubscribed") for w in j["warnings"]),
+            "missed": sorted(expected - got),
             "expected": sorted(expected), "verdicts": sorted(got),
             "found": expected <= got, "false": sorted(got - expected - allowed),
             "false_evidence": [v["line"] for v in j["verdicts"]
@@ -79,15 +125,56 @@ def trial(seed: int, hosts: int, work: Path, extra: list[str]) -> dict[str, obje
             "wall_s": round(wall, 1)}
 
 
+def table(rows: list[dict[str, object]]) -> list[str]:
+    """Per class and kernel: trials, planted faults found / missed, false verdicts."""
+    out = ["| class | hosts | kernel | trials | found | missed | false verdicts | wall s |",
+           "|---|---|---|---|---|---|---|---|"]
+    keys = sorted({(str(r["kind"]), int(r.get("hosts", 0)), str(r.get("kernel", "")))
+                   for r in rows})
+    for kind, hosts, kernel in keys:
+        mine = [r for r in rows if (r["kind"], r.get("hosts", 0), r.get("kernel", "")) ==
+                (kind, hosts, kernel)]
+        ran = [r for r in mine if "error" not in r]
+        found = sum(len(r["expected"]) - len(r["missed"]) for r in ran)  # type: ignore[arg-type]
+        missed = sum(len(r["missed"]) for r in ran)  # type: ignore[arg-type]
+        false = sum(len(r["false"]) for r in ran)  # type: ignore[arg-type]
+        walls = [float(r["wall_s"]) for r in ran]  # type: ignore[arg-type]
+        wall = f"{min(walls):.0f}-{max(walls):.0f}" if walls else "-"
+        out.append(f"| {kind} | {hosts} | {kernel} | {len(ran)}/{len(mine)} | {found} | "
+                   f"{missed} | {false} | {wall} |")
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seed", type=int, default=14, help="first seed (default 14)")
     ap.add_argument("--trials", type=int, default=10)
     ap.add_argument("--hosts", type=int, default=8)
     ap.add_argument("--matrix-args", default="", help="more options for fabench matrix")
+    ap.add_argument("--classes", help=f"fault classes, comma-separated, or all: "
+                    f"{', '.join(CLASSES)} (instead of random faults)")
+    ap.add_argument("--sizes", default="4,6,8", help="host counts for --classes")
+    ap.add_argument("--kernels", default="mpi,tcp", help="matrix kernels for --classes")
+    ap.add_argument("--repeats", type=int, default=1, help="trials per class, size, kernel")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="fb-matrix-trials-") as tmp:
+        if args.classes:
+            classes = CLASSES if args.classes == "all" else args.classes.split(",")
+            seed = args.seed
+            for cls in classes:
+                for hosts in (int(x) for x in args.sizes.split(",")):
+                    for _ in range(args.repeats):
+                        for kernel in args.kernels.split(","):
+                            r = trial(seed, hosts, Path(tmp),
+                                      [*args.matrix_args.split(), "--kernel", kernel], cls)
+                            r["kernel"] = kernel
+                            print(json.dumps(r), flush=True)
+                            rows.append(r)
+                        seed += 1
+            for line in table(rows):
+                print(line)
+            return 0 if all("error" not in r for r in rows) else 1
         for seed in range(args.seed, args.seed + args.trials):
             r = trial(seed, args.hosts, Path(tmp), args.matrix_args.split())
             print(json.dumps(r), flush=True)

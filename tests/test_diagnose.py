@@ -19,6 +19,7 @@ from fabench.diagnose.libchoice import (
     ucx_choice,
 )
 from fabench.diagnose.paths import Capabilities, discover, parse_ucx_devices, sweep_paths
+from fabench.diagnose.session import QUICK_SIZES, Progress, transports_options
 from fabench.mpi.onnode import FLAG
 from fabench.mpi.openmpi import OpenMpi
 from fabench.transport import parse_transport
@@ -137,3 +138,37 @@ def test_run_environment_reaches_remote_ranks() -> None:
         forward_env=["OMPI_MCA_btl_vader_single_copy_mechanism", "UCX_RNDV_THRESH"])
     xs = [launch.argv[i + 1] for i, a in enumerate(launch.argv) if a == "-x"]
     assert {"OMPI_MCA_btl_vader_single_copy_mechanism", "UCX_RNDV_THRESH"} <= set(xs)
+
+
+def test_transports_default_answers_at_a_users_pace_and_exhaustive_sweeps_all() -> None:
+    fast = transports_options(False, placement="intra", rounds=None, sizes=None)
+    assert fast.quick and not fast.thresholds and fast.sizes == QUICK_SIZES
+    assert fast.ab_ranks == (2,) and fast.ab_rounds == 2 and fast.rounds == 1
+    full = transports_options(True, placement="intra", rounds=None, sizes=None)
+    assert not full.quick and full.thresholds and full.sizes is None
+    assert full.ab_ranks == (2, 4) and full.ab_rounds == 3 and full.rounds == 2
+    # what a user names wins either way
+    named = transports_options(False, placement="intra", sizes="8,64K", thresholds=None,
+                               ab_ranks=(2, 4))
+    assert named.sizes == "8,64K" and named.ab_ranks == (2, 4) and named.quick
+
+
+def test_progress_estimates_the_time_left() -> None:
+    said: list[str] = []
+    p = Progress(4, said.append)
+    p.step("one")
+    p.step("two")
+    assert said[0].startswith("[1/4, ") and "s left] one" in said[0]
+    assert said[1].startswith("[2/4, ")
+
+
+def test_cli_default_says_its_plan_and_the_time_left(tmp_path: Path, openmpi: str) -> None:
+    proc = fabench_cli(
+        "diagnose", "transports", "--mpi", "openmpi", "--path", "ucx:posix", "--sizes", "8",
+        "--rounds", "1", "--no-prove", "--out", str(tmp_path), check=False, timeout=600)
+    assert proc.returncode in (0, 3), proc.stderr
+    assert "2 paths x 2 kernels x 1 rounds" in proc.stderr
+    assert "more with --exhaustive" in proc.stderr
+    steps = [ln for ln in proc.stderr.splitlines() if ln.startswith("fabench: [")]
+    assert [ln.split(",")[0] for ln in steps] == [f"fabench: [{k}/4" for k in range(1, 5)]
+    assert all(" s left] " in ln for ln in steps)

@@ -105,3 +105,20 @@ def test_the_sweep_shows_the_window_cutting_reorder_events(tb: str, tmp_path: Pa
     assert pts[0]["reorder_events_per_s"] > 0
     assert pts[w]["reorder_events_per_s"] < 0.5 * pts[0]["reorder_events_per_s"], pts
     fabench_cli("testbed", "down", "sw")
+
+
+def test_bench_udp_reorder_json_carries_loss_and_reordering(tmp_path: Path) -> None:
+    # the figures the terminal's detail table prints (loss, reorder) and `diagnose reorder`
+    # reads (RFC 4737's reordered count and ratio) ride in every JSON summary too
+    out = fabench_cli("bench", "udp.reorder", "--transport", "udp", "--sizes", "1K",
+                      "--iterations", "20", "--json", "--out", str(tmp_path)).stdout
+    recs = [json.loads(line) for line in out.splitlines()]
+    assert {r["metric"] for r in recs} == {"bandwidth", "message_rate"}
+    for r in recs:
+        assert r["datagrams_received"] + r["lost"] == r["datagrams_expected"]
+        assert r["loss_ratio"] == pytest.approx(r["lost"] / r["datagrams_expected"], abs=1e-5)
+        assert r["reordered_rfc4737"] >= 0 and 0 <= r["reordered_ratio"] <= 1
+        assert "reordered" in r and "duplicates" in r
+    table = fabench_cli("bench", "udp.reorder", "--transport", "udp", "--sizes", "1K",
+                        "--iterations", "20", "--out", str(tmp_path)).stdout
+    assert "loss" in table and "reorder" in table

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from ..diagnose.reorder import DEFAULT_SIZE, ReorderOptions, run_reorder
 from ..diagnose.reorder_sweep import WINDOWS, SweepSettings
-from ..diagnose.session import TransportsOptions, run_transports
+from ..diagnose.session import run_transports, transports_options
 from ..errors import FabenchError
 from ..hostnames import check_host
 from . import COMMANDS
@@ -78,19 +78,31 @@ def transports_parser(dsub: argparse._SubParsersAction) -> None:  # type: ignore
     t.add_argument("--path", action="append", metavar="NAME", dest="paths",
                    help="only this path (a name as the table prints it, e.g. ucx:posix,cma); "
                         "repeat for more; the library's own choice is always measured")
-    t.add_argument("--sizes", help="point-to-point sizes, e.g. 1:4M or 8,4K,64K,1M")
+    t.add_argument("--sizes", help="point-to-point sizes, e.g. 1:4M or 8,4K,64K,1M "
+                                   "(default: 8,1K,16K,256K,4M; every power of two with "
+                                   "--exhaustive)")
     t.add_argument("--iterations", type=int, help="timed iterations per size")
-    t.add_argument("--rounds", type=int, default=2,
-                   help="sweeps over all paths, in rotated order (default: 2)")
-    t.add_argument("--quick", action="store_true", help="fewer iterations")
+    t.add_argument("--rounds", type=int, default=None,
+                   help="sweeps over all paths, in rotated order (default: 1; 2 with "
+                        "--exhaustive)")
+    t.add_argument("--exhaustive", action="store_true",
+                   help="the whole sweep: every power-of-two size with the kernels' full "
+                        "iteration counts, UCX with rendezvous / zero copy switched off, the "
+                        "proof at 2 and 4 ranks over 3 rounds (tens of minutes on 2 cores; "
+                        "the default answers in about 5 minutes)")
+    t.add_argument("--quick", action="store_true", help="fewer iterations (the default "
+                                                        "without --exhaustive)")
     t.add_argument("--no-thresholds", action="store_true",
-                   help="do not sweep UCX with rendezvous / zero copy switched off")
+                   help="do not sweep UCX with rendezvous / zero copy switched off (the "
+                        "default without --exhaustive)")
     t.add_argument("--no-prove", action="store_true", help="skip the A/B proof")
-    t.add_argument("--ab-ranks", type=_ranks, default=(2, 4),
-                   help="rank counts of the proof (default: 2,4)")
-    t.add_argument("--ab-rounds", type=int, default=3,
-                   help="interleaved A/B rounds of the proof (default: 3)")
-    t.add_argument("--ab-sizes", help="collective sizes of the proof (default: the kernels')")
+    t.add_argument("--ab-ranks", type=_ranks, default=None,
+                   help="rank counts of the proof (default: 2; 2,4 with --exhaustive)")
+    t.add_argument("--ab-rounds", type=int, default=None,
+                   help="interleaved A/B rounds of the proof (default: 2; 3 with "
+                        "--exhaustive)")
+    t.add_argument("--ab-sizes", help="collective sizes of the proof (default: 8,4K,256K; "
+                                      "the kernels' with --exhaustive)")
     t.add_argument("--ab-iterations", type=int, help="collective iterations per size")
     t.add_argument("--prove-settings", nargs="+", metavar="NAME=VALUE",
                    help="no sweep: prove these MPI/UCX settings (for the first --mpi) "
@@ -105,7 +117,7 @@ def transports_parser(dsub: argparse._SubParsersAction) -> None:  # type: ignore
 
 
 def transports_main(args: argparse.Namespace) -> int:
-    if args.rounds < 1:
+    if args.rounds is not None and args.rounds < 1:
         raise FabenchError("--rounds must be >= 1")
     placement = args.placement or ("intra" if args.on == ["local"] else "inter")
     hosts = [check_host(h.strip(), "--hosts") for h in args.hosts.split(",")] \
@@ -121,12 +133,13 @@ def transports_main(args: argparse.Namespace) -> int:
             if not sep or not name:
                 raise FabenchError(f"--prove-settings {item!r}: NAME=VALUE")
             settings[name] = value
-    opts = TransportsOptions(
-        placement=placement, hosts=hosts,
+    opts = transports_options(
+        args.exhaustive, placement=placement, hosts=hosts,
         mpis=[m.strip() for m in args.mpi.split(",") if m.strip()],
         only=[p.strip() for p in args.paths] if args.paths else None,
-        sizes=args.sizes, iterations=args.iterations, rounds=args.rounds, quick=args.quick,
-        thresholds=not args.no_thresholds, prove=not args.no_prove, ab_ranks=args.ab_ranks,
+        sizes=args.sizes, iterations=args.iterations, rounds=args.rounds,
+        quick=args.quick or None, thresholds=False if args.no_thresholds else None,
+        prove=False if args.no_prove else None, ab_ranks=args.ab_ranks,
         ab_rounds=args.ab_rounds, ab_sizes=args.ab_sizes, ab_iterations=args.ab_iterations,
         tolerance=args.tolerance, timeout_s=args.timeout, prove_settings=settings)
     scheduler = scheduler_from(args.on, args.out, args.oversubscribe)

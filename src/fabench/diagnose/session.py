@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,43 @@ class TransportsOptions:
     # prove these settings (for the first of ``mpis``) instead of sweeping: an alternative
     # the sweep listed, or a recommendation from an earlier run
     prove_settings: dict[str, str] | None = None
+
+
+# Without --exhaustive the diagnosis answers at a user's pace (within about 5 minutes on a
+# 2-core host): one point per protocol regime instead of every power of two (eager short,
+# eager, the medium copy, rendezvous, large), quick iteration counts, no threshold-moved UCX
+# paths, one sweep over the paths, and the proof at 2 ranks over 2 interleaved rounds. The
+# runs are short, so their count sets the time: each costs an MPI start (about 6 s apiece on
+# a loaded 2-core host here, 14 paths x 2 kernels x 2 rounds + 12 of the proof estimated
+# 9 minutes).
+QUICK_SIZES = "8,1K,16K,256K,4M"
+QUICK_AB_SIZES = "8,4K,256K"
+
+
+def transports_options(exhaustive: bool, **given: Any) -> TransportsOptions:
+    """The options a user's words give: what they named, the rest by --exhaustive or not
+    (None: not named)."""
+    named = {k: v for k, v in given.items() if v is not None}
+    if exhaustive:
+        return TransportsOptions(**named)
+    fast: dict[str, Any] = {"quick": True, "thresholds": False, "rounds": 1, "ab_ranks": (2,),
+                            "ab_rounds": 2, "ab_sizes": QUICK_AB_SIZES}
+    fast["sizes"] = QUICK_SIZES
+    return TransportsOptions(**{**fast, **named})
+
+
+class Progress:
+    """`k/N` and an estimate of the time left, from the runs so far."""
+
+    def __init__(self, total: int, say: Callable[[str], None]) -> None:
+        self.total, self.done, self.say = total, 0, say
+        self.t0 = time.monotonic()
+
+    def step(self, what: str) -> None:
+        self.done += 1
+        took = time.monotonic() - self.t0
+        left = took / self.done * (self.total - self.done)
+        self.say(f"[{self.done}/{self.total}, {took:.0f} s, about {left:.0f} s left] {what}")
 
 
 @dataclass
@@ -116,19 +154,26 @@ def run_transports(opts: TransportsOptions, scheduler: Scheduler, store_path: Pa
             raise FabenchError(f"--paths: {', '.join(sorted(unknown))} not among the paths "
                                f"here: {', '.join(p.name for p in paths)}")
         paths = [p for p in paths if p.default or p.name in opts.only]
-    say(f"{len(paths)} paths x 2 kernels x {opts.rounds} rounds on {placed.describe()}")
+    sweep_runs = len(paths) * 2 * opts.rounds
+    proof_runs = opts.ab_rounds * 2 * len(opts.ab_ranks) * 3 if opts.prove else 0
+    say(f"{len(paths)} paths x 2 kernels x {opts.rounds} rounds on {placed.describe()}: "
+        f"{sweep_runs} runs, then {proof_runs} of the proof"
+        + ("" if opts.thresholds else "; more with --exhaustive (every size, full "
+           "iterations, 2 rounds, UCX thresholds moved, the proof at 2 and 4 ranks)"))
+    progress = Progress(sweep_runs + proof_runs, say)
     diag = run_diagnosis(placed, paths, caps, opts.placement, store_path, rounds=opts.rounds,
                          sizes=opts.sizes, iterations=opts.iterations, quick=opts.quick,
-                         timeout_s=opts.timeout_s, say=say)
+                         timeout_s=opts.timeout_s, say=progress.step)
     with Store(store_path) as store:
         recs = recommend(store, diag, opts.tolerance)
-    proof = _prove(recs[0], opts, placed, store_path, say) if opts.prove and recs else None
+    proof = _prove(recs[0], opts, placed, store_path, say, progress.step) \
+        if opts.prove and recs else None
     return TransportsOutcome(diag, recs, proof)
 
 
 def _prove(rec: Recommendation, opts: TransportsOptions, placed: Scheduler, store_path: Path,
-           say: Callable[[str], None]) -> Proof:
+           say: Callable[[str], None], step: Callable[[str], None] | None = None) -> Proof:
     say(f"proving: {' '.join(f'{k}={v}' for k, v in rec.settings.items())}")
     return prove(rec, placed, store_path, ranks=opts.ab_ranks, rounds=opts.ab_rounds,
                  sizes=opts.ab_sizes, iterations=opts.ab_iterations, quick=opts.quick,
-                 tolerance=opts.tolerance, timeout_s=opts.timeout_s, say=say)
+                 tolerance=opts.tolerance, timeout_s=opts.timeout_s, say=step or say)

@@ -1,10 +1,11 @@
 """Advise placement: the K hosts of a stored matrix with the best measured connectivity.
 
-Hosts under a verdict (slow node, unreachable) are left out, and so is either end of a bad
-link when enough hosts remain. One inferred switch group is used where it has K healthy hosts
-(a job inside one leaf does not share an uplink); the hosts are then chosen greedily: first the
-one with the cheapest links to the others, then each time the host whose links to those chosen
-cost least (the link cost of topology.distances: relative latency and bandwidth, both ways).
+Hosts under a verdict (slow node, unreachable) are left out, and so are either end of a bad
+link and the hosts behind a bad leaf or uplink when enough hosts remain. One inferred switch
+group is used where it has K healthy hosts (a job inside one leaf does not share an uplink);
+the hosts are then chosen greedily: first the one with the cheapest links to the others, then
+each time the host whose links to those chosen cost least (the link cost of
+topology.distances: relative latency and bandwidth, both ways).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import FabenchError
-from .judge import Matrix
+from .judge import GROUP_KINDS, Matrix
 from .topology import distances
 
 
@@ -53,7 +54,11 @@ def advise(judgement: dict[str, Any], k: int) -> Advice:
     bad: dict[str, str] = {}
     weak: dict[str, str] = {}
     for v in judgement.get("verdicts", []):
-        if v["dst"] is None:
+        if v["kind"] in GROUP_KINDS:
+            # a bad leaf's or uplink's hosts work; avoid them when enough others remain
+            for h in v.get("hosts", []):
+                weak.setdefault(h, v["line"])
+        elif v["dst"] is None:
             bad[v["src"]] = v["line"]
         else:
             weak.setdefault(v["src"], v["line"])

@@ -15,7 +15,7 @@ def summary_lines(j: dict[str, Any], where: str) -> list[str]:
         lines.append(f"# pass {p['mode']}: {p['directions']} directions{took} "
                      f"(run {p['run_id']}, {p['status']})")
     sus = j.get("suspects", {})
-    nsus = len(sus.get("links", [])) + len(sus.get("nodes", []))
+    nsus = len(sus.get("links", [])) + len(sus.get("nodes", [])) + len(sus.get("groups", []))
     if nsus:
         lines.append(f"# suspects: {nsus}, cleared by the retest: {len(j.get('cleared', []))}")
     topo = j.get("topology", {})

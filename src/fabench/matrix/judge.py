@@ -1,4 +1,5 @@
-"""Judge an all-pairs matrix: a robust score per link and per node, suspects, verdicts.
+"""Judge an all-pairs matrix: a robust score per link, node, leaf switch and uplink; suspects;
+verdicts.
 
 The score is Iglewicz and Hoaglin's modified z-score (B. Iglewicz and D. C. Hoaglin, "How to
 Detect and Handle Outliers", ASQC Quality Press, 1993): M = 0.6745 (x - median) / MAD, with
@@ -12,11 +13,41 @@ far from the median as one at twice the latency, and the spread is relative. Whe
 (more than half the links identical, as in a simulator) the same authors' fallback divides by
 1.253314 x the mean absolute deviation instead.
 
+A fault that is correlated owns a large share of the links: a slow host owns 2(N-1) of the
+N(N-1) directions (a third at 6 hosts), a leaf switch with a bad uplink all of its hosts'
+directions to the rest. Scored against all links, such a fault moves the median and MAD toward
+itself and hides. So each level is scored against a reference that leaves the suspect out
+(the leave-one-out, or jackknife, reference of robust statistics: F. R. Hampel, E. M. Ronchetti,
+P. J. Rousseeuw, W. A. Stahel, "Robust Statistics: The Approach Based on Influence Functions",
+Wiley 1986, ch. 1; P. J. Rousseeuw and A. M. Leroy, "Robust Regression and Outlier Detection",
+Wiley 1987, on masking by clustered outliers), top down:
+
+- leaf (switch group, declared or inferred, three groups or more): the median of the group's
+  links to the other groups against the links between the other groups; a bad leaf is one
+  whose every group pair scores above the threshold (all its hosts slow to the rest);
+- uplink (one group pair): its median against the other group pairs (with two groups, its
+  bandwidth against the links inside the groups: a non-blocking tree's cross links carry what
+  its leaf links carry; latency across has more hops by design, so it is not judged there);
+- node: the median of a host's directions, each taken relative to its switch-pair class (same
+  leaf, leaf to leaf), against the directions that touch neither it nor another host that
+  scored above 1 in a first sweep (leave-one-node-out, then leave the other suspects out: two
+  slow hosts do not hide each other);
+- link: each direction against its switch-pair class, classes and spread taken without the
+  links of slow nodes.
+
+Each fault is named once, at the highest level that explains it: the hosts of a bad leaf are
+not slow nodes, the links of a bad uplink are not bad links, the links of a slow node not
+bad links. Above LOO_MAX hosts a node owns under 0.8 % of the directions and leaving it out
+moves the median by under 0.01 sigma: the reference there is all directions but those of the
+first sweep's suspects, one sweep instead of one per host.
+
 Suspects (a link or node scoring above the threshold) are measured again, one pair at a time
 (the retest, as ClusterKit retests), beside a few reference links that scored near the median:
 the references give the retest's own centre (isolated runs are faster than concurrent ones),
-the first pass keeps the spread. A suspect becomes a verdict only when the retest scores above
-the threshold too; each verdict carries both values, the threshold and both scores.
+the first pass keeps the spread and the class offsets. A suspect becomes a verdict only when
+the retest scores above the threshold too; each verdict carries both values, the threshold and
+both scores. A leaf or uplink is retested on a sample: a few of its directions against a few
+of its reference's, isolated.
 
 Ping-pong latency is one round trip over both directions, so asymmetry is judged on bandwidth.
 """
@@ -25,17 +56,42 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+import numpy as np
 
 from ..records import PairRecord
 
 THRESHOLD = 3.5  # Iglewicz & Hoaglin (1993): |modified z| > 3.5 is a potential outlier
 _K = 0.6745  # Phi^-1(0.75): MAD / 0.6745 estimates sigma for normal data
 _MEANAD = 1.253314  # sqrt(pi / 2): MeanAD x 1.2533 estimates sigma for normal data
+LOO_MAX = 256  # hosts up to which every node gets a reference without it
+# A node whose first-pass score passes half the threshold is retested (a screen, as in
+# two-stage testing: the retest alone, isolated and twice, must then score above THRESHOLD).
+# A concurrent pass of ranks that outnumber the cores spreads healthy directions over a factor
+# of 6 (52-346 MB/s on an 8-host testbed here), so a slow host's first-pass score there can
+# fall under 3.5 (4.4 and below 3.5 in two runs of the same fault) while its isolated retest
+# stands out; the retest is only paid where a node looks off.
+NODE_SCREEN = THRESHOLD / 2
+# First-sweep node score above which a host is left out of the other hosts' references in
+# the second sweep (a healthy host scores about 0 +- 1; leaving a few out only thins a
+# reference, never below 3 hosts).
+LEAVE_OUT = 1.0
+# A node's reference is the directions among the other hosts: 3 hosts give 6, the fewest on
+# which a median and MAD mean anything; below 4 hosts only links are judged.
+MIN_NODE_HOSTS = 4
+# Nothing is named for a difference within 5 %, however tight the spread: the band within
+# which fabench calls two medians equal (compare's default tolerance; docs/statistics.md:
+# run-to-run differences reach 5 % on a loaded host). Without it a simulator, whose spread is
+# near 0, named the extra hop across a healthy spine, and a 4-host testbed whose ping-pongs
+# all took 9.7-10.1 us named a host 1.5 % slower (score 6.3). A score is capped at THRESHOLD
+# where the difference is that small.
+FLOOR = math.log(1.05)
 REFERENCES = 6  # reference links measured beside the suspects in the retest
 METRICS = ("latency", "bandwidth")
+GROUP_KINDS = ("bad leaf", "bad uplink")  # verdicts on a switch group or a pair of them
 # Which way is worse: latency up, bandwidth down.
 _WORSE_UP = {"latency": True, "bandwidth": False, "asymmetry": True}
 _UNITS = {"latency": "us", "bandwidth": "MB/s", "asymmetry": "x"}
@@ -103,20 +159,24 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Verdict:
-    kind: str  # bad link, asymmetric link, slow node, unreachable
+    kind: str  # bad link, asymmetric link, slow node, bad leaf, bad uplink, unreachable
     src: str
     dst: str | None = None
     evidence: tuple[Evidence, ...] = ()
+    hosts: tuple[str, ...] = ()  # the hosts a node, leaf or uplink verdict covers
 
     @property
     def line(self) -> str:
-        where = f"{self.src} -> {self.dst}" if self.dst else self.src
+        arrow = "<->" if self.kind == "bad uplink" else "->"
+        where = f"{self.src} {arrow} {self.dst}" if self.dst else self.src
+        if self.kind in GROUP_KINDS:
+            where += f" ({len(self.hosts)} hosts)"
         why = "; ".join(e.text() for e in self.evidence)
         return f"{self.kind} {where}" + (f": {why}" if why else "")
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "src": self.src, "dst": self.dst, "line": self.line,
-                "evidence": [asdict(e) for e in self.evidence]}
+                "hosts": list(self.hosts), "evidence": [asdict(e) for e in self.evidence]}
 
 
 @dataclass
@@ -147,50 +207,498 @@ class Matrix:
 
 
 @dataclass(frozen=True)
-class Scales:
-    by_metric: Mapping[str, Scale]
+class Groups:
+    """Switch groups as the judge sees them: hosts per group and a name for each."""
+
+    members: tuple[tuple[str, ...], ...]
+    names: tuple[str, ...]
 
     @classmethod
-    def of(cls, m: Matrix) -> Scales:
-        sc = {k: Scale.of(m.values(k).values()) for k in METRICS}
-        # asymmetry is a ratio around 1: its centre stays at log 1 = 0
-        asym = list(m.asymmetry().values())
-        logs = [abs(math.log(a)) for a in asym if a > 0]
-        if logs:
-            mad = statistics.median(logs)
-            sc["asymmetry"] = Scale(0.0, mad / _K if mad > 0 else
-                                    _MEANAD * statistics.fmean(logs))
-        else:
-            sc["asymmetry"] = Scale(0.0, 0.0)
-        return cls(sc)
+    def of(cls, groups: Sequence[Sequence[str]],
+           declared: Mapping[str, Sequence[str]] | None = None,
+           hosts: Sequence[str] | None = None) -> Groups:
+        """A group is named after the declared switch holding all its hosts, else after its
+        runs of hosts (in the order given): `h1..h8+h13..h16`."""
+        order = {h: k for k, h in enumerate(h for g in groups for h in g)}
+        if hosts is not None:
+            order = {h: k for k, h in enumerate(hosts)}
+        names = []
+        for g in groups:
+            sw = [s for s, hs in (declared or {}).items() if set(g) <= set(hs)]
+            names.append(sw[0] if sw else _runs(list(g), order))
+        return cls(tuple(tuple(g) for g in groups), tuple(names))
 
-    def score(self, metric: str, value: float) -> float:
-        return self.by_metric[metric].score(value, _WORSE_UP[metric])
+    @classmethod
+    def declared(cls, hosts: Sequence[str], switches: Mapping[str, Sequence[str]]) -> Groups:
+        """The declared switches, hosts in rank order; hosts no switch names stay apart."""
+        members = [[h for h in hosts if h in set(hs)] for hs in switches.values()]
+        names = [s for s, m in zip(switches, members, strict=True) if m]
+        members = [m for m in members if m]
+        rest = [h for h in hosts if not any(h in m for m in members)]
+        if rest and members:
+            members.append(rest)
+            names.append("undeclared")
+        return cls(tuple(tuple(m) for m in members), tuple(names))
 
-    def limit(self, metric: str) -> float:
-        return self.by_metric[metric].limit(_WORSE_UP[metric])
+    def labels(self, hosts: Sequence[str]) -> np.ndarray:
+        where = {h: g for g, hs in enumerate(self.members) for h in hs}
+        return np.array([where.get(h, 0) for h in hosts], dtype=np.int64)
 
 
-def link_scores(m: Matrix, scales: Scales) -> dict[Link, dict[str, float]]:
-    out: dict[Link, dict[str, float]] = {}
-    asym = m.asymmetry()
-    for link in sorted(set(m.latency) | set(m.bandwidth)):
-        s = {k: scales.score(k, m.values(k).get(link, math.nan)) for k in METRICS}
-        if link in asym:
-            s["asymmetry"] = scales.score("asymmetry", asym[link])
-        out[link] = s
+def _runs(group: list[str], order: Mapping[str, int]) -> str:
+    """Hosts consecutive in the matrix's order as `first..last`, runs joined by `+`."""
+    hs = sorted(group, key=lambda h: order.get(h, 0))
+    parts, start = [], 0
+    for k in range(1, len(hs) + 1):
+        if k == len(hs) or order.get(hs[k], -9) != order.get(hs[k - 1], -9) + 1:
+            run = hs[start:k]
+            parts.append(run[0] if len(run) == 1 else f"{run[0]}..{run[-1]}")
+            start = k
+    return "+".join(parts)
+
+
+@dataclass(frozen=True)
+class _Flat:
+    """One metric's measured directions as arrays, in worse-up log units (log latency,
+    -log bandwidth): a million directions at 1024 hosts."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    w: np.ndarray
+
+    @classmethod
+    def of(cls, values: Mapping[Link, float], worse_up: bool) -> _Flat:
+        k = len(values)
+        ends = np.fromiter((e for link in values for e in link), dtype=np.int64,
+                           count=2 * k).reshape(k, 2)
+        v = np.fromiter(values.values(), dtype=float, count=k)
+        ok = (v > 0) & np.isfinite(v)
+        w = np.log(v[ok]) if ok.any() else np.zeros(0)
+        return cls(ends[ok, 0], ends[ok, 1], w if worse_up else -w)
+
+
+def _capped(score: float, d: float) -> float:
+    """The score, at most THRESHOLD where the difference d (log units) is within FLOOR."""
+    return min(score, THRESHOLD) if d <= FLOOR else score
+
+
+def _robust(x: np.ndarray) -> tuple[float, float]:
+    """Median and spread (MAD / 0.6745, or 1.2533 MeanAD where MAD is 0)."""
+    if x.size == 0:
+        return 0.0, 0.0
+    med = float(np.median(x))
+    dev = np.abs(x - med)
+    mad = float(np.median(dev))
+    return med, (mad / _K if mad > 0 else _MEANAD * float(dev.mean()))
+
+
+def _z(d: float, spread: float) -> float:
+    if spread == 0:
+        return 0.0 if d == 0 else math.copysign(math.inf, d)
+    return d / spread
+
+
+def _value(metric: str, w: float) -> float:
+    """A worse-up log value back in the metric's unit."""
+    return math.exp(w if _WORSE_UP[metric] else -w)
+
+
+@dataclass(frozen=True)
+class Scales:
+    """Per metric: the centre of all links, the pooled spread of links around their
+    switch-pair class, and each class's centre (worse-up log units)."""
+
+    by_metric: Mapping[str, Scale]
+    classes: Mapping[str, Mapping[int, float]] = field(default_factory=dict)
+    labels: tuple[int, ...] = ()
+    ngroups: int = 1
+
+    def cls(self, link: Link) -> int:
+        """Inside a leaf (0) or across leaves (1)."""
+        if not self.labels:
+            return 0
+        return int(self.labels[link[0]] != self.labels[link[1]])
+
+    def centre(self, metric: str, link: Link) -> float:
+        """The link's class centre, worse-up."""
+        c = self.classes.get(metric, {}).get(self.cls(link))
+        if c is not None:
+            return c
+        sc = self.by_metric[metric]
+        return sc.centre if _WORSE_UP[metric] else -sc.centre
+
+    def spread(self, metric: str) -> float:
+        return self.by_metric[metric].spread
+
+    def score(self, metric: str, value: float, link: Link | None = None) -> float:
+        if link is None or metric == "asymmetry":
+            return self.by_metric[metric].score(value, _WORSE_UP[metric])
+        if not (value > 0 and math.isfinite(value)):
+            return math.inf
+        w = math.log(value) if _WORSE_UP[metric] else -math.log(value)
+        return _z(w - self.centre(metric, link), self.spread(metric))
+
+    def limit(self, metric: str, link: Link | None = None) -> float:
+        if link is None or metric == "asymmetry":
+            return self.by_metric[metric].limit(_WORSE_UP[metric])
+        return _value(metric, self.centre(metric, link) + THRESHOLD * self.spread(metric))
+
+
+@dataclass(frozen=True)
+class GroupFinding:
+    kind: str  # bad leaf, bad uplink
+    groups: tuple[int, ...]
+    evidence: tuple[Evidence, ...]
+    spreads: tuple[tuple[str, float], ...] = ()  # per metric, the reference's spread
+    # what the retest measures again: a few of its directions and of its reference's
+    sample: tuple[Link, ...] = ()
+    reference: tuple[Link, ...] = ()
+
+    def same(self, other: GroupFinding) -> bool:
+        return (self.kind, self.groups) == (other.kind, other.groups)
+
+
+@dataclass
+class Analysis:
+    """One sweep of a first pass: scores at every level."""
+
+    scales: Scales
+    scores: dict[Link, dict[str, float]]
+    nodes: list[dict[str, float]]
+    node_evidence: dict[int, dict[str, tuple[float, float, float, float]]]
+    findings: list[GroupFinding]
+    groups: Groups | None
+
+    @property
+    def slow(self) -> frozenset[int]:
+        return frozenset(h for h, s in enumerate(self.nodes) if max(s.values()) > THRESHOLD)
+
+    def group_hosts(self, hosts: Sequence[str]) -> set[int]:
+        """Hosts behind a bad leaf: named by the leaf, not one by one."""
+        if self.groups is None:
+            return set()
+        lab = self.groups.labels(hosts)
+        bad = {g for f in self.findings if f.kind == "bad leaf" for g in f.groups}
+        return {h for h in range(len(hosts)) if int(lab[h]) in bad}
+
+    def explained(self, hosts: Sequence[str], link: Link) -> bool:
+        """A link inside a group verdict's pairs (a bad leaf's or a bad uplink's)."""
+        if self.groups is None or not self.findings:
+            return False
+        lab = self.groups.labels(hosts)
+        a, b = int(lab[link[0]]), int(lab[link[1]])
+        for f in self.findings:
+            if f.kind == "bad leaf" and a != b and f.groups[0] in (a, b):
+                return True
+            if f.kind == "bad uplink" and {a, b} == set(f.groups):
+                return True
+        return False
+
+
+def _by_node(n: int, f: _Flat, e: np.ndarray) -> list[np.ndarray]:
+    """Each host's values over its row and column, in one sort."""
+    who = np.concatenate([f.src, f.dst])
+    vals = np.concatenate([e, e])
+    order = np.argsort(who, kind="stable")
+    counts = np.bincount(who, minlength=n)
+    return np.split(vals[order], np.cumsum(counts)[:-1])
+
+
+def _node_scores(n: int, f: _Flat, e: np.ndarray) -> tuple[np.ndarray, np.ndarray,
+                                                            np.ndarray, np.ndarray]:
+    """Per host: its median (relative to class), the reference centre and spread, the score."""
+    mine = _by_node(n, f, e)
+    own = np.array([float(np.median(x)) if x.size else math.nan for x in mine])
+    if n < MIN_NODE_HOSTS:  # no reference left once a host is left out: links only
+        zero = np.zeros(n)
+        return own, zero, zero, zero
+
+    def sweep(out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ref_c, ref_s = np.zeros(n), np.zeros(n)
+        if n > LOO_MAX:
+            keep = ~(out[f.src] | out[f.dst])
+            c, s = _robust(e[keep] if keep.sum() >= 2 else e)
+            ref_c[:], ref_s[:] = c, s
+            return ref_c, ref_s
+        for h in range(n):
+            gone = out.copy()
+            gone[h] = True
+            if n - gone.sum() < 3:  # too few hosts left: leave only this one out
+                gone[:] = False
+                gone[h] = True
+            keep = ~(gone[f.src] | gone[f.dst])
+            ref_c[h], ref_s[h] = _robust(e[keep])
+        return ref_c, ref_s
+
+    def scores(own: np.ndarray, ref_c: np.ndarray, ref_s: np.ndarray) -> np.ndarray:
+        return np.array([_capped(_z(own[h] - ref_c[h], ref_s[h]), own[h] - ref_c[h])
+                         if math.isfinite(own[h]) else 0.0 for h in range(n)])
+
+    none = np.zeros(n, dtype=bool)
+    c1, s1 = sweep(none)
+    first = scores(own, c1, s1)
+    # every host that looks worse than the rest by more than one unit of spread: two slow
+    # hosts of 6 own 60 % of the directions, and on a loaded testbed the healthy ones spread
+    # over a factor of 4 besides, so each scored 1.5 with the other in its reference
+    suspects = first > LEAVE_OUT
+    if not suspects.any():
+        return own, c1, s1, first
+    c2, s2 = sweep(suspects)
+    # a host's own median without its directions to the other suspects, as its reference is
+    # without them: beside two slow hosts of 6, 4 of a healthy host's 10 directions are slow
+    # and its median sank to its slowest healthy ones (two healthy hosts named slow)
+    partner = np.concatenate([f.dst, f.src])
+    who = np.concatenate([f.src, f.dst])
+    vals = np.concatenate([e, e])
+    own2 = own.copy()
+    if n <= LOO_MAX:
+        for h in range(n):
+            others = suspects.copy()
+            others[h] = False
+            pick = (who == h) & ~others[partner]
+            if pick.any():
+                own2[h] = float(np.median(vals[pick]))
+    return own2, c2, s2, scores(own2, c2, s2)
+
+
+def _class_ids(f: _Flat, lab: np.ndarray, g: int) -> np.ndarray:
+    a, b = lab[f.src], lab[f.dst]
+    return np.minimum(a, b) * g + np.maximum(a, b)
+
+
+def _class_centres(cid: np.ndarray, w: np.ndarray, keep: np.ndarray | None = None
+                   ) -> dict[int, float]:
+    out: dict[int, float] = {}
+    if keep is not None and keep.any():
+        cid, w = cid[keep], w[keep]
+    order = np.argsort(cid, kind="stable")
+    cs, ws = cid[order], w[order]
+    starts = np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]]) if cs.size else np.zeros(0, int)
+    for k, st in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else cs.size
+        out[int(cs[st])] = float(np.median(ws[st:end]))
     return out
 
 
-def node_scores(n: int, scores: Mapping[Link, Mapping[str, float]]) -> list[dict[str, float]]:
-    """Per rank and metric, the median score of its row and column (its links both ways)."""
-    # one sweep over the links, not one per host: at 1024 hosts there are a million of them
-    mine: list[dict[str, list[float]]] = [{k: [] for k in METRICS} for _ in range(n)]
-    for (i, j), s in scores.items():
+def _group_findings(metric: str, f: _Flat, lab: np.ndarray, g: int) -> list[GroupFinding]:
+    """Bad leaves and bad uplinks on one metric."""
+    la, lb = lab[f.src], lab[f.dst]
+    cross = la != lb
+    cid = _class_ids(f, lab, g)
+    out: list[GroupFinding] = []
+
+    spread: dict[int, float] = {}
+
+    def ev(x: np.ndarray, ref: np.ndarray) -> Evidence | None:
+        if not x.size or ref.size < 2:
+            return None
+        c, s = _robust(ref)
+        spread[id(ref)] = s
+        med = float(np.median(x))
+        return Evidence(metric, _value(metric, med), _value(metric, c + THRESHOLD * s),
+                        _z(med - c, s))
+
+    def found(kind: str, groups: tuple[int, ...], e: Evidence, ref: np.ndarray) -> None:
+        c, _ = _robust(ref)
+        if _w(metric, e.first) - c <= FLOOR:
+            return
+        out.append(GroupFinding(kind, groups, (e,), ((metric, spread[id(ref)]),)))
+
+    if g == 2:
+        if metric != "bandwidth":
+            return []
+        inside = f.w[~cross]
+        e = ev(f.w[cross], inside)
+        if e is not None and e.score > THRESHOLD:
+            found("bad uplink", (0, 1), e, inside)
+        return out
+    bad_leaves = set()
+    for k in range(g):
+        touch = cross & ((la == k) | (lb == k))
+        ref = f.w[cross & ~touch]
+        pairs = [evidence for o in range(g) if o != k
+                 if (evidence := ev(f.w[cid == min(k, o) * g + max(k, o)], ref))]
+        if pairs and all(p.score > THRESHOLD for p in pairs):
+            whole = ev(f.w[touch], ref)
+            assert whole is not None
+            worst = min(p.score for p in pairs)
+            found("bad leaf", (k,), Evidence(metric, whole.first, whole.threshold, worst), ref)
+            bad_leaves.add(k)
+    near_bad = np.isin(la, list(bad_leaves)) | np.isin(lb, list(bad_leaves))
+    for a in range(g):
+        for b in range(a + 1, g):
+            if a in bad_leaves or b in bad_leaves:
+                continue
+            mine = cid == a * g + b
+            ref = f.w[cross & ~mine & ~near_bad]
+            e = ev(f.w[mine], ref)
+            if e is not None and e.score > THRESHOLD:
+                found("bad uplink", (a, b), e, ref)
+    return out
+
+
+RETEST_PAIRS = 4  # host pairs (both directions) a leaf or uplink verdict is retested on
+
+
+
+def _pairs(xs: list[int], ys: list[int], limit: int = RETEST_PAIRS) -> list[Link]:
+    """Up to `limit` host pairs from xs to ys, spread over both lists, both directions."""
+    out: list[Link] = []
+    for k in range(max(len(xs), len(ys))):
+        if len(out) >= 2 * limit:
+            break
+        a, b = xs[k % len(xs)], ys[(k * 7 + 3) % len(ys)] if len(ys) > 1 else ys[0]
+        if a != b and (a, b) not in out:
+            out += [(a, b), (b, a)]
+    return out
+
+
+def _retest_sets(fd: GroupFinding, lab: np.ndarray, g: int, bad_leaves: set[int]
+                 ) -> tuple[tuple[Link, ...], tuple[Link, ...]]:
+    """A few directions of a leaf or uplink verdict and of its reference, to retest."""
+    hosts = {k: [int(h) for h in np.flatnonzero(lab == k)] for k in range(g)}
+    others = [k for k in range(g) if k not in fd.groups and k not in bad_leaves]
+    if fd.kind == "bad leaf":
+        (k,) = fd.groups
+        rest = [h for o in range(g) if o != k for h in hosts[o]]
+        sample = _pairs(hosts[k], rest)
+        ref = _pairs(hosts[others[0]], [h for o in others[1:] for h in hosts[o]]) \
+            if len(others) >= 2 else []
+    else:
+        a, b = fd.groups
+        sample = _pairs(hosts[a], hosts[b])
+        if g == 2:  # inside the groups
+            ref = [link for k in (a, b) if len(hosts[k]) > 1
+                   for link in _pairs(hosts[k][: len(hosts[k]) // 2 or 1],
+                                      hosts[k][len(hosts[k]) // 2 or 1:], RETEST_PAIRS // 2)]
+        else:
+            pool = [k for k in range(g) if k not in bad_leaves]
+            pairs = [(x, y) for x in pool for y in pool if x < y and (x, y) != (a, b)]
+            ref = [link for x, y in pairs[:RETEST_PAIRS]
+                   for link in _pairs(hosts[x], hosts[y], 1)]
+    return tuple(sample), tuple(ref)
+
+
+def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
+    """Scores at every level the data supports, in one sweep per level."""
+    n = len(m.hosts)
+    if groups is not None and len(groups.members) < 2:
+        groups = None
+    lab = groups.labels(m.hosts) if groups is not None else np.zeros(n, dtype=np.int64)
+    g = len(groups.members) if groups is not None else 1
+    flats = {k: _Flat.of(m.values(k), _WORSE_UP[k]) for k in METRICS}
+    findings: list[GroupFinding] = []
+    if groups is not None:
         for k in METRICS:
-            mine[i][k].append(s[k])
-            mine[j][k].append(s[k])
-    return [{k: statistics.median(v[k]) if v[k] else 0.0 for k in METRICS} for v in mine]
+            findings += _group_findings(k, flats[k], lab, g)
+    # merge a group's findings over both metrics: one verdict each
+    merged: dict[tuple[str, tuple[int, ...]], list[GroupFinding]] = {}
+    for fd in findings:
+        merged.setdefault((fd.kind, fd.groups), []).append(fd)
+    bad_leaves = {gs[0] for kind, gs in merged if kind == "bad leaf"}
+    findings = []
+    for (kind, gs), fds in merged.items():
+        if kind == "bad uplink" and set(gs) & bad_leaves:
+            continue  # named by the leaf
+        one = GroupFinding(kind, gs, tuple(e for fd in fds for e in fd.evidence),
+                           tuple(x for fd in fds for x in fd.spreads))
+        sample, ref = _retest_sets(one, lab, g, bad_leaves)
+        findings.append(GroupFinding(kind, gs, one.evidence, one.spreads, sample, ref))
+
+    node_sc: list[dict[str, float]] = [{k: 0.0 for k in METRICS} for _ in range(n)]
+    node_ev: dict[int, dict[str, tuple[float, float, float, float]]] = {}
+    by_metric: dict[str, Scale] = {}
+    classes: dict[str, dict[int, float]] = {}
+    link_w: dict[str, np.ndarray] = {}
+    cids: dict[str, np.ndarray] = {}
+    for k in METRICS:
+        f = flats[k]
+        # the switch-pair class of a direction: inside a leaf (0) or across leaves (1); two
+        # classes, not one per leaf pair, so that a leaf of 2 hosts (2 directions) does not
+        # make a class whose centre its own fault drags
+        cid = (lab[f.src] != lab[f.dst]).astype(np.int64)
+        centres = _class_centres(cid, f.w)
+        e = f.w - np.array([centres[int(c)] for c in cid]) if cid.size else f.w
+        own, rc, rs, sc = _node_scores(n, f, e) if f.w.size else \
+            (np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n))
+        for h in range(n):
+            node_sc[h][k] = float(sc[h])
+            node_ev.setdefault(h, {})[k] = (float(own[h]), float(rc[h]), float(rs[h]),
+                                            float(sc[h]))
+        cids[k] = cid
+    slow = np.array([max(s.values()) > THRESHOLD for s in node_sc], dtype=bool)
+    scores_w: dict[str, np.ndarray] = {}
+    for k in METRICS:
+        f, cid = flats[k], cids[k]
+        keep = ~(slow[f.src] | slow[f.dst]) if f.w.size else np.zeros(0, dtype=bool)
+        # nor the directions a leaf or uplink verdict explains: they would drag the centre of
+        # the across class (a bad leaf of 4 among 16 hosts owns half of it)
+        for fd in findings:
+            la, lb = lab[f.src], lab[f.dst]
+            if fd.kind == "bad leaf":
+                keep &= ~((la != lb) & ((la == fd.groups[0]) | (lb == fd.groups[0])))
+            else:
+                keep &= ~(((la == fd.groups[0]) & (lb == fd.groups[1])) |
+                          ((la == fd.groups[1]) & (lb == fd.groups[0])))
+        centres = _class_centres(cid, f.w, keep)
+        full = _class_centres(cid, f.w)
+        centre_of = np.array([centres.get(int(c), full[int(c)]) for c in cid]) \
+            if cid.size else np.zeros(0)
+        e = f.w - centre_of
+        _, spread = _robust(e[keep] if keep.any() else e)
+        glob, _ = _robust(f.w[keep] if keep.any() else f.w)
+        by_metric[k] = Scale(glob if _WORSE_UP[k] else -glob, spread)
+        classes[k] = {c: centres.get(c, v) for c, v in full.items()}
+        link_w[k] = e
+        with np.errstate(divide="ignore", invalid="ignore"):
+            raw = e / spread if spread > 0 else np.where(e == 0, 0.0, np.copysign(np.inf, e))
+        scores_w[k] = np.where((e <= FLOOR) & (raw > THRESHOLD), THRESHOLD, raw)
+    # asymmetry, bw(j->i) / bw(i->j) per direction, as one n x n array
+    fb = flats["bandwidth"]
+    bw = np.full((n, n), np.nan)
+    bw[fb.src, fb.dst] = -fb.w  # log bandwidth
+    ratio = bw.T - bw  # log of bw(j->i) / bw(i->j) at [i, j]
+    ok = np.isfinite(ratio)
+    # the spread without the slow nodes' pairs: a rate-limited host is slow both ways, and
+    # its many ratios of 1 (60 % of the pairs with two slow hosts of 6) would shrink it
+    calm = ok & ~(slow[:, None] | slow[None, :])
+    logs = np.abs(ratio[calm if calm.any() else ok])
+    if logs.size:
+        mad = float(np.median(logs))
+        by_metric["asymmetry"] = Scale(0.0, mad / _K if mad > 0 else
+                                       _MEANAD * float(logs.mean()))
+    else:
+        by_metric["asymmetry"] = Scale(0.0, 0.0)
+    scales = Scales(by_metric, classes, tuple(int(x) for x in lab), g)
+    a_spread = by_metric["asymmetry"].spread
+    with np.errstate(divide="ignore", invalid="ignore"):
+        raw_a = (ratio / a_spread if a_spread > 0 else
+                 np.where(ratio == 0, 0.0, np.copysign(np.inf, ratio)))
+        asym = np.where((ratio <= FLOOR) & (raw_a > THRESHOLD), THRESHOLD, raw_a).tolist()
+
+    per = {k: dict(zip(zip(flats[k].src.tolist(), flats[k].dst.tolist(), strict=True),
+                       scores_w[k].tolist(), strict=True)) for k in METRICS}
+    scores: dict[Link, dict[str, float]] = {}
+    lat, bwv = m.latency, m.bandwidth
+    for link in sorted(lat.keys() | bwv.keys()):
+        # a direction measured with a non-positive value scores as missing (worst)
+        s = {"latency": per["latency"].get(link, math.inf if link in lat else math.nan),
+             "bandwidth": per["bandwidth"].get(link, math.inf if link in bwv else math.nan)}
+        x = asym[link[0]][link[1]]
+        if x == x:  # measured both ways
+            s["asymmetry"] = x
+        scores[link] = s
+    return Analysis(scales, scores, node_sc, node_ev, findings, groups)
+
+
+def link_scores(m: Matrix, scales: Scales | None = None,
+                groups: Groups | None = None) -> dict[Link, dict[str, float]]:
+    return analyse(m, groups).scores
+
+
+def node_scores(m: Matrix, groups: Groups | None = None) -> list[dict[str, float]]:
+    """Per rank and metric, the leave-one-node-out score of its row and column."""
+    return analyse(m, groups).nodes
 
 
 @dataclass(frozen=True)
@@ -198,19 +706,23 @@ class Suspects:
     links: frozenset[Link]
     nodes: frozenset[int]
     references: tuple[Link, ...]
+    groups: tuple[GroupFinding, ...] = ()  # bad leaves and uplinks of the first pass
 
     def retest_pairs(self, n: int) -> list[Link]:
-        """Every direction to measure again: suspect links, all links of suspect nodes, and
-        the references."""
+        """Every direction to measure again: suspect links, all links of suspect nodes, a
+        few directions of each suspect leaf or uplink and of its reference, and the
+        references."""
         # both directions of a suspect link: asymmetry is judged on the pair
         want = set(self.links) | {(j, i) for i, j in self.links} | set(self.references)
+        for fd in self.groups:
+            want |= set(fd.sample) | set(fd.reference)
         for h in self.nodes:
             want |= {(h, o) for o in range(n) if o != h} | {(o, h) for o in range(n) if o != h}
         return sorted(want)
 
     @property
     def empty(self) -> bool:
-        return not self.links and not self.nodes
+        return not self.links and not self.nodes and not self.groups
 
 
 def expected_links(n: int, asked: Iterable[Link] | None = None) -> set[Link]:
@@ -218,22 +730,50 @@ def expected_links(n: int, asked: Iterable[Link] | None = None) -> set[Link]:
         {(i, j) for i in range(n) for j in range(n) if i != j}
 
 
-def find_suspects(m: Matrix, scales: Scales | None = None) -> Suspects:
-    scales = scales or Scales.of(m)
-    scores = link_scores(m, scales)
-    n = len(m.hosts)
-    nodes = frozenset(h for h, s in enumerate(node_scores(n, scores))
-                      if max(s.values()) > THRESHOLD)
-    links = frozenset(link for link, s in scores.items()
-                      if max(s.values()) > THRESHOLD and not set(link) & nodes)
-    # References: the links closest to the median on both metrics, neither a suspect (either
-    # direction) nor touching a suspect node. A reference may share a host with a suspect
-    # link: on 4 hosts every link does, and a retest without references has no centre of
-    # its own.
+def find_suspects(m: Matrix, groups: Groups | None = None,
+                  analysis: Analysis | None = None, screen: bool = False) -> Suspects:
+    """What to retest. With `screen` (a retest follows), nodes from NODE_SCREEN on."""
+    an = analysis or analyse(m, groups)
+    scores = an.scores
+    inleaf = an.group_hosts(m.hosts)
+    slow = frozenset(h for h in an.slow if h not in inleaf)
+    nodes = slow | frozenset(h for h, sc in enumerate(an.nodes)
+                             if screen and max(sc.values()) > NODE_SCREEN and h not in inleaf)
+    # the links of a suspect node stay suspects of their own: the retest measures them anyway,
+    # and if it clears the node (concurrent noise made it look slow) a bad link of its stays
+    # to be judged; a node the retest confirms names its links itself
+    keys = list(scores)
+    k = len(keys)
+    ends = np.array(keys, dtype=np.int64).reshape(k, 2)
+    sc = np.array([[v["latency"], v["bandwidth"], v.get("asymmetry", 0.0)]
+                   for v in scores.values()], dtype=float).reshape(k, 3)
+    with np.errstate(invalid="ignore"):
+        worst = np.nanmax(np.where(np.isnan(sc), -np.inf, sc), axis=1) if k else np.zeros(0)
+    node_mask = np.zeros(len(m.hosts) + 1, dtype=bool)
+    node_mask[list(nodes)] = True
+    links = frozenset(keys[x] for x in np.flatnonzero(worst > THRESHOLD).tolist()
+                      if not an.explained(m.hosts, keys[x]))
+    # References: the links closest to their class centre on both metrics, neither a suspect
+    # (either direction) nor touching a suspect node. A reference may share a host with a
+    # suspect link: on 4 hosts every link does, and a retest without references has no
+    # centre of its own.
     shunned = set(links) | {(j, i) for i, j in links}
-    calm = sorted((max(abs(s["latency"]), abs(s["bandwidth"])), link)
-                  for link, s in scores.items() if link not in shunned and not set(link) & nodes)
-    return Suspects(links, nodes, tuple(link for _, link in calm[:REFERENCES]))
+    at_node = node_mask[ends[:, 0]] | node_mask[ends[:, 1]] if k else np.zeros(0, bool)
+    calm = np.maximum(np.abs(sc[:, 0]), np.abs(sc[:, 1])) if k else np.zeros(0)
+    slow_mask = np.zeros(len(m.hosts) + 1, dtype=bool)
+    slow_mask[list(slow)] = True
+    at_slow = slow_mask[ends[:, 0]] | slow_mask[ends[:, 1]] if k else np.zeros(0, bool)
+    refs: list[Link] = []
+    # where the suspect nodes cover nearly every host (half of 6 screened on a loaded
+    # testbed), the references may touch a screened node, never one above the threshold:
+    # without references a retest has no centre and clears everything
+    for eligible in (np.isfinite(calm) & ~at_node, np.isfinite(calm) & ~at_slow):
+        for x in np.flatnonzero(eligible)[np.argsort(calm[eligible], kind="stable")].tolist():
+            if len(refs) == REFERENCES:
+                break
+            if keys[x] not in shunned and keys[x] not in refs:
+                refs.append(keys[x])
+    return Suspects(links, nodes, tuple(refs), tuple(an.findings))
 
 
 @dataclass
@@ -247,6 +787,7 @@ class Judgement:
     suspects: Suspects
     retest: Matrix | None = None
     cleared: list[str] = field(default_factory=list)  # suspects the retest cleared
+    groups: Groups | None = None
 
     @property
     def flagged(self) -> bool:
@@ -258,51 +799,80 @@ class Judgement:
     def _json(self) -> dict[str, Any]:
         def links(d: Mapping[Link, float]) -> list[list[float]]:
             return [[i, j, v] for (i, j), v in sorted(d.items())]
+        flagged_nodes = {h for v in self.verdicts if v.dst is None for h in v.hosts}
         return {
             "hosts": self.hosts, "threshold": THRESHOLD,
-            "method": "modified z-score of log values (Iglewicz & Hoaglin 1993)",
+            "method": METHOD,
             "verdicts": [v.to_json() for v in self.verdicts],
             "latency_us": links(self.first.latency),
             "bandwidth_MBps": links(self.first.bandwidth),
             "retest_latency_us": links(self.retest.latency) if self.retest else [],
             "retest_bandwidth_MBps": links(self.retest.bandwidth) if self.retest else [],
             "scores": [[i, j, s] for (i, j), s in sorted(self.scores.items())],
-            "nodes": [{"host": h, **s} for h, s in zip(self.hosts, self.nodes, strict=True)],
+            "nodes": [{"host": h, **s, "flagged": h in flagged_nodes}
+                      for h, s in zip(self.hosts, self.nodes, strict=True)],
             "scales": {k: asdict(v) for k, v in self.scales.by_metric.items()},
+            "judged_groups": ({"members": [list(g) for g in self.groups.members],
+                               "names": list(self.groups.names)} if self.groups else None),
             "suspects": {"links": sorted(self.suspects.links),
                          "nodes": sorted(self.suspects.nodes),
-                         "references": list(self.suspects.references)},
+                         "references": list(self.suspects.references),
+                         "groups": [[fd.kind, list(fd.groups)] for fd in self.suspects.groups]},
             "cleared": self.cleared,
         }
 
 
-def _evidence(metric: str, first: float, scales: Scales, retest: float | None,
-              rscales: Scales | None) -> Evidence:
-    rs = rscales.score(metric, retest) if (retest is not None and rscales) else None
-    return Evidence(metric, first, scales.limit(metric), scales.score(metric, first), retest, rs)
+METHOD = ("modified z-score of log values (Iglewicz & Hoaglin 1993); nodes against the links "
+          "that do not touch them (leave-one-node-out), links within their switch-pair class, "
+          "leaves and uplinks against the other group pairs")
 
 
-def _retest_scales(scales: Scales, retest: Matrix, refs: tuple[Link, ...]) -> Scales:
-    """The first pass's spread around the retest's own centre (its reference links)."""
-    by = dict(scales.by_metric)
-    for k in METRICS:
-        ref = [retest.values(k)[link] for link in refs if link in retest.values(k)]
-        if ref:
-            by[k] = scales.by_metric[k].recentred(ref)
-    return Scales(by)
+def _retest_centre(scales: Scales, retest: Matrix, refs: tuple[Link, ...], metric: str
+                   ) -> float | None:
+    """The retest's own centre: its references' median, each relative to its class."""
+    vals = retest.values(metric)
+    xs = [_w(metric, vals[link]) - scales.centre(metric, link) for link in refs
+          if link in vals and vals[link] > 0 and math.isfinite(vals[link])]
+    return statistics.median(xs) if xs else None
+
+
+def _group_retest(fd: GroupFinding, retest: Matrix) -> tuple[Evidence, ...]:
+    """A leaf or uplink verdict's evidence with its retest: the median of its retested
+    directions against that of its retested reference, in the first pass's spread; only the
+    metrics whose retest scores above the threshold too."""
+    out = []
+    spread = dict(fd.spreads)
+    for ev in fd.evidence:
+        vals = retest.values(ev.metric)
+        mine = [vals[x] for x in fd.sample if vals.get(x, 0) > 0]
+        ref = [vals[x] for x in fd.reference if vals.get(x, 0) > 0]
+        if not mine or not ref:
+            continue
+        d = statistics.median(_w(ev.metric, v) for v in mine) - \
+            statistics.median(_w(ev.metric, v) for v in ref)
+        score = _z(d, spread.get(ev.metric, 0.0))
+        if score > THRESHOLD and d > FLOOR:
+            out.append(Evidence(ev.metric, ev.first, ev.threshold, ev.score,
+                                statistics.median(mine), score))
+    return tuple(out)
+
+
+def _w(metric: str, v: float) -> float:
+    return math.log(v) if _WORSE_UP[metric] else -math.log(v)
 
 
 def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None = None,
-          asked: Iterable[Link] | None = None) -> Judgement:
+          asked: Iterable[Link] | None = None, groups: Groups | None = None,
+          analysis: Analysis | None = None) -> Judgement:
     """Verdicts from a first pass and (optionally) its retest. Without a retest every suspect
     is a verdict on first-pass evidence alone."""
     n = len(first.hosts)
     name = first.hosts
-    scales = Scales.of(first)
-    scores = link_scores(first, scales)
-    nodes = node_scores(n, scores)
-    suspects = suspects or find_suspects(first, scales)
-    rscales = _retest_scales(scales, retest, suspects.references) if retest else None
+    an = analysis or analyse(first, groups)
+    scales, scores, nodes = an.scales, an.scores, an.nodes
+    suspects = suspects or find_suspects(first, analysis=an)
+    centre = {k: _retest_centre(scales, retest, suspects.references, k) for k in METRICS} \
+        if retest is not None else {}
     verdicts: list[Verdict] = []
     cleared: list[str] = []
 
@@ -311,20 +881,37 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
     missing = expected - set(first.latency)
     dead = _dead(expected, missing)
     for h in sorted(dead):
-        verdicts.append(Verdict("unreachable", name[h]))
+        verdicts.append(Verdict("unreachable", name[h], hosts=(name[h],)))
     for i, j in sorted(missing):
         if i not in dead and j not in dead:
             verdicts.append(Verdict("unreachable", name[i], name[j]))
 
-    def confirmed(metric: str, link: Link) -> tuple[bool, Evidence]:
-        retest_v = retest.values(metric).get(link) if retest else None
-        ev = _evidence(metric, first.values(metric)[link], scales, retest_v, rscales)
-        if retest is None:
-            return True, ev
-        return (ev.retest_score is not None and ev.retest_score > THRESHOLD), ev
+    if an.groups is not None:
+        gn, gm = an.groups.names, an.groups.members
+        for fd in suspects.groups:
+            evs = fd.evidence if retest is None else _group_retest(fd, retest)
+            where = gn[fd.groups[0]] if fd.kind == "bad leaf" else \
+                f"{gn[fd.groups[0]]} <-> {gn[fd.groups[1]]}"
+            if not evs:
+                cleared.append(f"{fd.kind.split()[1]} {where}")
+            elif fd.kind == "bad leaf":
+                verdicts.append(Verdict("bad leaf", gn[fd.groups[0]], None, evs,
+                                        tuple(gm[fd.groups[0]])))
+            else:
+                a, b = fd.groups
+                verdicts.append(Verdict("bad uplink", gn[a], gn[b], evs,
+                                        tuple(gm[a]) + tuple(gm[b])))
 
-    asymmetry = first.asymmetry()
-    rasymmetry = retest.asymmetry() if retest is not None else {}
+    def retested(metric: str, links: Iterable[Link]) -> float | None:
+        """Median of the retest's values relative to class, minus the retest's centre."""
+        if retest is None or centre.get(metric) is None:
+            return None
+        vals = retest.values(metric)
+        xs = [_w(metric, vals[link]) - scales.centre(metric, link) for link in links
+              if link in vals and vals[link] > 0 and math.isfinite(vals[link])]
+        c = centre[metric]
+        return statistics.median(xs) - c if xs and c is not None else None
+
     touching: dict[int, list[Link]] = {h: [] for h in suspects.nodes}
     for link in (first.latency.keys() | first.bandwidth.keys()) if touching else ():
         for h in {link[0], link[1]} & touching.keys():
@@ -333,38 +920,56 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
     for h in sorted(suspects.nodes):
         evs = []
         for k in METRICS:
-            if nodes[h][k] <= THRESHOLD:
+            if nodes[h][k] <= (THRESHOLD if retest is None else NODE_SCREEN):
                 continue
+            own, rc, rs, sc = an.node_evidence[h][k]
             mine = [link for link in touching[h] if link in first.values(k)]
-            rvals = [retest.values(k)[link] for link in mine
-                     if retest and link in retest.values(k)]
+            # without the directions to the other suspect nodes, as its score was taken
+            apart = [link for link in mine if not (set(link) - {h}) & suspects.nodes]
+            mine = apart or mine
             fv = statistics.median([first.values(k)[link] for link in mine])
-            rv = statistics.median(rvals) if rvals else None
-            ev = _evidence(k, fv, scales, rv, rscales)
-            if retest is None or (ev.retest_score is not None and ev.retest_score > THRESHOLD):
+            # the value at which this node's median would score the threshold
+            limit = _value(k, _w(k, fv) - (own - rc) + THRESHOLD * rs)
+            d = retested(k, mine)
+            rv = rs_ = None
+            if d is not None and retest is not None:
+                rvals = [retest.values(k)[link] for link in mine if link in retest.values(k)]
+                rv, rs_ = statistics.median(rvals), _capped(_z(d, rs), d)
+            ev = Evidence(k, fv, limit, sc, rv, rs_)
+            if retest is None or (rs_ is not None and rs_ > THRESHOLD):
                 evs.append(ev)
         if evs:
             slow.add(h)
-            verdicts.append(Verdict("slow node", name[h], None, tuple(evs)))
+            verdicts.append(Verdict("slow node", name[h], None, tuple(evs), (name[h],)))
         else:
             cleared.append(f"node {name[h]}")
 
+    rasymmetry = retest.asymmetry() if retest is not None else {}
     for link in sorted(suspects.links):
         if set(link) & slow:
             continue
         i, j = link
         evs, asym = [], None
         for k in METRICS:
-            if scores[link][k] > THRESHOLD:
-                ok, ev = confirmed(k, link)
-                if ok:
+            if scores[link].get(k, 0.0) > THRESHOLD:
+                fv = first.values(k)[link]
+                ev = Evidence(k, fv, scales.limit(k, link), scores[link][k])
+                if retest is None:
                     evs.append(ev)
+                    continue
+                d = retested(k, [link])
+                if d is not None:
+                    ev = Evidence(k, fv, ev.threshold, ev.score, retest.values(k)[link],
+                                  _capped(_z(d, scales.spread(k)), d))
+                    if ev.retest_score is not None and ev.retest_score > THRESHOLD:
+                        evs.append(ev)
         if scores[link].get("asymmetry", 0.0) > THRESHOLD:
-            ratio = asymmetry[link]
-            rv = rasymmetry.get(link) if rscales is not None else None
+            ratio = first.bandwidth[(j, i)] / first.bandwidth[link]
+            rv = rasymmetry.get(link) if retest is not None else None
             ev = Evidence("asymmetry", ratio, scales.limit("asymmetry"),
                           scales.score("asymmetry", ratio), rv,
-                          scales.score("asymmetry", rv) if rv is not None else None)
+                          _capped(scales.score("asymmetry", rv), math.log(rv))
+                          if rv is not None and rv > 0 else None)
             if retest is None or (ev.retest_score is not None and ev.retest_score > THRESHOLD):
                 asym = ev
         if evs:
@@ -374,7 +979,7 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
         if not evs and asym is None:
             cleared.append(f"link {name[i]} -> {name[j]}")
     return Judgement(list(name), verdicts, first, scales, scores, nodes, suspects, retest,
-                     cleared)
+                     cleared, an.groups)
 
 
 def _dead(expected: set[Link], missing: set[Link]) -> set[int]:

@@ -25,7 +25,18 @@ from ..report.model import load_warning
 from ..runner import execute_run
 from ..schedulers import Scheduler
 from ..store import Store
-from .judge import Judgement, Link, Matrix, Suspects, find_suspects, judge
+from .judge import (
+    GROUP_KINDS,
+    GroupFinding,
+    Groups,
+    Judgement,
+    Link,
+    Matrix,
+    Suspects,
+    analyse,
+    find_suspects,
+    judge,
+)
 from .pairwise import PairPlans, run_tcp_pass
 from .passes import Pass
 from .topology import Topology, infer_topology, read_topology
@@ -255,13 +266,51 @@ class MatrixOutcome:
                 "exit_status": self.exit_status}
 
 
+def oversubscribed(passes: Sequence[Pass], n: int, kernel: str, cores: int,
+                   flagged: Sequence[bool], here: bool) -> str | None:
+    """One line when a pass ran more processes than this machine has cores, and what that does
+    to the verdicts."""
+    over = []
+    for p, flag in zip(passes, flagged, strict=True):
+        # mpi.matrix: every rank of the job exists in every pass, isolated ones too;
+        # tcp: a concurrent round runs a client and a server per pair, an isolated one two
+        procs = n if kernel == "mpi" else (2 * (n // 2) if p.mode == "concurrent" else 2)
+        if flag or (here and procs > cores):
+            over.append(f"{p.role} run {p.run_id} ({procs} processes)")
+    if not over:
+        return None
+    return (f"oversubscribed: {len(over)} of {len(passes)} passes ran more processes than the "
+            f"{cores} cores ({', '.join(over[:4])}{' ...' if len(over) > 4 else ''}): ranks "
+            "that wait their turn share the cores with the pair being measured, so latencies "
+            "carry the scheduler's delays: a latency verdict, or its absence, is weaker than a "
+            "bandwidth one (bandwidth is measured over whole windows); fewer hosts per core, "
+            "or real hosts, give latencies to trust")
+
+
+def judged_groups(hosts: Sequence[str], topo: Topology) -> Groups | None:
+    """The groups the judge scores within: the declared switches where a topology file names
+    them, else the groups the links separate; None with one group."""
+    if topo.declared:
+        g = Groups.declared(hosts, topo.declared)
+    else:
+        g = Groups.of(topo.groups, hosts=hosts)
+    return g if len(g.members) >= 2 else None
+
+
 def survivors(verdict: Judgement, asked: Suspects) -> Suspects:
     """The suspects a retest confirmed, to be retested again (unreachable ones are not)."""
     idx = {h: i for i, h in enumerate(verdict.hosts)}
     links = frozenset((idx[v.src], idx[v.dst]) for v in verdict.verdicts
-                      if v.dst is not None and v.kind != "unreachable")
+                      if v.dst is not None and v.kind in ("bad link", "asymmetric link"))
     nodes = frozenset(idx[v.src] for v in verdict.verdicts if v.kind == "slow node")
-    return Suspects(links, nodes, asked.references)
+    held = {(v.kind, v.hosts) for v in verdict.verdicts if v.kind in GROUP_KINDS}
+    groups = tuple(fd for fd in asked.groups if verdict.groups is not None and
+                   (fd.kind, _hosts_of(verdict.groups, fd)) in held)
+    return Suspects(links, nodes, asked.references, groups)
+
+
+def _hosts_of(groups: Groups, fd: GroupFinding) -> tuple[str, ...]:
+    return tuple(h for k in fd.groups for h in groups.members[k])
 
 
 def _names(n: int, meta_hosts: list[str], pairs: list[PairRecord]) -> list[str]:
@@ -371,9 +420,14 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
             meta = next((p.hosts for p in firsts if len(p.hosts) == n), [])
             hosts = _names(n, meta, measured) + [u.host for u in gone]
             m1 = Matrix.of(hosts, measured)
-            suspects = find_suspects(m1)
+            # groups first: links are scored within their switch-pair class, leaves and
+            # uplinks against the other group pairs
+            topo = infer_topology(m1, opts.groups, declared)
+            groups = judged_groups(hosts, topo)
+            analysis = analyse(m1, groups)
+            suspects = find_suspects(m1, analysis=analysis, screen=opts.retest)
             passes = list(firsts)
-            verdict = judge(m1, None, suspects, asked)
+            verdict = judge(m1, None, suspects, asked, analysis=analysis)
             current, cleared = suspects, []
             for _ in range(RETESTS if opts.retest else 0):
                 if current.empty:
@@ -382,15 +436,19 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
                                      current.retest_pairs(n), cid, "retest")
                 passes += again
                 verdict = judge(m1, Matrix.of(hosts, [r for p in again for r in p.pairs]),
-                                current, asked)
+                                current, asked, analysis=analysis)
                 cleared += verdict.cleared
                 current = survivors(verdict, current)
             verdict.suspects, verdict.cleared = suspects, cleared
-            topo = infer_topology(m1, opts.groups, declared)
             loaded = load_warning([store.run(p.run_id) for p in passes], cpu_count()) \
                 if scheduler.ranks_here else None
+            over = oversubscribed(passes, n, opts.kernel, cpu_count(),
+                                  [store.run(p.run_id).oversubscribed for p in passes],
+                                  scheduler.ranks_here)
+            if over:
+                _say(over)
             out = MatrixOutcome(cid, hosts, verdict, topo, passes, gone,
-                                [loaded] if loaded else [])
+                                [w for w in (over, loaded) if w])
             j = out.to_json()
             # the runs of the earlier attempt stay part of the matrix
             j["passes"] = [*earlier.passes, *j["passes"]]

@@ -7,7 +7,9 @@ link, both directions averaged: log(latency / best latency) + log(best bandwidth
 scipy's hierarchical clustering (average linkage) over that distance gives a tree; a cut into
 k groups is accepted when the groups are real: the closest pair of hosts in different groups is
 an outlier against the distances inside the groups (modified z-score above 3.5, the same rule
-as the link verdicts, judge.py). The largest k that passes is reported; none: one group.
+as the link verdicts, judge.py), and no group's own median distance is one (hosts behind a
+switch are close among themselves; two slow hosts are far from each other as from the rest).
+The largest k that passes is reported; none: one group.
 
 A declared topology is Slurm's topology.conf (`SwitchName=S Nodes=h[1-4],h9`: leaf switches,
 those naming Nodes) or, in a plain file, `SWITCH: HOST HOST ...` per line.
@@ -74,7 +76,16 @@ def _separated(d: np.ndarray, labels: np.ndarray) -> bool:
         return False
     # distances are >= 0 and may be 0: shift by 1 so the log scale of Scale applies
     sc = Scale.of((1.0 + inside).tolist())
-    return sc.score(1.0 + float(across.min()), worse_up=True) > THRESHOLD
+    if sc.score(1.0 + float(across.min()), worse_up=True) <= THRESHOLD:
+        return False
+    # hosts behind one switch are close among themselves: a group whose own distances stand
+    # out (two slow hosts, far from each other as from everyone) is not a switch
+    for g in np.unique(labels):
+        mine = (labels[upper[0]] == g) & (labels[upper[1]] == g)
+        if mine.any() and sc.score(1.0 + float(np.median(d[upper][mine])),
+                                   worse_up=True) > THRESHOLD:
+            return False
+    return True
 
 
 def cluster(m: Matrix, groups: int | None = None) -> list[list[str]]:

@@ -282,17 +282,20 @@ def render_html(report: Report) -> str:
         f"{len(report.runs)} runs in {len(report.series)} series. Medians with bootstrap 95% "
         "confidence intervals; nothing dropped (see docs/statistics.md).</p>",
         "<h2>Warnings</h2>", _warnings(report),
-        "<h2>Summary</h2>", _summary_table(report),
+        # a section with nothing to show is left out, not printed empty (a matrix report
+        # has no point-to-point runs, charts or statistics per size)
+        *(["<h2>Summary</h2>", _summary_table(report)]
+          if report.table or not report.matrices else []),
         *(["<h2>All-pairs matrix</h2>", matrix_section(report.matrices)]
           if report.matrices else []),
-        "<h2>Comparisons</h2>", _comparisons(report),
-        "<h2>Charts</h2>", _charts(report),
+        *(["<h2>Comparisons</h2>", _comparisons(report)] if report.comparisons else []),
+        *(["<h2>Charts</h2>", _charts(report)] if report.series else []),
         *_trends(report),
         *_prediction(report),
         *_tcp_counters(report),
         html_section(report.congestion),
         hpl_html(report.hpl),
-        "<h2>Statistics per size</h2>", _stats_tables(report),
+        *(["<h2>Statistics per size</h2>", _stats_tables(report)] if report.series else []),
         "<h2>Provenance</h2>", _provenance(report),
     ]
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

@@ -63,6 +63,7 @@ def summaries_json(kernel_name: str, results: list[ResultRecord],
         for rec, r in zip(results, summarize_results(kernel_name, results, metric),
                           strict=True):
             own = {f: rec.extra.get(f) for f in kernel.summary_fields}
+            own |= {f: rec.extra[f] for f in EVIDENCE_FIELDS if f in rec.extra}
             out.append(json.dumps({
                 **context, "size": r.size, "metric": metric.name, "unit": metric.unit,
                 "better": metric.better.value, "iterations": r.iterations,
@@ -83,6 +84,14 @@ _DETAIL_COLUMNS = (
     ("loss_ratio", "loss", "{:.2%}"),
     ("reordered", "reorder", "{:.0f}"),
 )
+
+
+# The per-size evidence the terminal's detail table shows (and `diagnose reorder` for the
+# UDP probes), carried in each JSON summary where the kernel reported it.
+EVIDENCE_FIELDS = (*(key for key, _, _ in _DETAIL_COLUMNS), "datagrams_sent",
+                   "datagrams_expected", "datagrams_received", "lost", "duplicates",
+                   "reordered_ratio", "reordered_rfc4737", "lost_rfc4737",
+                   "duplicates_rfc4737", "reordering_extent_max", "received_mb_per_s")
 
 
 def own_fields(kernel_name: str, results: list[ResultRecord]) -> list[str]:

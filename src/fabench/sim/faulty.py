@@ -15,6 +15,9 @@ Faults, the simulated counterparts of the testbed's `--impair`:
 - a bad link between two hosts: an extra link at a fraction of the bandwidth on the route
   between exactly those two (one direction, or both), as the testbed's htb class filtered by
   destination: every other pair keeps its route (the judge's `bad link`).
+- a degraded leaf: every uplink of one leaf to the spines at a fraction of the bandwidth, both
+  directions (its hosts reach each other at full rate, the rest slowly: the judge's `bad
+  leaf`).
 
 The XML has N (N - 1) routes: about 16 MB at 256 hosts, 260 MB at 1024.
 """
@@ -44,6 +47,7 @@ class FatTree:
     hosts_per_leaf: int
     slow_hosts: tuple[tuple[int, float], ...] = ()  # (host, fraction of the bandwidth)
     pair_faults: tuple[PairFault, ...] = ()
+    slow_leaves: tuple[tuple[int, float], ...] = ()  # (leaf, fraction of its uplinks' rate)
 
     def __post_init__(self) -> None:
         if self.hosts < 2 or self.hosts_per_leaf < 1:
@@ -55,6 +59,11 @@ class FatTree:
             self._check(p.dst, p.fraction)
             if p.src == p.dst:
                 raise FabenchError(f"a bad link needs two hosts, not {p.src} twice")
+        for leaf, f in self.slow_leaves:
+            if not 0 <= leaf < self.leaves or self.leaves < 2:
+                raise FabenchError(f"leaf {leaf}: the tree has leaves 0 .. {self.leaves - 1} "
+                                   "(and a degraded uplink needs two leaves or more)")
+            self._check(0, f)
 
     def _check(self, host: int, fraction: float) -> None:
         if not 0 <= host < self.hosts:
@@ -99,8 +108,10 @@ def faulty_fat_tree(fabric: Fabric, tree: FatTree) -> Platform:
         parts.append(_link(f"h{i}", link_MBps * slow.get(i, 1.0), hop))
         parts.append(f'    <link id="lo{i}" bandwidth="{lo_bw:.6g}MBps" '
                      f'latency="{lo_lat:.6g}us" sharing_policy="FATPIPE"/>\n')
+    weak = dict(tree.slow_leaves)
     for leaf in range(tree.leaves):
-        parts += [_link(f"up{leaf}-{s}", link_MBps, hop) for s in range(spines)]
+        parts += [_link(f"up{leaf}-{s}", link_MBps * weak.get(leaf, 1.0), hop)
+                  for s in range(spines)]
     extra: dict[tuple[int, int], str] = {}
     for x, p in enumerate(tree.pair_faults):
         parts.append(_link(f"fault{x}", link_MBps * p.fraction, hop))
@@ -124,6 +135,7 @@ def faulty_fat_tree(fabric: Fabric, tree: FatTree) -> Platform:
                          f'{"".join(path)}</route>\n')
     parts += ["  </zone>\n", "</platform>\n"]
     faults = [f"slow host {names[h]} at {f:g} x bandwidth" for h, f in tree.slow_hosts]
+    faults += [f"leaf {leaf} uplinks at {f:g} x bandwidth" for leaf, f in tree.slow_leaves]
     faults += [f"bad link {names[p.src]} {'<->' if p.both else '->'} {names[p.dst]} at "
                f"{p.fraction:g} x bandwidth" for p in tree.pair_faults]
     desc = (f"explicit fat tree: {tree.leaves} leaves x {k} hosts, {spines} spines"
