@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .choices import DATATYPES
 from .errors import FabenchError
 from .kernels import Kernel, get_kernel
 from .mpi.base import FLAVOURS
@@ -33,7 +34,6 @@ TYPED_OPTIONS = ("--sizes", "--iterations", "--warmup", "--window", "--rounds", 
                  "--hugepages", "--datatype")
 # Options the launch owns: a pair kernel's role and rendezvous are set by its starter.
 STARTER_OPTIONS = ("--role", "--peer", "--port", "--bind", "--tls", "--provider")
-DATATYPES = ("char", "int", "float", "double")
 LONG_MAX = (1 << 63) - 1  # the kernels read counts with strtol
 # What a shell, mpirun -x and a job script's `export` accept as a variable name.
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

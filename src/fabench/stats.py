@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats as _sps
 
 CONFIDENCE = 0.95
 N_RESAMPLES = 800
@@ -129,6 +128,11 @@ def _median(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
 
 def _bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., np.ndarray],
                n_resamples: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    # scipy.stats is imported here, not at the top: it costs about a second (most of what
+    # `fabench --help` took before), and many users of this module, refusals and usage errors
+    # among them, never compute an interval.
+    from scipy import stats as _sps
+
     # scipy >= 1.15 names the generator `rng`; older releases `random_state`.
     seed_kw = "rng" if "rng" in inspect.signature(_sps.bootstrap).parameters else "random_state"
     res = _sps.bootstrap(data, statistic, n_resamples=n_resamples, confidence_level=confidence,
