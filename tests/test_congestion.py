@@ -242,6 +242,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_incast_on_a_shared_bottleneck_drop_tail_and_ecn(tmp_path: Path, openmpi: str) -> None:

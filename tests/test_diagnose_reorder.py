@@ -72,6 +72,7 @@ def _diagnose(name: str, out: Path, *extra: str) -> tuple[int, list[dict]]:
     return p.returncode, [json.loads(ln) for ln in p.stdout.splitlines()]
 
 
+@pytest.mark.netns
 @needs_root
 def test_multipath_gets_a_window_and_a_plain_link_none(tb: str, tmp_path: Path) -> None:
     fabench_cli("testbed", "up", "--name", "mp", "--impair",
@@ -104,6 +105,7 @@ def test_multipath_gets_a_window_and_a_plain_link_none(tb: str, tmp_path: Path) 
     fabench_cli("testbed", "down", "--all")
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_the_sweep_shows_the_window_cutting_reorder_events(tb: str, tmp_path: Path) -> None:

@@ -203,6 +203,7 @@ def _runs(out: Path) -> list:
         return [(r, list(st.results(r.id))) for r in st.runs(st.campaigns()[-1]["id"])]
 
 
+@pytest.mark.hpcc
 def test_bench_hpcc_hpl_json(hpcc: str, tmp_path: Path) -> None:
     p = fabench_cli("bench", "hpcc.hpl", "--ranks", "2", "--sizes", "640", "--json",
                     "--out", str(tmp_path))
@@ -231,6 +232,7 @@ def test_bench_hpcc_hpl_json(hpcc: str, tmp_path: Path) -> None:
     assert mine[4] == mine[5] and mine[6] == "+0.0%"  # the 1-node row is the measurement
 
 
+@pytest.mark.hpcc
 def test_other_hpcc_kernels_one_rank(hpcc: str, tmp_path: Path) -> None:
     p = fabench_cli("bench", "hpcc.stardgemm", "--ranks", "1", "--sizes", "500", "--json",
                     "--out", str(tmp_path))
@@ -238,6 +240,7 @@ def test_other_hpcc_kernels_one_rank(hpcc: str, tmp_path: Path) -> None:
     assert rec["unit"] == "Gflops" and rec["median"] > 0 and rec["efficiency"] > 0
 
 
+@pytest.mark.hpcc
 def test_failed_residual_fails_the_run_and_stores_nothing(hpcc: str, tmp_path: Path) -> None:
     p = fabench_cli("bench", "hpcc.hpl", "--ranks", "1", "--sizes", "500",
                     "--kernel-args=--threshold 1e-9", "--out", str(tmp_path), check=False)
@@ -248,6 +251,7 @@ def test_failed_residual_fails_the_run_and_stores_nothing(hpcc: str, tmp_path: P
     assert "FAILED its residual check" in (run.reason or "")
 
 
+@pytest.mark.hpcc
 def test_bad_hpccinf_value_fails_the_run(hpcc: str, tmp_path: Path) -> None:
     lines = make_input(1, [500]).text().splitlines()
     lines[7] = "-5           NBs"
@@ -267,6 +271,7 @@ def test_bad_hpccinf_value_fails_the_run(hpcc: str, tmp_path: Path) -> None:
     assert p.returncode == 1 and "'abc' is not a number" in p.stderr
 
 
+@pytest.mark.hpcc
 def test_reference_blas_is_flagged(hpcc: str, tmp_path: Path) -> None:
     if not (REFERENCE_DIR / "libblas.so.3").is_file():
         missing("the reference BLAS is not installed (libblas3)")
@@ -278,6 +283,7 @@ def test_reference_blas_is_flagged(hpcc: str, tmp_path: Path) -> None:
         "reference")
 
 
+@pytest.mark.hpcc
 def test_hpl_nodes_local(hpcc: str, tmp_path: Path) -> None:
     p = fabench_cli("hpl", "nodes", "--sizes", "400", "--ranks-per-node", "1", "--json",
                     "--out", str(tmp_path))
@@ -288,6 +294,8 @@ def test_hpl_nodes_local(hpcc: str, tmp_path: Path) -> None:
     assert load_node_table(table).median == rep["median"]
 
 
+@pytest.mark.netns
+@pytest.mark.hpcc
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="runs on a root testbed (CI is root)")
 def test_hpl_nodes_on_a_testbed(hpcc: str, tmp_path: Path) -> None:
@@ -309,6 +317,7 @@ def test_hpl_nodes_on_a_testbed(hpcc: str, tmp_path: Path) -> None:
     assert all(f"node {r.settings['label']}" in r.provenance["launcher"] for r, _ in runs)
 
 
+@pytest.mark.hpcc
 def test_report_hpl_section(hpcc: str, tmp_path: Path) -> None:
     # real runs: two 1-node 1-rank runs (the model's baseline), a 1-node 2-rank run (another
     # peak per node: no prediction) and a node check (its own table, not the baseline)
@@ -362,6 +371,8 @@ def test_scaling_counts_and_sizes() -> None:
         sizes_per_count("400,500", [1, 2, 4])
 
 
+@pytest.mark.netns
+@pytest.mark.hpcc
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="runs on a root testbed (CI is root)")
 def test_hpl_scaling_on_a_testbed(hpcc: str, tmp_path: Path) -> None:

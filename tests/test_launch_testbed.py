@@ -41,6 +41,7 @@ def _results(out: Path, run: RunRow) -> list[ResultRecord]:
         return list(st.results(run.id))
 
 
+@pytest.mark.netns
 def test_mpi_latency_and_bw_cross_the_link(openmpi: str, pair: str, tmp_path: Path) -> None:
     for kernel in ("mpi.latency", "mpi.bw"):
         run = _bench(tmp_path, kernel, "--on", "testbed", pair, "--transport", "tcp",
@@ -58,6 +59,7 @@ def test_mpi_latency_and_bw_cross_the_link(openmpi: str, pair: str, tmp_path: Pa
         assert "nsenter" in (run.command or "") and "plm_rsh_agent" in (run.command or "")
 
 
+@pytest.mark.netns
 def test_shm_stays_on_one_host(openmpi: str, pair: str, tmp_path: Path) -> None:
     run = _bench(tmp_path, "mpi.latency", "--on", "testbed", pair, "--transport", "shm",
                  "--sizes", "8", "--iterations", "100")
@@ -67,6 +69,7 @@ def test_shm_stays_on_one_host(openmpi: str, pair: str, tmp_path: Path) -> None:
     assert "interface_bytes" not in run.provenance
 
 
+@pytest.mark.netns
 def test_ranks_beyond_the_machines_cores_yield(openmpi: str, pair: str,
                                                 tmp_path: Path) -> None:
     # Testbed hosts share this machine's cores: 4 ranks on h1 (shm) have 4 host slots but
@@ -109,6 +112,7 @@ def _gbit(out: Path, run: RunRow) -> float:
     return rec.bytes_per_sample / statistics.median(rec.times) * 8 / 1000
 
 
+@pytest.mark.netns
 @pytest.mark.slow
 def test_rate_limit_holds(openmpi: str, prefix: str, tmp_path: Path) -> None:
     create("rate", TestbedConfig(hosts=2, rate="1gbit"))
@@ -134,6 +138,7 @@ def test_rate_limit_holds(openmpi: str, prefix: str, tmp_path: Path) -> None:
     assert 0.9 <= streams <= 1.01  # 0.955 measured: the ceiling
 
 
+@pytest.mark.netns
 @pytest.mark.slow
 def test_jumbo_frames_help_without_offloads(openmpi: str, prefix: str,
                                             tmp_path: Path) -> None:

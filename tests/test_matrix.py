@@ -258,6 +258,7 @@ def _matrix(out: Path, name: str, *args: str) -> tuple[subprocess.CompletedProce
     return proc, j
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_testbed_bad_link_found_and_healthy_testbed_passes(openmpi: str, tmp_path: Path) -> None:
@@ -276,6 +277,7 @@ def test_testbed_bad_link_found_and_healthy_testbed_passes(openmpi: str, tmp_pat
         assert j["verdicts"] == [] and "no link or node flagged" in proc.stdout
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_testbed_two_switches_give_two_groups(openmpi: str, tmp_path: Path) -> None:
@@ -294,6 +296,7 @@ def test_testbed_two_switches_give_two_groups(openmpi: str, tmp_path: Path) -> N
 
 # ---- the report ------------------------------------------------------------------------------
 
+@pytest.mark.browser
 def test_report_heatmaps_in_chromium(tmp_path: Path) -> None:
     m = two_switches()
     m.hosts[0] = '<script>window.pwned=1</script>"&'  # a hostile host name, escaped
@@ -342,6 +345,7 @@ def test_compare_two_matrices_per_link() -> None:
     assert sum(c.verdict in ("fixed", "broken", "still bad") for c in changes.values()) == 3
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_unreachable_host_in_a_hostfile(openmpi: str, tmp_path: Path) -> None:
@@ -363,6 +367,7 @@ def test_unreachable_host_in_a_hostfile(openmpi: str, tmp_path: Path) -> None:
         assert len(j["latency_us"]) == 6  # every direction among h1, h2, h3
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_matrix_cut_short_is_stored_and_resumed(openmpi: str, tmp_path: Path) -> None:
@@ -409,6 +414,7 @@ def sim_matrix(tmp_path: Path, tree: FatTree, resume: int | None = None) -> Matr
     return measure_matrix(tmp_path / "fabench.sqlite", SimGridScheduler(setup), opts, resume)
 
 
+@pytest.mark.sim
 @pytest.mark.usefixtures("simgrid")
 def test_simgrid_tree_with_a_slow_host_and_a_bad_link(tmp_path: Path) -> None:
     """Real smpirun on sim/faulty.py's explicit tree (2 leaves of 4): exactly the two faults
@@ -430,6 +436,7 @@ def test_simgrid_tree_with_a_slow_host_and_a_bad_link(tmp_path: Path) -> None:
     assert all({v.src, v.dst} == {"node-3", "node-4"} for v in one_way.judgement.verdicts)
 
 
+@pytest.mark.sim
 @pytest.mark.usefixtures("simgrid")
 def test_simgrid_matrix_killed_before_its_judgement_is_resumed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -533,6 +540,7 @@ def test_faulty_tree_platform_routes() -> None:
             bad()
 
 
+@pytest.mark.sim
 @pytest.mark.slow
 @pytest.mark.usefixtures("simgrid")
 def test_simgrid_64_hosts_bench() -> None:
@@ -545,6 +553,7 @@ def test_simgrid_64_hosts_bench() -> None:
     assert "slow node node-37" in p.stdout and "bad link node-5 -> node-50" in p.stdout
 
 
+@pytest.mark.sim
 @pytest.mark.usefixtures("simgrid")
 def test_fabench_compare_of_two_stored_matrices(tmp_path: Path) -> None:
     """`fabench compare c1 c2` on two real (SimGrid) matrices, before and after a repair:
@@ -630,6 +639,7 @@ def test_kernel_reports_each_ranks_binding(openmpi: str) -> None:
     assert meta["cpus"] == ["0", "0"]
 
 
+@pytest.mark.sim
 @pytest.mark.usefixtures("simgrid")
 def test_advise_prints_the_binding_near_the_nic(tmp_path: Path) -> None:
     sim_matrix(tmp_path, FatTree(8, 4, ((1, 0.25),)))

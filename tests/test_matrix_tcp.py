@@ -50,6 +50,7 @@ def _pair_runs(store: Path, cid: int) -> list:
         return [(r, st.matrix_pairs(r.id)) for r in st.runs(cid)]
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_tcp_matrix_finds_a_one_way_link(tmp_path: Path) -> None:
@@ -83,6 +84,7 @@ exec {agent} "$@"
 """
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_tcp_matrix_host_lost_mid_pass_then_resumed(tmp_path: Path) -> None:
@@ -128,6 +130,7 @@ def test_tcp_matrix_host_lost_mid_pass_then_resumed(tmp_path: Path) -> None:
         assert lost_s < 60, lost_s
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_tcp_matrix_interrupted_ends_its_jobs(tmp_path: Path) -> None:
@@ -159,6 +162,7 @@ def test_tcp_matrix_interrupted_ends_its_jobs(tmp_path: Path) -> None:
             kill_left(fb, tree)
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_tcp_matrix_out_of_time_blames_no_host(tmp_path: Path) -> None:

@@ -538,6 +538,7 @@ def _testbed_prefix() -> str:
     return f"fbm{os.getpid() % 100000}"
 
 
+@pytest.mark.netns
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="makes a root testbed (CI is root)")
 def test_calibrated_model_predicts_4_host_collectives_on_a_testbed(openmpi: str,
@@ -591,6 +592,7 @@ def test_calibrated_model_predicts_4_host_collectives_on_a_testbed(openmpi: str,
     assert all(e <= 40.0 for e in errors.values()), errors
 
 
+@pytest.mark.sim
 def test_simulation_gets_the_barrier_exit_skew_only_when_asked(tmp_path: Path) -> None:
     """A simulated collective's ranks leave its barrier together; on emulated nodes sharing
     cores the measured record holds a rank's wait for the last, so validation adds the model's
@@ -784,6 +786,7 @@ def test_three_level_fat_tree_and_tapering() -> None:
     assert tapered.step("xor", 1024).congestion == pytest.approx(4.0)  # across pods
 
 
+@pytest.mark.sim
 def test_dragonfly_routes_as_simgrid_does() -> None:
     d = make_topology("dragonfly", 128, dragonfly=(4, 2, 4, 4))
     assert d.pair_hops(0, 1) == 1  # same router

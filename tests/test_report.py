@@ -70,6 +70,7 @@ def test_report_is_self_contained_and_escapes_labels(report: Path) -> None:
     assert text.count("<script>") == 1  # only the report's own
 
 
+@pytest.mark.browser
 def test_report_in_chromium(report: Path, tmp_path: Path) -> None:
     shot = tmp_path / "report.png"
     snap = browse(report, f"--screenshot={shot}")
@@ -95,6 +96,7 @@ def test_report_in_chromium(report: Path, tmp_path: Path) -> None:
     assert "slower by" in dom.stdout  # the comparison sentence tcp vs shm
 
 
+@pytest.mark.browser
 def test_console_error_detection_works(tmp_path: Path) -> None:
     # The check above must be able to fail: a page that throws is caught.
     bad = tmp_path / "bad.html"

@@ -67,6 +67,7 @@ def _medians(store: Store, run_id: int) -> dict[int, float]:
     return {r.size: float(np.median(r.times)) for r in store.results(run_id)}
 
 
+@pytest.mark.sim
 def test_simulated_ping_pong_reproduces_the_fabric(simgrid: None, tmp_path: Path) -> None:
     """The SMPI settings derived from a fabric give back its point-to-point curve: the
     simulator and the analytic model share one calibration."""
@@ -92,6 +93,7 @@ def test_simulated_ping_pong_reproduces_the_fabric(simgrid: None, tmp_path: Path
     assert isinstance(elapsed, float) and elapsed * 1e6 >= timed_us > 0
 
 
+@pytest.mark.sim
 def test_simulated_allreduce_on_a_fat_tree_against_the_model(simgrid: None,
                                                              tmp_path: Path) -> None:
     """16 ranks on two leaves, recursive doubling pinned: the simulated times are stored as a
@@ -128,6 +130,7 @@ def test_simulated_allreduce_on_a_fat_tree_against_the_model(simgrid: None,
     assert "simulated (roce-no-gamma, recursive_doubling)" in html and "<svg" in html
 
 
+@pytest.mark.sim
 def test_pairwise_alltoall_at_a_rank_count_that_is_no_power_of_two(simgrid: None,
                                                                   tmp_path: Path) -> None:
     """Open MPI's pairwise alltoall (send to rank + k, receive from rank - k) runs at any P;
@@ -146,6 +149,7 @@ def test_pairwise_alltoall_at_a_rank_count_that_is_no_power_of_two(simgrid: None
     assert t == pytest.approx(pred, rel=0.25)
 
 
+@pytest.mark.sim
 def test_in_network_cannot_be_simulated(simgrid: None, tmp_path: Path) -> None:
     bad = fabench_cli("sim", "mpi.allreduce", "--fabric", "roce-100g", "--nodes", "4",
                       "--algorithm", "in_network", "--out", str(tmp_path), check=False)
@@ -163,6 +167,7 @@ def _sim_allreduce(tmp_path: Path, sync: str) -> tuple[dict[int, float], list[st
         return _medians(store, run.id), run.settings["kernel_args"]
 
 
+@pytest.mark.sim
 def test_clock_started_warmups_give_the_barrier_started_results(simgrid: None,
                                                                 tmp_path: Path) -> None:
     """`fabench sim` starts warm-up calls at one instant of the simulated clock instead of
@@ -178,6 +183,7 @@ def test_clock_started_warmups_give_the_barrier_started_results(simgrid: None,
 
 
 
+@pytest.mark.sim
 @pytest.mark.parametrize(("topology", "algorithm", "sizes"), [
     (["--topology", "fat-tree", "--hosts-per-leaf", "4", "--levels", "3",
       "--leaves-per-pod", "4", "--oversubscription", "1,2"], "recursive_doubling",
