@@ -137,7 +137,11 @@ def fabench_run(*args: str, check: bool = True, cwd: Path | None = None,
         try:
             code = cli_main(list(args))
         except SystemExit as exc:  # argparse's usage errors and --help
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+            if isinstance(exc.code, int) or exc.code is None:
+                code = exc.code or 0
+            else:  # sys.exit("message"): the interpreter prints it and exits 1
+                print(exc.code, file=sys.stderr)
+                code = 1
     proc = subprocess.CompletedProcess(["fabench", *args], code, out.getvalue(),
                                        err.getvalue())
     if check and code != 0:

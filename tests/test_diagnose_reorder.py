@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli
+from conftest import fabench_cli, fabench_run
 from fabench.diagnose.reorder import Histogram
 from fabench.diagnose.reorder_sweep import path_specs, with_window
 from fabench.testbed import destroy_all, leftovers
@@ -61,7 +61,7 @@ def test_the_sweep_copies_the_path_with_its_window_and_loss() -> None:
 ])
 def test_bad_parameters_exit_2_with_the_reason(args: list[str], why: str,
                                                tmp_path: Path) -> None:
-    p = fabench_cli("diagnose", "reorder", "--out", str(tmp_path), *args, check=False)
+    p = fabench_run("diagnose", "reorder", "--out", str(tmp_path), *args, check=False)
     assert p.returncode == 2 and why in p.stderr and "Traceback" not in p.stderr, p.stderr
 
 

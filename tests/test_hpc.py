@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli, missing, own_testbeds
+from conftest import fabench_cli, fabench_run, missing, own_testbeds
 from fabench.errors import FabenchError
 from fabench.hpc.blas import BlasSeen, classify, fallback_warning, openblas_core
 from fabench.hpc.convert import records_for
@@ -242,7 +242,7 @@ def test_other_hpcc_kernels_one_rank(hpcc: str, tmp_path: Path) -> None:
 
 @pytest.mark.hpcc
 def test_failed_residual_fails_the_run_and_stores_nothing(hpcc: str, tmp_path: Path) -> None:
-    p = fabench_cli("bench", "hpcc.hpl", "--ranks", "1", "--sizes", "500",
+    p = fabench_run("bench", "hpcc.hpl", "--ranks", "1", "--sizes", "500",
                     "--kernel-args=--threshold 1e-9", "--out", str(tmp_path), check=False)
     assert p.returncode == 1
     assert "FAILED its residual check" in p.stderr and "nothing is stored" in p.stderr
@@ -257,7 +257,7 @@ def test_bad_hpccinf_value_fails_the_run(hpcc: str, tmp_path: Path) -> None:
     lines[7] = "-5           NBs"
     bad = tmp_path / "hpccinf.txt"
     bad.write_text("\n".join(lines) + "\n")
-    p = fabench_cli("bench", "hpcc.hpl", "--ranks", "1", f"--kernel-args=--hpccinf {bad}",
+    p = fabench_run("bench", "hpcc.hpl", "--ranks", "1", f"--kernel-args=--hpccinf {bad}",
                     "--out", str(tmp_path), check=False)
     assert p.returncode == 1
     assert "Value of NB less than 1" in p.stderr and "asked -5" in p.stderr
@@ -266,7 +266,7 @@ def test_bad_hpccinf_value_fails_the_run(hpcc: str, tmp_path: Path) -> None:
     # not a number: refused before hpcc runs (it would crash on it)
     lines[7] = "abc          NBs"
     bad.write_text("\n".join(lines) + "\n")
-    p = fabench_cli("bench", "hpcc.hpl", "--ranks", "1", f"--kernel-args=--hpccinf {bad}",
+    p = fabench_run("bench", "hpcc.hpl", "--ranks", "1", f"--kernel-args=--hpccinf {bad}",
                     "--out", str(tmp_path), check=False)
     assert p.returncode == 1 and "'abc' is not a number" in p.stderr
 
@@ -304,7 +304,7 @@ def test_hpl_nodes_on_a_testbed(hpcc: str, tmp_path: Path) -> None:
         p = fabench_cli("hpl", "nodes", "--on", "testbed", "nodes", "--sizes", "400",
                         "--ranks-per-node", "1", "--threshold", "0.9", "--out", str(tmp_path))
         # N from memory on three namespaces of one machine at once would overcommit it
-        q = fabench_cli("hpl", "nodes", "--on", "testbed", "nodes", "--out", str(tmp_path),
+        q = fabench_run("hpl", "nodes", "--on", "testbed", "nodes", "--out", str(tmp_path),
                         check=False)
         assert q.returncode == 2 and "one machine" in q.stderr
     lines = p.stdout.splitlines()
@@ -380,7 +380,7 @@ def test_hpl_scaling_on_a_testbed(hpcc: str, tmp_path: Path) -> None:
         create("scale", TestbedConfig(hosts=2))
         p = fabench_cli("hpl", "scaling", "--on", "testbed", "scale", "--sizes", "400",
                         "--fabric", "tcp-40g", "--json", "--out", str(tmp_path))
-        q = fabench_cli("hpl", "scaling", "--on", "testbed", "scale", "--nodes", "3",
+        q = fabench_run("hpl", "scaling", "--on", "testbed", "scale", "--nodes", "3",
                         "--out", str(tmp_path), check=False)
         assert q.returncode == 2 and "1..2" in q.stderr
     rep = json.loads(p.stdout)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli, own_testbeds
+from conftest import fabench_cli, fabench_run, own_testbeds
 from fabench.netcounters import crossing_flag
 from fabench.records import ResultRecord
 from fabench.store import RunRow, Store
@@ -79,7 +79,7 @@ def test_ranks_beyond_the_machines_cores_yield(openmpi: str, pair: str,
     ranks = (os.cpu_count() or 1) + 2
     args = ("mpi.allreduce", "--on", "testbed", pair, "--transport", "shm", "--ranks",
             str(ranks), "--sizes", "8", "--iterations", "20", "--warmup", "2")
-    refused = fabench_cli("bench", *args, "--out", str(tmp_path / "no"), check=False)
+    refused = fabench_run("bench", *args, "--out", str(tmp_path / "no"), check=False)
     assert refused.returncode == 2 and f"has {os.cpu_count()} slots" in refused.stderr
     run = _bench(tmp_path, *args, "--oversubscribe")
     assert run.status == "ok", run.reason

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli
+from conftest import fabench_cli, fabench_run
 from fabench.errors import FabenchError
 from fabench.tcpstats import (
     TcpCounterWatch,
@@ -173,13 +173,13 @@ def test_bad_impair_on_the_command_line_exits_2(tb: str) -> None:
     for spec, why in (("h2:loss=150%", "above 100%"), ("h2:delay=-5us", "must not be negative"),
                       ("h2:delay=1ms,reorder-window=-3", "must not be negative"),
                       ("h7:rate=1gbit", "no host h7")):
-        p = fabench_cli("testbed", "up", "--name", "bad", "--impair", spec, check=False)
+        p = fabench_run("testbed", "up", "--name", "bad", "--impair", spec, check=False)
         assert p.returncode == 2 and why in p.stderr, (spec, p.stderr)
         assert "Traceback" not in p.stderr
-    p = fabench_cli("testbed", "up", "--name", "bad", "--hosts", "2", "--switches", "3",
+    p = fabench_run("testbed", "up", "--name", "bad", "--hosts", "2", "--switches", "3",
                     check=False)
     assert p.returncode == 2 and "--switches must be 1..2" in p.stderr
-    p = fabench_cli("testbed", "up", "--name", "bad", "--uplink-rate", "1gbit", check=False)
+    p = fabench_run("testbed", "up", "--name", "bad", "--uplink-rate", "1gbit", check=False)
     assert p.returncode == 2 and "--switches 2" in p.stderr
     assert leftovers(tb) == []
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli, missing, own_testbeds
+from conftest import fabench_cli, fabench_run, missing, own_testbeds
 from fabench.errors import FabenchError
 from fabench.matrix import measure
 from fabench.matrix.advise import advise
@@ -247,7 +247,7 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mpirun.openmp
 
 
 def _matrix(out: Path, name: str, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
-    proc = fabench_cli("matrix", "--on", "testbed", name, "--out", str(out), *args,
+    proc = fabench_run("matrix", "--on", "testbed", name, "--out", str(out), *args,
                        check=False, timeout=900)
     assert proc.returncode in (0, 3), proc.stdout + proc.stderr
     with Store(out / "fabench.sqlite") as st:
@@ -377,14 +377,14 @@ def test_matrix_cut_short_is_stored_and_resumed(openmpi: str, tmp_path: Path) ->
     with own_testbeds(f"fbr{os.getpid() % 100000}"):
         fabench_cli("testbed", "up", "--name", "cut", "--hosts", "4",
                     "--impair", "h1-h2:rate=50mbit")
-        proc = fabench_cli("matrix", "--on", "testbed", "cut", "--out", str(tmp_path),
+        proc = fabench_run("matrix", "--on", "testbed", "cut", "--out", str(tmp_path),
                            "--timeout", "7", "--iterations", "8", "--json", check=False)
         assert proc.returncode == 3, proc.stdout + proc.stderr
         assert "--resume" in proc.stderr
         j = json.loads(proc.stdout)
         lost = [v["line"] for v in j["verdicts"] if v["kind"] == "unreachable"]
         assert "unreachable h1 -> h2" in lost and len(j["latency_us"]) + len(lost) == 12
-        proc = fabench_cli("matrix", "--on", "testbed", "cut", "--out", str(tmp_path),
+        proc = fabench_run("matrix", "--on", "testbed", "cut", "--out", str(tmp_path),
                            "--resume", str(j["campaign_id"]), "--iterations", "8", "--json",
                            check=False)
         assert proc.returncode == 3, proc.stdout + proc.stderr
@@ -396,11 +396,11 @@ def test_matrix_cut_short_is_stored_and_resumed(openmpi: str, tmp_path: Path) ->
 
 
 def test_cli_usage_errors_exit_2(tmp_path: Path) -> None:
-    p = fabench_cli("matrix", "--pairs", "0:0", "--out", str(tmp_path), check=False)
+    p = fabench_run("matrix", "--pairs", "0:0", "--out", str(tmp_path), check=False)
     assert p.returncode == 2 and "two different hosts" in p.stderr
-    p = fabench_cli("matrix", "advise", "--nodes", "2", "--store", str(tmp_path), check=False)
+    p = fabench_run("matrix", "advise", "--nodes", "2", "--store", str(tmp_path), check=False)
     assert p.returncode == 2 and "no store" in p.stderr
-    p = fabench_cli("matrix", "--on", "testbed", "no-such-testbed-x", "--out", str(tmp_path),
+    p = fabench_run("matrix", "--on", "testbed", "no-such-testbed-x", "--out", str(tmp_path),
                     check=False)
     assert p.returncode == 2 and "Traceback" not in p.stderr
 
@@ -561,15 +561,15 @@ def test_fabench_compare_of_two_stored_matrices(tmp_path: Path) -> None:
     sim_matrix(tmp_path, FatTree(8, 4, pair_faults=(PairFault(2, 6, 0.25),)))  # campaign 1
     sim_matrix(tmp_path, FatTree(8, 4))  # campaign 2: the link repaired
     store = str(tmp_path / "fabench.sqlite")
-    p = fabench_cli("compare", "--store", store, "--", "c1", "c2", check=False)
+    p = fabench_run("compare", "--store", store, "--", "c1", "c2", check=False)
     assert p.returncode == 0, p.stderr  # nothing flagged in the second
     out = p.stdout.splitlines()
     assert any(x.startswith("fixed node-2 -> node-6 (bandwidth x") for x in out), p.stdout
     assert any(x.startswith("fixed node-6 -> node-2") for x in out)
     assert out == fabench_cli("matrix", "compare", "1", "2", "--store", store).stdout.splitlines()
-    back = fabench_cli("compare", "--store", store, "--", "campaign:2", "c1", check=False)
+    back = fabench_run("compare", "--store", store, "--", "campaign:2", "c1", check=False)
     assert back.returncode == 3 and "broken node-2 -> node-6" in back.stdout
-    one = fabench_cli("compare", "--store", store, "--", "c1", "1", check=False)
+    one = fabench_run("compare", "--store", store, "--", "c1", "1", check=False)
     assert one.returncode == 2 and "'c1' names a stored matrix, '1' does not" in one.stderr
 
 
@@ -650,6 +650,6 @@ def test_advise_prints_the_binding_near_the_nic(tmp_path: Path) -> None:
     assert out[0].startswith("hosts: ") and "node-1" not in out[0]  # the slow node left out
     assert any("ranks of the matrix bound near the NIC" in x for x in out)
     assert any("--cpu-set 4,5" in x for x in out)
-    bad = fabench_cli("matrix", "advise", "--nodes", "3", "--hwloc", str(xml), "--nic", "eth9",
+    bad = fabench_run("matrix", "advise", "--nodes", "3", "--hwloc", str(xml), "--nic", "eth9",
                       "--store", str(tmp_path / "fabench.sqlite"), check=False)
     assert bad.returncode == 2 and "no such network device" in bad.stderr

@@ -14,6 +14,7 @@ import pytest
 from conftest import (
     Procs,
     fabench_cli,
+    fabench_run,
     kill_left,
     own_testbeds,
     wait_for_children,
@@ -38,10 +39,10 @@ def test_tournament_meets_every_pair_once_and_each_host_once_a_round(n: int) -> 
 
 
 def test_tcp_matrix_needs_hosts_it_can_start_jobs_on(tmp_path: Path) -> None:
-    p = fabench_cli("matrix", "--kernel", "tcp", "--on", "local", "--hosts", "3", "--out",
+    p = fabench_run("matrix", "--kernel", "tcp", "--on", "local", "--hosts", "3", "--out",
                     str(tmp_path), check=False)
     assert p.returncode == 2 and "--kernel tcp needs two or more hosts" in p.stderr, p.stderr
-    p = fabench_cli("matrix", "--kernel", "udp", "--out", str(tmp_path), check=False)
+    p = fabench_run("matrix", "--kernel", "udp", "--out", str(tmp_path), check=False)
     assert p.returncode == 2 and "invalid choice" in p.stderr
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli
+from conftest import fabench_cli, fabench_run
 from fabench.errors import FabenchError
 from fabench.testbed import (
     TestbedConfig,
@@ -124,9 +124,9 @@ def test_queue_is_set_on_every_tbf_and_shown(tb_env: str) -> None:
     create("d", TestbedConfig(hosts=2, rate="100mbit"))
     assert [_tbf_lat_us(e, d) for e, d in _link_ends("d")] == [50_000] * 4
     # No rate, no tbf: a queue alone is refused rather than silently ignored.
-    bad = fabench_cli("testbed", "up", "--name", "n", "--queue", "5ms", check=False)
+    bad = fabench_run("testbed", "up", "--name", "n", "--queue", "5ms", check=False)
     assert bad.returncode == 2 and "give --rate too" in bad.stderr
-    bad = fabench_cli("testbed", "up", "--name", "n", "--rate", "1gbit", "--queue", "5",
+    bad = fabench_run("testbed", "up", "--name", "n", "--rate", "1gbit", "--queue", "5",
                       check=False)
     assert bad.returncode == 2 and "--queue '5'" in bad.stderr
 
@@ -149,7 +149,7 @@ def test_queue_durations_and_testbeds_recorded_before_the_option() -> None:
 @needs_root
 def test_failed_up_leaves_nothing(tb_env: str) -> None:
     # net.core.rmem_max is read-only inside a network namespace: `up` must fail and undo.
-    proc = fabench_cli("testbed", "up", "--name", "bad", "--hosts", "3",
+    proc = fabench_run("testbed", "up", "--name", "bad", "--hosts", "3",
                        "--sysctl", "net.core.rmem_max=16777216", check=False)
     assert proc.returncode == 2
     assert "net.core.rmem_max is not writable in a network namespace" in proc.stderr
