@@ -1,4 +1,6 @@
-"""`fabench bench KERNEL`: one benchmark, an OSU-like table."""
+"""`fabench bench KERNEL`: one benchmark, an OSU-like table.
+
+Arguments only: fabench.actions.bench does the work."""
 
 import argparse
 

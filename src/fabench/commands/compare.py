@@ -1,4 +1,6 @@
-"""`fabench compare A B`: B against A per message size, with confidence intervals."""
+"""`fabench compare A B`: B against A per message size, with confidence intervals.
+
+Arguments only: fabench.actions.compare does the work."""
 
 import argparse
 

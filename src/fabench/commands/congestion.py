@@ -1,4 +1,6 @@
-"""`fabench congestion`: argument handling; the work is in fabench/congestion/."""
+"""`fabench congestion`: argument handling; the work is in fabench/congestion/.
+
+Arguments only: fabench.actions.congestion does the work."""
 
 import argparse
 

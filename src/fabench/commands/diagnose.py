@@ -1,8 +1,9 @@
-"""`fabench diagnose transports|...`: argument handling; the work is in fabench/diagnose/.
+"""`fabench diagnose transports|...`: the arguments; fabench.actions.diagnose runs and prints,
+the work is in fabench/diagnose/.
 
-Each action is one function decorated with ``@action``: it adds its own subparser and sets
-its ``func``. Adding `diagnose reorder` is one more such function (here or in its own module
-that imports ``action`` from this one).
+Each action is one function decorated with ``@action``: it adds its own subparser and names
+its ``func``. Adding an action is one more such function (here or in its own module that
+imports ``action`` from this one) and its function in fabench.actions.
 """
 
 import argparse

@@ -1,4 +1,6 @@
-"""`fabench doctor`: what this host can measure."""
+"""`fabench doctor`: what this host can measure.
+
+Arguments only: fabench.actions.doctor does the work."""
 
 import argparse
 

@@ -1,5 +1,7 @@
 """`fabench hpl nodes|scaling`: single-node HPL on every node (the node-consistency table);
-HPL on 1, 2, 4 .. N nodes (efficiency against N, the model beside each)."""
+HPL on 1, 2, 4 .. N nodes (efficiency against N, the model beside each).
+
+Arguments only: fabench.actions.hpl does the work."""
 
 import argparse
 

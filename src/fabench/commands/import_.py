@@ -1,4 +1,6 @@
-"""`fabench import osu|imb|iperf3|sockperf FILE...`: peer tools' output into the store."""
+"""`fabench import osu|imb|iperf3|sockperf FILE...`: peer tools' output into the store.
+
+Arguments only: fabench.actions.import_ does the work."""
 
 import argparse
 from pathlib import Path

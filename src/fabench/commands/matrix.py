@@ -1,6 +1,8 @@
 """`fabench matrix`: measure every pair of hosts, flag bad links and slow nodes (exit 3), infer
 the switch groups; `fabench matrix advise --nodes K`: where a K-host job should run;
-`fabench matrix csv`: a stored matrix as CSV."""
+`fabench matrix csv`: a stored matrix as CSV.
+
+Arguments only: fabench.actions.matrix does the work."""
 
 import argparse
 from pathlib import Path

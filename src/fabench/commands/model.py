@@ -1,5 +1,7 @@
 """`fabench model define|calibrate|list|show|predict|hpl|validate`: the analytic model
-(docs/model.md)."""
+(docs/model.md).
+
+Arguments only: fabench.actions.model does the work."""
 
 from __future__ import annotations
 

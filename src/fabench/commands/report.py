@@ -1,4 +1,6 @@
-"""`fabench report RUN...`: one self-contained HTML file, plus CSV and JSON beside it."""
+"""`fabench report RUN...`: one self-contained HTML file, plus CSV and JSON beside it.
+
+Arguments only: fabench.actions.report does the work."""
 
 import argparse
 from pathlib import Path

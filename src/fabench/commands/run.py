@@ -1,4 +1,6 @@
-"""`fabench run [SPEC.yaml]`: a campaign into the store, then its summary."""
+"""`fabench run [SPEC.yaml]`: a campaign into the store, then its summary.
+
+Arguments only: fabench.actions.run does the work."""
 
 import argparse
 

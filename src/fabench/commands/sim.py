@@ -1,4 +1,6 @@
-"""`fabench sim KERNEL`: the C kernel under SimGrid SMPI on a generated platform."""
+"""`fabench sim KERNEL`: the C kernel under SimGrid SMPI on a generated platform.
+
+Arguments only: fabench.actions.sim does the work."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""`fabench store check`: SQLite's integrity check and fabench's own invariants."""
+"""`fabench store check`: SQLite's integrity check and fabench's own invariants.
+
+Arguments only: fabench.actions.store does the work."""
 
 import argparse
 

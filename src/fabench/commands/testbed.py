@@ -1,4 +1,6 @@
-"""`fabench testbed up|down|status|exec`: an emulated cluster in network namespaces."""
+"""`fabench testbed up|down|status|exec`: an emulated cluster in network namespaces.
+
+Arguments only: fabench.actions.testbed does the work."""
 
 import argparse
 

@@ -1,4 +1,6 @@
-"""`fabench tune check|apply|revert|ab|profiles`: argument handling; the work is in tune/."""
+"""`fabench tune check|apply|revert|ab|profiles`: argument handling; the work is in tune/.
+
+Arguments only: fabench.actions.tune does the work."""
 
 import argparse
 from pathlib import Path
