@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_run, missing
+from conftest import fabench_cli, missing
 from fabench.diagnose.libchoice import (
     INF,
     ob1_choice,
@@ -99,7 +99,7 @@ def test_hca_transports_are_swept_where_ucx_lists_them() -> None:
 
 @pytest.mark.slow
 def test_cli_sweep_records_chosen_best_and_flags_the_nic(tmp_path: Path, openmpi: str) -> None:
-    proc = fabench_run(
+    proc = fabench_cli(
         "diagnose", "transports", "--mpi", "openmpi", "--path", "ucx:posix", "--path", "ucx:tcp",
         "--no-thresholds", "--sizes", "8,64K", "--iterations", "30", "--rounds", "2",
         "--no-prove", "--json", "--out", str(tmp_path), check=False, timeout=900)

@@ -247,7 +247,7 @@ needs_root = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("mpirun.openmp
 
 
 def _matrix(out: Path, name: str, *args: str) -> tuple[subprocess.CompletedProcess[str], dict]:
-    proc = fabench_run("matrix", "--on", "testbed", name, "--out", str(out), *args,
+    proc = fabench_cli("matrix", "--on", "testbed", name, "--out", str(out), *args,
                        check=False, timeout=900)
     assert proc.returncode in (0, 3), proc.stdout + proc.stderr
     with Store(out / "fabench.sqlite") as st:
@@ -377,14 +377,14 @@ def test_matrix_cut_short_is_stored_and_resumed(openmpi: str, tmp_path: Path) ->
     with own_testbeds(f"fbr{os.getpid() % 100000}"):
         fabench_cli("testbed", "up", "--name", "cut", "--hosts", "4",
                     "--impair", "h1-h2:rate=50mbit")
-        proc = fabench_run("matrix", "--on", "testbed", "cut", "--out", str(tmp_path),
+        proc = fabench_cli("matrix", "--on", "testbed", "cut", "--out", str(tmp_path),
                            "--timeout", "7", "--iterations", "8", "--json", check=False)
         assert proc.returncode == 3, proc.stdout + proc.stderr
         assert "--resume" in proc.stderr
         j = json.loads(proc.stdout)
         lost = [v["line"] for v in j["verdicts"] if v["kind"] == "unreachable"]
         assert "unreachable h1 -> h2" in lost and len(j["latency_us"]) + len(lost) == 12
-        proc = fabench_run("matrix", "--on", "testbed", "cut", "--out", str(tmp_path),
+        proc = fabench_cli("matrix", "--on", "testbed", "cut", "--out", str(tmp_path),
                            "--resume", str(j["campaign_id"]), "--iterations", "8", "--json",
                            check=False)
         assert proc.returncode == 3, proc.stdout + proc.stderr
