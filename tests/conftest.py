@@ -123,14 +123,15 @@ def _as_if_started(cwd: Path | None, env: dict[str, str] | None) -> Iterator[Non
             signal.signal(s, h)
 
 
-def fabench_run(*args: str, check: bool = True, cwd: Path | None = None,
+def fabench_run(*args: str, check: bool = True, timeout: float = 600, cwd: Path | None = None,
                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run the CLI's entry function in this process, as fabench_cli runs the program, without
     a new interpreter's start and imports (a second or more each): for refusals, usage errors
     and commands that only read and print. What needs a process of its own (exit by signal,
     a traceback on stderr, site plugins loaded at start, a command that changes the host)
     uses fabench_cli. An exception escaping main() is raised here: the user would have seen
-    a traceback."""
+    a traceback. `timeout` is fabench_cli's, accepted so that a call switches by its name;
+    here pytest's own timeout bounds the run."""
     out, err = io.StringIO(), io.StringIO()
     with _as_if_started(cwd, env), contextlib.redirect_stdout(out), \
             contextlib.redirect_stderr(err):
