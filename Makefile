@@ -1,4 +1,5 @@
-# Two commands matter: `make demo` and `make test`. Each sets everything up first.
+# Two commands matter: `make demo` and `make test`. Each sets everything up first; the setup
+# does nothing when nothing changed (stamps in the venv). `make check` is the quick tier.
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -6,8 +7,18 @@ BIN := $(VENV)/bin
 OUT ?= results/demo
 BUILD_DIR ?= build/wheel
 PYTEST_ARGS ?=
+# Workers for the tests that may share the CPU (`serial` ones run after them, alone).
+PYTEST_WORKERS ?= 2
+PY_DEPS := "scikit-build-core>=0.8" "pydantic>=2.5" "PyYAML>=6" "numpy>=1.24" "scipy>=1.12" \
+  "psycopg[binary]>=3.1" "pyarrow>=12" "pytest>=7" "pytest-timeout>=2" "pytest-xdist>=3" \
+  "ruff>=0.4" "prometheus_client>=0.17"
+# What the wheel is built from: a change to any of these reinstalls it, nothing else does.
+WHEEL_SOURCES := pyproject.toml CMakeLists.txt \
+  $(shell find src native -type f -not -name '*.pyc' -not -path '*/__pycache__/*' 2>/dev/null)
+# The quick tier: what needs no testbed, no SimGrid, no HPCC, no browser, and is not slow.
+CHECK_MARKERS := not netns and not sim and not hpcc and not browser and not slow
 
-.PHONY: all setup deps venv install demo test lint native-test clean
+.PHONY: all setup deps venv install demo test check lint native-test clean
 
 all: setup
 
@@ -20,16 +31,20 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-venv: $(BIN)/python
-	$(BIN)/pip install -q "scikit-build-core>=0.8" "pydantic>=2.5" "PyYAML>=6" "numpy>=1.24" \
-	  "scipy>=1.10" "psycopg[binary]>=3.1" "pyarrow>=12" "pytest>=7" "pytest-timeout>=2" \
-	  "ruff>=0.4" "prometheus_client>=0.17"
+$(VENV)/.deps-stamp: $(BIN)/python Makefile
+	$(BIN)/pip install -q $(PY_DEPS)
+	@touch $@
+
+venv: $(VENV)/.deps-stamp
 
 # Non-editable on purpose: the wheel build compiles the native kernels into the package.
-install: venv
+$(VENV)/.install-stamp: $(VENV)/.deps-stamp $(WHEEL_SOURCES)
 	$(BIN)/pip install -q --no-build-isolation --no-deps --force-reinstall \
 	  -C build-dir=$(BUILD_DIR) .
 	@$(BIN)/fabench --version
+	@touch $@
+
+install: $(VENV)/.install-stamp
 
 demo: setup
 	$(BIN)/fabench doctor
@@ -44,8 +59,16 @@ native-test:
 	cmake --build build/native-test -j2 >/dev/null
 	cd build/native-test && ctest --output-on-failure
 
+# Two passes (scripts/test-passes.sh): the tests that may share the CPU on $(PYTEST_WORKERS)
+# workers, then the `serial` ones alone; each prints its 30 slowest tests.
 test: setup lint native-test
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	PYTEST_WORKERS=$(PYTEST_WORKERS) scripts/test-passes.sh $(BIN)/python "" -- $(PYTEST_ARGS)
+
+# The quick tier for the edit-test loop (about 2 minutes): lint, the C unit tests, and the
+# tests that need no testbed, SimGrid, HPCC or browser. It reinstalls only when sources changed.
+check: install lint native-test
+	PYTEST_WORKERS=$(PYTEST_WORKERS) scripts/test-passes.sh $(BIN)/python "$(CHECK_MARKERS)" \
+	  -- $(PYTEST_ARGS)
 
 clean:
 	rm -rf build $(VENV) results .pytest_cache .ruff_cache

@@ -4,9 +4,14 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mapfile -t wanted < <(grep -v '^\s*#' "$here/debian-packages.txt" | awk 'NF {print $1}')
+# Installed packages and the names they provide: a virtual package (simgrid, provided by
+# libsimgrid-dev) is present once its provider is, or every run would call apt-get again.
+present=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Provides}\n' 2>/dev/null \
+  | awk '$1 == "ii"' | sed -e 's/^ii *//' -e 's/([^)]*)//g' -e 's/,/ /g' | tr -s ' ' '\n' \
+  | sed -e 's/:.*//' | sort -u)
 missing=()
 for p in "${wanted[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  grep -qxF -- "$p" <<<"$present" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#wanted[@]} Debian packages present"

@@ -1,5 +1,7 @@
 """Shared fixtures: the installed fabench (with its compiled kernels) and MPI availability."""
 
+import contextlib
+import io
 import os
 import shutil
 import signal
@@ -12,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from fabench.cli import main as cli_main
+from fabench.interrupts import CAUGHT
 from fabench.kernels import get_kernel
 from fabench.native import mpi_flavours_built
 from fabench.plan import PlannedRun, plan_run, settings_from_words
@@ -32,7 +36,18 @@ def pytest_configure(config: pytest.Config) -> None:
     signal.signal(signal.SIGTERM, _terminated)
 
 
+# Tests that must have the CPU to themselves without saying so: a testbed's links and HPCC
+# measure, and MPI ranks poll (two jobs of two ranks on two cores would crawl).
+SERIAL_MARKERS = ("netns", "hpcc")
+SERIAL_FIXTURES = ("openmpi", "mpich")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects: `make test` runs `-m serial` apart
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(item.get_closest_marker(m) for m in SERIAL_MARKERS) or \
+                set(SERIAL_FIXTURES) & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.serial)
     # Slow tests run in CI (which has 90 minutes) and when asked for; a developer's quick
     # `pytest` skips them.
     if IN_CI or os.environ.get("FABENCH_SLOW") == "1":
@@ -91,6 +106,54 @@ def fabench_cli(*args: str, check: bool = True, timeout: float = 600,
                           env={**os.environ, **(env or {})}, check=False)
     if check and proc.returncode != 0:
         raise AssertionError(f"fabench {' '.join(args)} exited {proc.returncode}\n"
+                             f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+    return proc
+
+
+@contextmanager
+def _as_if_started(cwd: Path | None, env: dict[str, str] | None) -> Iterator[None]:
+    """cwd and environment as a process started with them would have; the test's own, and
+    pytest's signal handlers (main() installs fabench's), come back afterwards."""
+    handlers = {s: signal.getsignal(s) for s in CAUGHT}
+    old_cwd = os.getcwd()
+    old_env = dict(os.environ)
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        os.environ.update(env or {})
+        yield
+    finally:
+        os.chdir(old_cwd)
+        os.environ.clear()
+        os.environ.update(old_env)
+        for s, h in handlers.items():
+            signal.signal(s, h)
+
+
+def fabench_run(*args: str, check: bool = True, timeout: float = 600, cwd: Path | None = None,
+                env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run the CLI's entry function in this process, as fabench_cli runs the program, without
+    a new interpreter's start and imports (a second or more each): for refusals, usage errors
+    and commands that only read and print. What needs a process of its own (exit by signal,
+    a traceback on stderr, site plugins loaded at start, a command that changes the host)
+    uses fabench_cli. An exception escaping main() is raised here: the user would have seen
+    a traceback. `timeout` is fabench_cli's, accepted so that a call switches by its name;
+    here pytest's own timeout bounds the run."""
+    out, err = io.StringIO(), io.StringIO()
+    with _as_if_started(cwd, env), contextlib.redirect_stdout(out), \
+            contextlib.redirect_stderr(err):
+        try:
+            code = cli_main(list(args))
+        except SystemExit as exc:  # argparse's usage errors and --help
+            if isinstance(exc.code, int) or exc.code is None:
+                code = exc.code or 0
+            else:  # sys.exit("message"): the interpreter prints it and exits 1
+                print(exc.code, file=sys.stderr)
+                code = 1
+    proc = subprocess.CompletedProcess(["fabench", *args], code, out.getvalue(),
+                                       err.getvalue())
+    if check and code != 0:
+        raise AssertionError(f"fabench {' '.join(args)} exited {code}\n"
                              f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import fabench_cli
+from conftest import fabench_cli, fabench_run
 from fabench.store import Store
 
 
@@ -145,7 +145,7 @@ def test_mpich_latency(mpich: str, tmp_path: Path) -> None:
 
 
 def test_unknown_kernel_is_a_clear_error(tmp_path: Path) -> None:
-    proc = fabench_cli("bench", "mpi.latancy", "--out", str(tmp_path), check=False)
+    proc = fabench_run("bench", "mpi.latancy", "--out", str(tmp_path), check=False)
     assert proc.returncode == 2
     assert "unknown kernel 'mpi.latancy'" in proc.stderr and "mpi.latency" in proc.stderr
     assert "Traceback" not in proc.stderr

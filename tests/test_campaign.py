@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import descendant_pids, fabench_cli
+from conftest import descendant_pids, fabench_cli, fabench_run
 from fabench.store import Store
 
 SPEC = """\
@@ -43,7 +43,7 @@ def test_campaign_runs_and_summarises(openmpi: str, tmp_path: Path) -> None:
 def test_spec_error_is_reported_without_traceback(tmp_path: Path) -> None:
     spec = tmp_path / "bad.yaml"
     spec.write_text("runs:\n  - kernel: mpi.latency\n    rankz: 2\n")
-    proc = fabench_cli("run", str(spec), "--out", str(tmp_path), check=False)
+    proc = fabench_run("run", str(spec), "--out", str(tmp_path), check=False)
     assert proc.returncode == 2
     assert f"{spec} line 3: runs[0].rankz: unknown key" in proc.stderr
     assert "Traceback" not in proc.stderr

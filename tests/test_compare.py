@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli
+from conftest import fabench_cli, fabench_run
 
 BENCH = ("--sizes", "8,1K", "--iterations", "500")
 
@@ -15,12 +15,12 @@ def store(openmpi: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("compare")
     # Interleaved, so slow drift of the shared host's load hits both configurations.
     for transport in ("shm", "tcp", "shm", "tcp", *["shm"] * 6):
-        fabench_cli("bench", "mpi.latency", "--transport", transport, *BENCH, "--out", str(out))
+        fabench_run("bench", "mpi.latency", "--transport", transport, *BENCH, "--out", str(out))
     return out
 
 
 def _compare(store: Path, *args: str) -> list[dict]:
-    proc = fabench_cli("compare", *args, "--json", "--store", str(store))
+    proc = fabench_run("compare", *args, "--json", "--store", str(store))
     return json.loads(proc.stdout)
 
 
@@ -57,17 +57,17 @@ def test_shm_against_tcp_is_a_significant_difference(store: Path) -> None:
 
 
 def test_text_output_and_selector_errors(store: Path) -> None:
-    out = fabench_cli("compare", "transport=shm", "transport=tcp", "--kernel", "mpi.latency",
+    out = fabench_run("compare", "transport=shm", "transport=tcp", "--kernel", "mpi.latency",
                       "--store", str(store)).stdout
     assert "B/A" in out and "worse" in out and "slower by" in out
-    bad = fabench_cli("compare", "shm", "ucx:posix", "--store", str(store), check=False)
+    bad = fabench_run("compare", "shm", "ucx:posix", "--store", str(store), check=False)
     assert bad.returncode == 2 and "matches no run" in bad.stderr
 
 
 def test_adaptive_repetition_merges_batches_until_precise(openmpi: str, tmp_path: Path) -> None:
     from fabench.store import Store
 
-    fabench_cli("bench", "mpi.latency", "--transport", "shm", "--sizes", "8,4K",
+    fabench_run("bench", "mpi.latency", "--transport", "shm", "--sizes", "8,4K",
                 "--iterations", "50", "--precision", "0.003", "--budget", "10",
                 "--out", str(tmp_path))
     with Store(tmp_path / "fabench.sqlite") as st:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import fabench_cli, own_testbeds
+from conftest import fabench_run, own_testbeds
 from fabench.congestion import CongestionConfig, impact_factors, impact_rows
 from fabench.congestion.aggressors import AggressorPlan
 from fabench.congestion.impact import run_counters
@@ -214,9 +214,9 @@ def test_ecn_warning_names_a_congestion_control_deaf_to_marks() -> None:
 
 
 def test_cli_refuses_before_anything_runs(tmp_path: Path) -> None:
-    r = fabench_cli("congestion", "--aggressor", "storm", "--out", str(tmp_path), check=False)
+    r = fabench_run("congestion", "--aggressor", "storm", "--out", str(tmp_path), check=False)
     assert r.returncode == 2 and "invalid choice" in r.stderr
-    r = fabench_cli("congestion", "--on", "local", "--out", str(tmp_path), check=False)
+    r = fabench_run("congestion", "--on", "local", "--out", str(tmp_path), check=False)
     assert r.returncode != 0 and "places victims and aggressors on hosts" in r.stderr
     assert "not --on local" in r.stderr
 
@@ -244,6 +244,7 @@ def _alive(pid: int) -> bool:
     return True
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_incast_on_a_shared_bottleneck_drop_tail_and_ecn(tmp_path: Path, openmpi: str) -> None:
@@ -256,9 +257,9 @@ def test_incast_on_a_shared_bottleneck_drop_tail_and_ecn(tmp_path: Path, openmpi
     with own_testbeds("fbcg" + uuid.uuid4().hex[:4]):
         for name, impair, ecn in (("dt", "h2:rate=100mbit,queue=60,dir=in", False),
                                   ("ecn", "h2:rate=100mbit,queue=60,ecn=10,dir=in", True)):
-            fabench_cli("testbed", "up", "--name", name, "--hosts", "4", "--impair", impair)
+            fabench_run("testbed", "up", "--name", name, "--hosts", "4", "--impair", impair)
             out = tmp_path / name
-            r = fabench_cli("congestion", "--on", "testbed", name, "--victim", "latency",
+            r = fabench_run("congestion", "--on", "testbed", name, "--victim", "latency",
                             "--aggressor", "incast", "--rounds", "2", "--iterations", "300",
                             "--json", "--out", str(out), timeout=600)
             (row,) = _json_rows(r.stdout)
@@ -279,4 +280,4 @@ def test_incast_on_a_shared_bottleneck_drop_tail_and_ecn(tmp_path: Path, openmpi
                 assert pids and not [p for p in pids if _alive(p)]
                 assert all(r.status == "ok" and not r.flags for r in runs), \
                     [(r.status, r.flags) for r in runs]
-            fabench_cli("testbed", "down", name)
+            fabench_run("testbed", "down", name)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli
+from conftest import fabench_cli, fabench_run
 from fabench.diagnose.reorder import Histogram
 from fabench.diagnose.reorder_sweep import path_specs, with_window
 from fabench.testbed.impair import parse_impair
@@ -48,7 +48,7 @@ def test_the_sweep_copies_the_path_with_its_window_and_loss() -> None:
 ])
 def test_bad_parameters_exit_2_with_the_reason(args: list[str], why: str,
                                                tmp_path: Path) -> None:
-    p = fabench_cli("diagnose", "reorder", "--out", str(tmp_path), *args, check=False)
+    p = fabench_run("diagnose", "reorder", "--out", str(tmp_path), *args, check=False)
     assert p.returncode == 2 and why in p.stderr and "Traceback" not in p.stderr, p.stderr
 
 
@@ -59,6 +59,7 @@ def _diagnose(name: str, out: Path, *extra: str) -> tuple[int, list[dict]]:
     return p.returncode, [json.loads(ln) for ln in p.stdout.splitlines()]
 
 
+@pytest.mark.netns
 @needs_root
 def test_multipath_gets_a_window_and_a_plain_link_none(tb: str, tmp_path: Path) -> None:
     fabench_cli("testbed", "up", "--name", "mp", "--impair",
@@ -91,6 +92,7 @@ def test_multipath_gets_a_window_and_a_plain_link_none(tb: str, tmp_path: Path) 
     fabench_cli("testbed", "down", "--all")
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_the_sweep_shows_the_window_cutting_reorder_events(tb: str, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from conftest import (
     ROOT,
     Procs,
     fabench_cli,
+    fabench_run,
     kill_left,
     own_testbeds,
     wait_for_children,
@@ -87,10 +88,10 @@ def test_ssh_gets_double_dash_before_the_host(tmp_path: Path) -> None:
 
 
 def test_diagnose_hosts_and_testbed_and_netns_names(tmp_path: Path) -> None:
-    p = fabench_cli("diagnose", "transports", "--hosts=-oProxyCommand=id", "--out",
+    p = fabench_run("diagnose", "transports", "--hosts=-oProxyCommand=id", "--out",
                     str(tmp_path), check=False)
     refused(p, "--hosts", "starts with '-'")
-    p = fabench_cli("bench", "mpi.latency", "--on", "testbed", "../../etc", "--out",
+    p = fabench_run("bench", "mpi.latency", "--on", "testbed", "../../etc", "--out",
                     str(tmp_path), check=False)
     refused(p, "testbed name")
     with pytest.raises(FabenchError, match="not a network namespace name"):
@@ -104,11 +105,12 @@ def test_spec_env_name_cannot_become_script(tmp_path: Path) -> None:
     spec = tmp_path / "s.yaml"
     spec.write_text("runs:\n  - kernel: mpi.latency\n"
                     f"    env: {{'A;touch {pwned};B': '1'}}\n")
-    p = fabench_cli("run", str(spec), "--out", str(tmp_path), check=False)
+    p = fabench_run("run", str(spec), "--out", str(tmp_path), check=False)
     refused(p, "env name")
     assert not pwned.exists()
 
 
+@pytest.mark.netns
 @pytest.mark.parametrize("option", [
     ["--rate", "1gbit", "--burst", "$(touch {p})"],
     ["--rate", "1gbit", "--burst", "15k;touch {p}"],
@@ -122,7 +124,7 @@ def test_spec_env_name_cannot_become_script(tmp_path: Path) -> None:
 def test_testbed_values_never_reach_a_shell(tmp_path: Path, option: list[str]) -> None:
     pwned = tmp_path / "pwned"
     with own_testbeds("fbhx"):
-        p = fabench_cli("testbed", "up", "--name", "hx",
+        p = fabench_run("testbed", "up", "--name", "hx",
                         *[o.format(p=pwned) for o in option], check=False)
         refused(p)
         assert "fbhx" not in subprocess.run(["ip", "netns", "list"], capture_output=True,
@@ -139,8 +141,8 @@ def test_non_utf8_files(tmp_path: Path, kind: str) -> None:
     args = {"spec": ["run", str(f)],
             "hostfile": ["bench", "mpi.latency", "--on", "hosts", str(f)],
             "profile": ["tune", "check", "--profile", str(f), "--host-wide"]}[kind]
-    p = fabench_cli(*args, "--out", str(tmp_path), check=False) if kind != "profile" \
-        else fabench_cli(*args, check=False)
+    p = fabench_run(*args, "--out", str(tmp_path), check=False) if kind != "profile" \
+        else fabench_run(*args, check=False)
     refused(p, "not UTF-8", "line 2")
 
 
@@ -239,7 +241,7 @@ def test_signal_tears_down_mpirun_and_ranks(tmp_path: Path, sig: int, openmpi: s
 ])
 def test_bench_values_refused_before_anything_runs(tmp_path: Path, args: list[str],
                                                    words: list[str]) -> None:
-    refused(fabench_cli("bench", "mpi.latency", *args, "--out", str(tmp_path), check=False),
+    refused(fabench_run("bench", "mpi.latency", *args, "--out", str(tmp_path), check=False),
             *words)
     assert not (tmp_path / "fabench.sqlite").exists() or _runs(tmp_path) == []
 
@@ -253,11 +255,11 @@ def _runs(out: Path) -> list[tuple[object, ...]]:
 
 
 def test_pair_kernel_ranks_and_slots(tmp_path: Path) -> None:
-    refused(fabench_cli("bench", "tcp.latency", "--ranks", "1", "--out", str(tmp_path),
+    refused(fabench_run("bench", "tcp.latency", "--ranks", "1", "--out", str(tmp_path),
                         check=False), "two processes", "--ranks 1")
     hosts = tmp_path / "hosts"
     hosts.write_text("n1 slots=2\nn2\n")
-    refused(fabench_cli("bench", "mpi.allreduce", "--ranks", "4", "--on", "hosts", str(hosts),
+    refused(fabench_run("bench", "mpi.allreduce", "--ranks", "4", "--on", "hosts", str(hosts),
                         "--out", str(tmp_path), check=False), "4 ranks", "3 slots")
 
 
@@ -266,15 +268,15 @@ def test_spec_ranks_beyond_slots_refused_before_the_first_run(tmp_path: Path) ->
     cores = len(os.sched_getaffinity(0))
     spec.write_text("runs:\n  - kernel: mpi.latency\n    sizes: '8'\n    iterations: 5\n"
                     f"  - kernel: mpi.allreduce\n    ranks: [{cores + 1}]\n")
-    refused(fabench_cli("run", str(spec), "--out", str(tmp_path), check=False),
+    refused(fabench_run("run", str(spec), "--out", str(tmp_path), check=False),
             f"{cores + 1} ranks", f"{cores} slots")
     assert not (tmp_path / "fabench.sqlite").exists() or _runs(tmp_path) == []
     spec.write_text("timeout_s: .inf\nruns:\n  - kernel: mpi.latency\n")
-    refused(fabench_cli("run", str(spec), "--out", str(tmp_path), check=False), "timeout")
+    refused(fabench_run("run", str(spec), "--out", str(tmp_path), check=False), "timeout")
 
 
 def test_kernel_own_error_is_shown(tmp_path: Path, openmpi: str) -> None:
-    p = fabench_cli("bench", "mpi.latency", "--sizes", "8", "--iterations", "5",
+    p = fabench_run("bench", "mpi.latency", "--sizes", "8", "--iterations", "5",
                     "--kernel-args", "--large-threshold x", "--out", str(tmp_path), check=False)
     assert p.returncode == 1 and "Traceback" not in p.stderr
     # the kernel's own sentence, not only mpirun's "a process exited" banner
@@ -284,6 +286,7 @@ def test_kernel_own_error_is_shown(tmp_path: Path, openmpi: str) -> None:
 
 # --- doing what was asked: the default testbed --------------------------------------------
 
+@pytest.mark.netns
 @pytest.mark.skipif(os.geteuid() != 0, reason="runs on a root testbed (CI is root)")
 def test_bench_on_testbed_uses_the_default_rate_limited_one(tmp_path: Path,
                                                             openmpi: str) -> None:
@@ -326,10 +329,10 @@ def test_import_osu74_alltoall_values_checked(tmp_path: Path) -> None:
     f.write_text(_A2A)
     out = tmp_path / "s"
     # OSU does not print a collective's rank count: never a silent 2
-    refused(fabench_cli("import", "osu", str(f), "--store", str(out), check=False),
+    refused(fabench_run("import", "osu", str(f), "--store", str(out), check=False),
             "give --ranks N")
     assert _campaigns(out) == 0
-    p = refused(fabench_cli("import", "osu", str(f), "--ranks", "4", "--strict", "--store",
+    p = refused(fabench_run("import", "osu", str(f), "--ranks", "4", "--strict", "--store",
                             str(out), check=False), "--strict", "line 6", "line 7", "line 8")
     assert "line 5" not in p and _campaigns(out) == 0
     p = fabench_cli("import", "osu", str(f), "--ranks", "4", "--store", str(out))
@@ -348,7 +351,7 @@ def test_import_osu74_alltoall_values_checked(tmp_path: Path) -> None:
 def test_import_osu_titles_that_are_no_fabench_kernel(tmp_path: Path, title: str) -> None:
     f = tmp_path / "o.txt"
     f.write_text(f"# OSU MPI {title} Test v7.4\n# Size  Avg Latency(us)\n8   3.0\n")
-    refused(fabench_cli("import", "osu", str(f), "--ranks", "4", "--store", str(tmp_path),
+    refused(fabench_run("import", "osu", str(f), "--ranks", "4", "--store", str(tmp_path),
                         check=False), "no osu results")
 
 
@@ -359,7 +362,7 @@ def test_import_is_one_transaction(tmp_path: Path) -> None:
     out = tmp_path / "s"
     fabench_cli("import", "osu", str(good), "--store", str(out))
     # the first file stores fine, the second is refused: neither is kept
-    refused(fabench_cli("import", "osu", str(good), str(bad), "--store", str(out),
+    refused(fabench_run("import", "osu", str(good), str(bad), "--store", str(out),
                         check=False), "give --ranks N")
     assert _campaigns(out) == 1
 
@@ -373,7 +376,7 @@ def test_import_imb_broken_numbers(tmp_path: Path) -> None:
                  "            8         1000         0.75         10.00\n")
     p = fabench_cli("import", "imb", str(f), "--store", str(tmp_path))
     assert "imb.txt line 4:" in p.stderr and "imb.txt line 5:" in p.stderr, p.stderr
-    refused(fabench_cli("import", "imb", str(f), "--strict", "--store", str(tmp_path),
+    refused(fabench_run("import", "imb", str(f), "--strict", "--store", str(tmp_path),
                         check=False), "line 4", "line 5")
 
 
@@ -388,8 +391,8 @@ def test_truncated_store_is_one_message_and_resume_runs_nothing(tmp_path: Path) 
     db.write_bytes(data[:len(data) // 2])
     for args in (["run", "--resume", "--out"], ["report", "--store"],
                  ["compare", "1", "2", "--store"], ["import", "osu", str(osu), "--store"]):
-        p = fabench_cli(*args, str(tmp_path), check=False)
+        p = fabench_run(*args, str(tmp_path), check=False)
         refused(p, "damaged", "fabench store check", "backup")
     assert db.read_bytes() == data[:len(data) // 2]  # nothing ran into it
-    p = fabench_cli("store", "check", "--store", str(tmp_path), check=False)
+    p = fabench_run("store", "check", "--store", str(tmp_path), check=False)
     assert p.returncode == 2 and "cut short" in p.stdout and "Traceback" not in p.stderr

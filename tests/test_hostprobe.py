@@ -20,6 +20,7 @@ two_cpus = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs tw
 
 
 @two_cpus
+@pytest.mark.serial  # a hand-off timed while another test loads the CPUs is a tick
 def test_probe_measures_a_hand_off() -> None:
     got = core_to_core()
     assert got is not None

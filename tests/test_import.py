@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, fabench_cli, missing
+from conftest import ROOT, fabench_run, missing
 from fabench.metrics import BANDWIDTH, LATENCY
 from fabench.store import Store
 
@@ -36,7 +36,7 @@ def server() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 def _import(tmp_path: Path, tool: str, *args: str) -> Store:
-    fabench_cli("import", tool, *args, "--store", str(tmp_path))
+    fabench_run("import", tool, *args, "--store", str(tmp_path))
     return Store(tmp_path / "fabench.sqlite")
 
 
@@ -130,7 +130,7 @@ def test_iperf3_json_from_a_real_loopback_run(tmp_path: Path, server: list) -> N
     bad = tmp_path / "failed.json"
     bad.write_text(json.dumps({"start": {}, "intervals": [], "end": {},
                                "error": "unable to connect to server"}))
-    p = fabench_cli("import", "iperf3", str(bad), "--store", str(tmp_path), check=False)
+    p = fabench_run("import", "iperf3", str(bad), "--store", str(tmp_path), check=False)
     assert p.returncode != 0 and "unable to connect to server" in p.stderr
 
 
@@ -160,14 +160,14 @@ def test_sockperf_full_log_and_summary_from_a_real_loopback_run(tmp_path: Path,
     assert len(rec.times) == observations
     med = float(sorted(rec.times)[len(rec.times) // 2])
     assert med == pytest.approx(p50, rel=0.02)
-    fabench_cli("import", "sockperf", str(summary), "--size", "64", "--store", str(tmp_path))
+    fabench_run("import", "sockperf", str(summary), "--size", "64", "--store", str(tmp_path))
     with Store(tmp_path / "fabench.sqlite") as st:
         agg = st.runs()[-1]
         [arec] = list(st.results(agg.id))
     assert agg.kernel == "tcp.latency" and arec.times == [p50] and arec.size == 64
     assert LATENCY.values(arec.times)[0] == p50
     # The two imports compare: one side is a single aggregate, held fixed.
-    cmp = fabench_cli("compare", str(run.id), str(agg.id), "--json", "--store",
+    cmp = fabench_run("compare", str(run.id), str(agg.id), "--json", "--store",
                       str(tmp_path))
     [c] = json.loads(cmp.stdout)
     assert "one side is a single aggregate" in c["sizes"][0]["note"]

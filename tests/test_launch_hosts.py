@@ -66,6 +66,7 @@ def _bench_on_login_node(cluster: TestbedState, hostfile: Path, out: Path,
     assert p.returncode == 0, p.stdout + p.stderr
 
 
+@pytest.mark.netns
 def test_mpi_over_hostfile(openmpi: str, cluster: TestbedState, tmp_path: Path) -> None:
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("h2 slots=1\nh3 slots=1\n")
@@ -82,6 +83,7 @@ def test_mpi_over_hostfile(openmpi: str, cluster: TestbedState, tmp_path: Path) 
     assert "--host h2:1,h3:1" in (run.command or "")
 
 
+@pytest.mark.netns
 def test_duplicate_host_is_flagged(openmpi: str, cluster: TestbedState,
                                    tmp_path: Path) -> None:
     """A hostfile naming one node twice (by name and by address) looks like two nodes; both

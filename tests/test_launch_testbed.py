@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli, own_testbeds
+from conftest import fabench_cli, fabench_run, own_testbeds
 from fabench.netcounters import crossing_flag
 from fabench.records import ResultRecord
 from fabench.store import RunRow, Store
@@ -41,6 +41,7 @@ def _results(out: Path, run: RunRow) -> list[ResultRecord]:
         return list(st.results(run.id))
 
 
+@pytest.mark.netns
 def test_mpi_latency_and_bw_cross_the_link(openmpi: str, pair: str, tmp_path: Path) -> None:
     for kernel in ("mpi.latency", "mpi.bw"):
         run = _bench(tmp_path, kernel, "--on", "testbed", pair, "--transport", "tcp",
@@ -58,6 +59,7 @@ def test_mpi_latency_and_bw_cross_the_link(openmpi: str, pair: str, tmp_path: Pa
         assert "nsenter" in (run.command or "") and "plm_rsh_agent" in (run.command or "")
 
 
+@pytest.mark.netns
 def test_shm_stays_on_one_host(openmpi: str, pair: str, tmp_path: Path) -> None:
     run = _bench(tmp_path, "mpi.latency", "--on", "testbed", pair, "--transport", "shm",
                  "--sizes", "8", "--iterations", "100")
@@ -67,6 +69,7 @@ def test_shm_stays_on_one_host(openmpi: str, pair: str, tmp_path: Path) -> None:
     assert "interface_bytes" not in run.provenance
 
 
+@pytest.mark.netns
 def test_ranks_beyond_the_machines_cores_yield(openmpi: str, pair: str,
                                                 tmp_path: Path) -> None:
     # Testbed hosts share this machine's cores: 4 ranks on h1 (shm) have 4 host slots but
@@ -76,7 +79,7 @@ def test_ranks_beyond_the_machines_cores_yield(openmpi: str, pair: str,
     ranks = (os.cpu_count() or 1) + 2
     args = ("mpi.allreduce", "--on", "testbed", pair, "--transport", "shm", "--ranks",
             str(ranks), "--sizes", "8", "--iterations", "20", "--warmup", "2")
-    refused = fabench_cli("bench", *args, "--out", str(tmp_path / "no"), check=False)
+    refused = fabench_run("bench", *args, "--out", str(tmp_path / "no"), check=False)
     assert refused.returncode == 2 and f"has {os.cpu_count()} slots" in refused.stderr
     run = _bench(tmp_path, *args, "--oversubscribe")
     assert run.status == "ok", run.reason
@@ -109,6 +112,7 @@ def _gbit(out: Path, run: RunRow) -> float:
     return rec.bytes_per_sample / statistics.median(rec.times) * 8 / 1000
 
 
+@pytest.mark.netns
 @pytest.mark.slow
 def test_rate_limit_holds(openmpi: str, prefix: str, tmp_path: Path) -> None:
     create("rate", TestbedConfig(hosts=2, rate="1gbit"))
@@ -134,6 +138,7 @@ def test_rate_limit_holds(openmpi: str, prefix: str, tmp_path: Path) -> None:
     assert 0.9 <= streams <= 1.01  # 0.955 measured: the ceiling
 
 
+@pytest.mark.netns
 @pytest.mark.slow
 def test_jumbo_frames_help_without_offloads(openmpi: str, prefix: str,
                                             tmp_path: Path) -> None:

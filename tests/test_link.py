@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli
+from conftest import fabench_cli, fabench_run
 from fabench.errors import FabenchError
 from fabench.tcpstats import (
     TcpCounterWatch,
@@ -113,6 +113,7 @@ def _state(impairs: list[str], hosts: int = 6, link_impl: str = "auto") -> Testb
     return st
 
 
+@pytest.mark.netns
 def test_who_carries_what() -> None:
     st = _state(["h3:rate=200mbit", "h2-h5:rate=50mbit", "h1>h4:rate=10mbit",
                  "h6:delay=1ms,loss=1%"])
@@ -138,6 +139,7 @@ def test_who_carries_what() -> None:
                                  "out:delay_ns=1000000", "in:delay_ns=1000000"]
 
 
+@pytest.mark.netns
 def test_tc_for_pairs_and_netem() -> None:
     """What tc is given (netem's lines cannot run on this kernel, which has no sch_netem:
     they are checked as text)."""
@@ -152,17 +154,18 @@ def test_tc_for_pairs_and_netem() -> None:
                      "loss 1% reorder 25% gap 5 rate 1gbit limit 1000"]
 
 
+@pytest.mark.netns
 def test_bad_impair_on_the_command_line_exits_2(tb: str) -> None:
     for spec, why in (("h2:loss=150%", "above 100%"), ("h2:delay=-5us", "must not be negative"),
                       ("h2:delay=1ms,reorder-window=-3", "must not be negative"),
                       ("h7:rate=1gbit", "no host h7")):
-        p = fabench_cli("testbed", "up", "--name", "bad", "--impair", spec, check=False)
+        p = fabench_run("testbed", "up", "--name", "bad", "--impair", spec, check=False)
         assert p.returncode == 2 and why in p.stderr, (spec, p.stderr)
         assert "Traceback" not in p.stderr
-    p = fabench_cli("testbed", "up", "--name", "bad", "--hosts", "2", "--switches", "3",
+    p = fabench_run("testbed", "up", "--name", "bad", "--hosts", "2", "--switches", "3",
                     check=False)
     assert p.returncode == 2 and "--switches must be 1..2" in p.stderr
-    p = fabench_cli("testbed", "up", "--name", "bad", "--uplink-rate", "1gbit", check=False)
+    p = fabench_run("testbed", "up", "--name", "bad", "--uplink-rate", "1gbit", check=False)
     assert p.returncode == 2 and "--switches 2" in p.stderr
     assert leftovers(tb) == []
 
@@ -197,6 +200,7 @@ def _iperf(st: TestbedState, src: str, dst: str, seconds: float = 2, streams: in
     return json.loads(p.stdout)["end"]["sum_received"]["bits_per_second"] / 1e9
 
 
+@pytest.mark.netns
 @needs_root
 def test_two_switches_and_per_pair_rates(tb: str) -> None:
     up = fabench_cli("testbed", "up", "--name", "m", "--hosts", "4", "--switches", "2",
@@ -222,6 +226,7 @@ def test_two_switches_and_per_pair_rates(tb: str) -> None:
     fabench_cli("testbed", "down", "m")
 
 
+@pytest.mark.netns
 @needs_root
 def test_fb_link_delay_loss_duplication(tb: str) -> None:
     st = create("d", TestbedConfig(hosts=2, impairs=[
@@ -248,6 +253,7 @@ def test_fb_link_delay_loss_duplication(tb: str) -> None:
     assert status["dirs"]["out"]["rules"] == []  # dir=in: the other direction untouched
 
 
+@pytest.mark.netns
 @needs_root
 def test_multipath_reorders_and_the_window_puts_it_back(tb: str) -> None:
     """4 paths 20 us apart reorder a TCP stream heavily (fb-link reads frames in bursts, so
@@ -279,6 +285,7 @@ def test_multipath_reorders_and_the_window_puts_it_back(tb: str) -> None:
     assert results[0][1]["h2"].ofo_queue > results[256][1]["h2"].ofo_queue
 
 
+@pytest.mark.netns
 @needs_root
 def test_the_window_gives_up_holes_of_lost_frames(tb: str) -> None:
     """Frames lost after the link numbered them leave holes; the window holds what follows
@@ -294,6 +301,7 @@ def test_the_window_gives_up_holes_of_lost_frames(tb: str) -> None:
         assert win["flushes"] + win["slides"] > 0, win
 
 
+@pytest.mark.netns
 @needs_root
 def test_ecn_marks_and_drop_tail(tb: str) -> None:
     st = create("e", TestbedConfig(hosts=2, impairs=[
@@ -317,6 +325,7 @@ def test_ecn_marks_and_drop_tail(tb: str) -> None:
     assert rule2["queue_hwm_frames"] <= 20
 
 
+@pytest.mark.netns
 @needs_root
 def test_a_killed_link_is_reported_and_down_is_clean(tb: str, tmp_path: Path) -> None:
     fabench_cli("testbed", "up", "--name", "k", "--impair", "h2:delay=100us")
@@ -348,6 +357,7 @@ def test_a_killed_link_is_reported_and_down_is_clean(tb: str, tmp_path: Path) ->
     assert not Path(f"/proc/{link.pid}").exists()
 
 
+@pytest.mark.netns
 @needs_root
 def test_down_stops_fb_link_and_status_json(tb: str) -> None:
     fabench_cli("testbed", "up", "--name", "j", "--hosts", "3",
@@ -373,6 +383,7 @@ def test_proc_net_and_ss_parsing() -> None:
         ("10.77.1.2:5201", 9, 31, 12)
 
 
+@pytest.mark.netns
 @needs_root
 def test_tcp_counters_are_read_inside_a_host(tb: str) -> None:
     st = create("c", TestbedConfig(hosts=2))
@@ -397,6 +408,7 @@ def test_tcp_counters_are_read_inside_a_host(tb: str) -> None:
     assert delta.to_json()["reorder_events"] == delta.reorder_events
 
 
+@pytest.mark.netns
 @needs_root
 def test_a_tcp_run_stores_its_counters_and_the_report_shows_them(tb: str,
                                                                    tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli, missing, own_testbeds
+from conftest import fabench_cli, fabench_run, missing, own_testbeds
 from fabench.errors import FabenchError
 from fabench.matrix import measure
 from fabench.matrix.advise import advise, matrix_from_json
@@ -451,6 +451,7 @@ def _matrix(out: Path, name: str, *args: str) -> tuple[subprocess.CompletedProce
     return proc, j
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_testbed_bad_link_found_and_healthy_testbed_passes(openmpi: str, tmp_path: Path) -> None:
@@ -469,6 +470,7 @@ def test_testbed_bad_link_found_and_healthy_testbed_passes(openmpi: str, tmp_pat
         assert j["verdicts"] == [] and "no link or node flagged" in proc.stdout
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_testbed_two_switches_give_two_groups(openmpi: str, tmp_path: Path) -> None:
@@ -523,6 +525,7 @@ def test_testbed_bad_uplink_of_two_switches(openmpi: str, tmp_path: Path) -> Non
 
 # ---- the report ------------------------------------------------------------------------------
 
+@pytest.mark.browser
 def test_report_heatmaps_in_chromium(tmp_path: Path) -> None:
     m = two_switches()
     m.hosts[0] = '<script>window.pwned=1</script>"&'  # a hostile host name, escaped
@@ -639,6 +642,7 @@ def test_compare_two_matrices_per_link() -> None:
     assert sum(c.verdict in ("fixed", "broken", "still bad") for c in changes.values()) == 3
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_unreachable_host_in_a_hostfile(openmpi: str, tmp_path: Path) -> None:
@@ -660,6 +664,7 @@ def test_unreachable_host_in_a_hostfile(openmpi: str, tmp_path: Path) -> None:
         assert len(j["latency_us"]) == 6  # every direction among h1, h2, h3
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_matrix_cut_short_is_stored_and_resumed(openmpi: str, tmp_path: Path) -> None:
@@ -688,11 +693,11 @@ def test_matrix_cut_short_is_stored_and_resumed(openmpi: str, tmp_path: Path) ->
 
 
 def test_cli_usage_errors_exit_2(tmp_path: Path) -> None:
-    p = fabench_cli("matrix", "--pairs", "0:0", "--out", str(tmp_path), check=False)
+    p = fabench_run("matrix", "--pairs", "0:0", "--out", str(tmp_path), check=False)
     assert p.returncode == 2 and "two different hosts" in p.stderr
-    p = fabench_cli("matrix", "advise", "--nodes", "2", "--store", str(tmp_path), check=False)
+    p = fabench_run("matrix", "advise", "--nodes", "2", "--store", str(tmp_path), check=False)
     assert p.returncode == 2 and "no store" in p.stderr
-    p = fabench_cli("matrix", "--on", "testbed", "no-such-testbed-x", "--out", str(tmp_path),
+    p = fabench_run("matrix", "--on", "testbed", "no-such-testbed-x", "--out", str(tmp_path),
                     check=False)
     assert p.returncode == 2 and "Traceback" not in p.stderr
 
@@ -706,6 +711,7 @@ def sim_matrix(tmp_path: Path, tree: FatTree, resume: int | None = None) -> Matr
     return measure_matrix(tmp_path / "fabench.sqlite", SimGridScheduler(setup), opts, resume)
 
 
+@pytest.mark.sim
 @pytest.mark.usefixtures("simgrid")
 def test_simgrid_tree_with_a_slow_host_and_a_bad_link(tmp_path: Path) -> None:
     """Real smpirun on sim/faulty.py's explicit tree (2 leaves of 4): exactly the two faults
@@ -727,6 +733,7 @@ def test_simgrid_tree_with_a_slow_host_and_a_bad_link(tmp_path: Path) -> None:
     assert all({v.src, v.dst} == {"node-3", "node-4"} for v in one_way.judgement.verdicts)
 
 
+@pytest.mark.sim
 @pytest.mark.usefixtures("simgrid")
 def test_simgrid_matrix_killed_before_its_judgement_is_resumed(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -837,6 +844,7 @@ def test_faulty_tree_platform_routes() -> None:
             bad()
 
 
+@pytest.mark.sim
 @pytest.mark.slow
 @pytest.mark.usefixtures("simgrid")
 def test_simgrid_64_hosts_bench() -> None:
@@ -849,6 +857,7 @@ def test_simgrid_64_hosts_bench() -> None:
     assert "slow node node-37" in p.stdout and "bad link node-5 -> node-50" in p.stdout
 
 
+@pytest.mark.sim
 @pytest.mark.usefixtures("simgrid")
 def test_fabench_compare_of_two_stored_matrices(tmp_path: Path) -> None:
     """`fabench compare c1 c2` on two real (SimGrid) matrices, before and after a repair:
@@ -856,15 +865,15 @@ def test_fabench_compare_of_two_stored_matrices(tmp_path: Path) -> None:
     sim_matrix(tmp_path, FatTree(8, 4, pair_faults=(PairFault(2, 6, 0.25),)))  # campaign 1
     sim_matrix(tmp_path, FatTree(8, 4))  # campaign 2: the link repaired
     store = str(tmp_path / "fabench.sqlite")
-    p = fabench_cli("compare", "--store", store, "--", "c1", "c2", check=False)
+    p = fabench_run("compare", "--store", store, "--", "c1", "c2", check=False)
     assert p.returncode == 0, p.stderr  # nothing flagged in the second
     out = p.stdout.splitlines()
     assert any(x.startswith("fixed node-2 -> node-6 (bandwidth x") for x in out), p.stdout
     assert any(x.startswith("fixed node-6 -> node-2") for x in out)
     assert out == fabench_cli("matrix", "compare", "1", "2", "--store", store).stdout.splitlines()
-    back = fabench_cli("compare", "--store", store, "--", "campaign:2", "c1", check=False)
+    back = fabench_run("compare", "--store", store, "--", "campaign:2", "c1", check=False)
     assert back.returncode == 3 and "broken node-2 -> node-6" in back.stdout
-    one = fabench_cli("compare", "--store", store, "--", "c1", "1", check=False)
+    one = fabench_run("compare", "--store", store, "--", "c1", "1", check=False)
     assert one.returncode == 2 and "'c1' names a stored matrix, '1' does not" in one.stderr
 
 
@@ -934,6 +943,7 @@ def test_kernel_reports_each_ranks_binding(openmpi: str) -> None:
     assert meta["cpus"] == ["0", "0"]
 
 
+@pytest.mark.sim
 @pytest.mark.usefixtures("simgrid")
 def test_advise_prints_the_binding_near_the_nic(tmp_path: Path) -> None:
     sim_matrix(tmp_path, FatTree(8, 4, ((1, 0.25),)))
@@ -944,6 +954,6 @@ def test_advise_prints_the_binding_near_the_nic(tmp_path: Path) -> None:
     assert out[0].startswith("hosts: ") and "node-1" not in out[0]  # the slow node left out
     assert any("ranks of the matrix bound near the NIC" in x for x in out)
     assert any("--cpu-set 4,5" in x for x in out)
-    bad = fabench_cli("matrix", "advise", "--nodes", "3", "--hwloc", str(xml), "--nic", "eth9",
+    bad = fabench_run("matrix", "advise", "--nodes", "3", "--hwloc", str(xml), "--nic", "eth9",
                       "--store", str(tmp_path / "fabench.sqlite"), check=False)
     assert bad.returncode == 2 and "no such network device" in bad.stderr

@@ -14,6 +14,7 @@ import pytest
 from conftest import (
     Procs,
     fabench_cli,
+    fabench_run,
     kill_left,
     own_testbeds,
     wait_for_children,
@@ -38,10 +39,10 @@ def test_tournament_meets_every_pair_once_and_each_host_once_a_round(n: int) -> 
 
 
 def test_tcp_matrix_needs_hosts_it_can_start_jobs_on(tmp_path: Path) -> None:
-    p = fabench_cli("matrix", "--kernel", "tcp", "--on", "local", "--hosts", "3", "--out",
+    p = fabench_run("matrix", "--kernel", "tcp", "--on", "local", "--hosts", "3", "--out",
                     str(tmp_path), check=False)
     assert p.returncode == 2 and "--kernel tcp needs two or more hosts" in p.stderr, p.stderr
-    p = fabench_cli("matrix", "--kernel", "udp", "--out", str(tmp_path), check=False)
+    p = fabench_run("matrix", "--kernel", "udp", "--out", str(tmp_path), check=False)
     assert p.returncode == 2 and "invalid choice" in p.stderr
 
 
@@ -50,6 +51,7 @@ def _pair_runs(store: Path, cid: int) -> list:
         return [(r, st.matrix_pairs(r.id)) for r in st.runs(cid)]
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_tcp_matrix_finds_a_one_way_link(tmp_path: Path) -> None:
@@ -83,6 +85,7 @@ exec {agent} "$@"
 """
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_tcp_matrix_host_lost_mid_pass_then_resumed(tmp_path: Path) -> None:
@@ -128,6 +131,7 @@ def test_tcp_matrix_host_lost_mid_pass_then_resumed(tmp_path: Path) -> None:
         assert lost_s < 60, lost_s
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_tcp_matrix_interrupted_ends_its_jobs(tmp_path: Path) -> None:
@@ -159,6 +163,7 @@ def test_tcp_matrix_interrupted_ends_its_jobs(tmp_path: Path) -> None:
             kill_left(fb, tree)
 
 
+@pytest.mark.netns
 @needs_root
 @pytest.mark.slow
 def test_tcp_matrix_out_of_time_blames_no_host(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import fabench_cli, missing, own_testbeds
+from conftest import fabench_run, missing, own_testbeds
 from fabench.errors import FabenchError
 from fabench.model.calibrate import calibrate, fit_segments
 from fabench.model.catalog import load_fabric, save_fabric
@@ -374,17 +374,17 @@ def test_only_fabrics_whose_switches_reduce_offer_in_network_reduction(tmp_path:
     assert validate_dict(dict(d), "old").in_network_reduction
     d["in_network_reduction"] = False
     assert not validate_dict(dict(d), "old").in_network_reduction
-    out = fabench_cli("model", "predict", "--fabric", "tcp-100g", "--nodes", "240",
+    out = fabench_run("model", "predict", "--fabric", "tcp-100g", "--nodes", "240",
                       "--collective", "allreduce", "reduce", "--sizes", "8,1M",
                       "--band-samples", "0", "--out", str(tmp_path)).stdout
     assert "in_network left out: fabric tcp-100g" in out
-    rows = [json.loads(line) for line in fabench_cli(
+    rows = [json.loads(line) for line in fabench_run(
         "model", "predict", "--fabric", "tcp-100g", "--nodes", "240", "--collective",
         "allreduce", "--sizes", "8", "--json", "--band-samples", "0",
         "--out", str(tmp_path)).stdout.splitlines()]
     assert "in_network" not in rows[0]["times_us"] and "host_over_in_network" not in rows[0]
     assert any("tcp-100g" in n for n in rows[0]["notes"])
-    only = fabench_cli("model", "predict", "--fabric", "tcp-100g", "--nodes", "240",
+    only = fabench_run("model", "predict", "--fabric", "tcp-100g", "--nodes", "240",
                        "--collective", "allreduce", "--algorithm", "in_network",
                        "--out", str(tmp_path), check=False)
     assert only.returncode != 0 and "declares no" in only.stderr
@@ -419,20 +419,20 @@ def test_fabric_time_adds_hops_beyond_the_calibrated_path() -> None:
 
 
 def test_cli_predict(tmp_path: Path) -> None:
-    out = fabench_cli("model", "predict", "--fabric", "roce-100g", "--nodes", "240",
+    out = fabench_run("model", "predict", "--fabric", "roce-100g", "--nodes", "240",
                       "--collective", "allreduce", "--sizes", "8,1M", "--json",
                       "--out", str(tmp_path)).stdout
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["size"] for r in rows] == [8, 1 << 20]
     assert set(rows[0]["times_us"]) >= {"ring", "recursive_doubling", "in_network"}
-    bad = fabench_cli("model", "predict", "--fabric", "nope", "--nodes", "2",
+    bad = fabench_run("model", "predict", "--fabric", "nope", "--nodes", "2",
                       "--out", str(tmp_path), check=False)
     assert bad.returncode == 2 and "unknown fabric" in bad.stderr
 
 
 def _hpl_cli(tmp_path: Path, *args: str, check: bool = True) -> tuple[str, dict[int, float]]:
     """(stdout, efficiency % per node count) of `fabench model hpl`."""
-    proc = fabench_cli("model", "hpl", "--fabric", "roce-100g", "--peak", "2,12,2.7,8", *args,
+    proc = fabench_run("model", "hpl", "--fabric", "roce-100g", "--peak", "2,12,2.7,8", *args,
                        "--band-samples", "4", "--out", str(tmp_path), check=check)
     effs = {}
     for line in proc.stdout.splitlines():
@@ -538,6 +538,7 @@ def _testbed_prefix() -> str:
     return f"fbm{os.getpid() % 100000}"
 
 
+@pytest.mark.netns
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="makes a root testbed (CI is root)")
 def test_calibrated_model_predicts_4_host_collectives_on_a_testbed(openmpi: str,
@@ -573,15 +574,15 @@ def test_calibrated_model_predicts_4_host_collectives_on_a_testbed(openmpi: str,
             '    sizes: "32K,128K,512K"\n    iterations: 20\n'
             f'    env: {pin}, OMPI_MCA_coll_tuned_allgather_algorithm: "4"}}\n')
         out = str(tmp_path / "res")
-        fabench_cli("run", str(spec), "--on", "testbed", "val", "--out", out,
+        fabench_run("run", str(spec), "--on", "testbed", "val", "--out", out,
                     "--no-progress", timeout=1200)
     with Store(Path(out) / "fabench.sqlite") as store:
         runs = {r.kernel: r.id for r in store.runs()}
         assert all(r.status == "ok" for r in store.runs())
-    fabench_cli("model", "calibrate", *(str(runs[k]) for k in ("mpi.latency", "mpi.bw",
+    fabench_run("model", "calibrate", *(str(runs[k]) for k in ("mpi.latency", "mpi.bw",
                                                                 "mpi.bibw")),
                 "--name", "tb", "--out", out)
-    text = fabench_cli("model", "validate", str(runs["mpi.allreduce"]),
+    text = fabench_run("model", "validate", str(runs["mpi.allreduce"]),
                        str(runs["mpi.allgather"]), "--fabric", "tb", "--topology", "single",
                        "--cores", str(os.cpu_count()), "--out", out).stdout
     print(text)
@@ -591,6 +592,7 @@ def test_calibrated_model_predicts_4_host_collectives_on_a_testbed(openmpi: str,
     assert all(e <= 40.0 for e in errors.values()), errors
 
 
+@pytest.mark.sim
 def test_simulation_gets_the_barrier_exit_skew_only_when_asked(tmp_path: Path) -> None:
     """A simulated collective's ranks leave its barrier together; on emulated nodes sharing
     cores the measured record holds a rank's wait for the last, so validation adds the model's
@@ -644,7 +646,7 @@ def test_fabric_file_rejects_unknown_keys_with_their_line(tmp_path: Path) -> Non
 
 def test_define_writes_a_fabric_from_published_figures_and_show_lists_every_parameter(
         tmp_path: Path) -> None:
-    out = fabench_cli("model", "define", "mylink", "--family", "ib", "--latency-us", "0.9:1.1",
+    out = fabench_run("model", "define", "mylink", "--family", "ib", "--latency-us", "0.9:1.1",
                       "--bandwidth-MBps", "24000", "--in-network", "sharp2",
                       "--source", "vendor brief X", "--out", str(tmp_path)).stdout
     assert "written" in out
@@ -652,14 +654,14 @@ def test_define_writes_a_fabric_from_published_figures_and_show_lists_every_para
     assert f.origin == "defined" and f.family == "ib"
     assert f.latency_us == pytest.approx(1.0 + 8 / 24000)
     assert f.provenance["latency_us"].low == 0.9 and f.provenance["latency_us"].high == 1.1
-    show = fabench_cli("model", "show", "mylink", "--out", str(tmp_path)).stdout
+    show = fabench_run("model", "show", "mylink", "--out", str(tmp_path)).stdout
     rows = {line.split()[0]: line for line in show.splitlines()
             if line.startswith("  ") and line.split()[0] in {p.name for p in applicable(f)}}
     assert set(rows) == {p.name for p in applicable(f)}
     assert "vendor brief X" in rows["latency_us"] and "[SUNIB]" in rows["hop_latency_us"]
     assert "assumed" in rows["shm_latency_us"] and "assumed" in rows["gamma_MBps"]
     assert "[NVSHARP]" in rows["in_network.streaming_MBps"]
-    bad = fabench_cli("model", "define", "../evil", "--family", "ib", "--latency-us", "1",
+    bad = fabench_run("model", "define", "../evil", "--family", "ib", "--latency-us", "1",
                       "--bandwidth-MBps", "1", "--out", str(tmp_path), check=False)
     assert bad.returncode == 2 and "fabric name" in bad.stderr
 
@@ -786,6 +788,7 @@ def test_three_level_fat_tree_and_tapering() -> None:
     assert tapered.step("xor", 1024).congestion == pytest.approx(4.0)  # across pods
 
 
+@pytest.mark.sim
 def test_dragonfly_routes_as_simgrid_does() -> None:
     d = make_topology("dragonfly", 128, dragonfly=(4, 2, 4, 4))
     assert d.pair_hops(0, 1) == 1  # same router
@@ -825,7 +828,7 @@ def test_validate_runs_of_several_rank_counts_in_one_call(tmp_path: Path) -> Non
                                                    times=samples))
             store.finish_run(rid, status="ok")
             ids.append(rid)
-    out = fabench_cli("model", "validate", *map(str, ids), "--fabric", "roce-100g",
+    out = fabench_run("model", "validate", *map(str, ids), "--fabric", "roce-100g",
                       "--topology", "single", "--band-samples", "8", "--out",
                       str(tmp_path)).stdout
     summary = [line.split() for line in out.splitlines()
@@ -836,7 +839,7 @@ def test_validate_runs_of_several_rank_counts_in_one_call(tmp_path: Path) -> Non
 
 
 def test_published_validation_reports_fit_and_test_rows() -> None:
-    out = fabench_cli("model", "validate", "--published", "--band-samples", "4").stdout
+    out = fabench_run("model", "validate", "--published", "--band-samples", "4").stdout
     rows = [line for line in out.splitlines() if line.startswith("  ")]
     assert any(r.split()[0] == "fit" for r in rows) and any(r.split()[0] == "test"
                                                             for r in rows)

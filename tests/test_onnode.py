@@ -122,6 +122,7 @@ def test_ob1_per_peer_node_names() -> None:
     assert ob1_on_node_network(same, [HostSlots("h1", 2)])
 
 
+@pytest.mark.netns
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="runs on a root testbed (CI is root)")
 def test_mixed_placement_on_a_testbed(tmp_path: Path, openmpi: str) -> None:

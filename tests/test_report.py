@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, fabench_cli, missing
+from conftest import ROOT, fabench_run, missing
 
 EVIL = '<script>window.pwned=1</script>"&'
 
@@ -44,11 +44,11 @@ def results(openmpi: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("report")
     for kernel, transport in (("mpi.latency", "shm"), ("mpi.latency", "tcp"), ("mpi.bw", "shm"),
                               ("mpi.bw", "tcp"), ("mpi.latency", "shm")):
-        fabench_cli("bench", kernel, "--transport", transport, "--sizes", "8,64K",
+        fabench_run("bench", kernel, "--transport", transport, "--sizes", "8,64K",
                     "--iterations", "100", "--out", str(out))
-    fabench_cli("bench", "mpi.allreduce", "--sizes", "4,1K", "--iterations", "100",
+    fabench_run("bench", "mpi.allreduce", "--sizes", "4,1K", "--iterations", "100",
                 "--out", str(out))
-    fabench_cli("import", "osu", str(ROOT / "tests/fixtures/import/osu_latency_z.txt"),
+    fabench_run("import", "osu", str(ROOT / "tests/fixtures/import/osu_latency_z.txt"),
                 "--label", EVIL, "--store", str(out))
     return out
 
@@ -56,7 +56,7 @@ def results(openmpi: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def report(results: Path) -> Path:
     html = results / "r" / "report.html"
-    proc = fabench_cli("report", "kernel=mpi.latency", "kernel=mpi.bw", "kernel=mpi.allreduce",
+    proc = fabench_run("report", "kernel=mpi.latency", "kernel=mpi.bw", "kernel=mpi.allreduce",
                        "-o", str(html), "--store", str(results))
     assert "wrote" in proc.stdout
     return html
@@ -70,6 +70,7 @@ def test_report_is_self_contained_and_escapes_labels(report: Path) -> None:
     assert text.count("<script>") == 1  # only the report's own
 
 
+@pytest.mark.browser
 def test_report_in_chromium(report: Path, tmp_path: Path) -> None:
     shot = tmp_path / "report.png"
     snap = browse(report, f"--screenshot={shot}")
@@ -95,6 +96,7 @@ def test_report_in_chromium(report: Path, tmp_path: Path) -> None:
     assert "slower by" in dom.stdout  # the comparison sentence tcp vs shm
 
 
+@pytest.mark.browser
 def test_console_error_detection_works(tmp_path: Path) -> None:
     # The check above must be able to fail: a page that throws is caught.
     bad = tmp_path / "bad.html"
@@ -129,7 +131,7 @@ def test_run_ends_with_its_report(openmpi: str, tmp_path: Path) -> None:
     spec.write_text("name: tiny\nruns:\n  - kernel: mpi.latency\n    transport: [shm]\n"
                     "    sizes: 8,64\n    iterations: 100\n")
     out = tmp_path / "res"
-    proc = fabench_cli("run", str(spec), "--out", str(out), "--no-progress")
+    proc = fabench_run("run", str(spec), "--out", str(out), "--no-progress")
     html = out / "campaign-1-report.html"
     assert html.exists() and f"wrote {html}" in proc.stdout
     assert (out / "campaign-1-report.csv").exists() and (out / "campaign-1-report.json").exists()

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli, missing
+from conftest import fabench_run, missing
 from fabench.model.catalog import save_fabric
 from fabench.model.collectives import predict
 from fabench.model.cost import Cluster
@@ -67,6 +67,7 @@ def _medians(store: Store, run_id: int) -> dict[int, float]:
     return {r.size: float(np.median(r.times)) for r in store.results(run_id)}
 
 
+@pytest.mark.sim
 def test_simulated_ping_pong_reproduces_the_fabric(simgrid: None, tmp_path: Path) -> None:
     """The SMPI settings derived from a fabric give back its point-to-point curve: the
     simulator and the analytic model share one calibration."""
@@ -74,7 +75,7 @@ def test_simulated_ping_pong_reproduces_the_fabric(simgrid: None, tmp_path: Path
                  origin="calibrated", calibrated_hops=1, hop_latency_us=0.4,
                  link_bandwidth_MBps=7000)
     save_fabric(fab, tmp_path)
-    fabench_cli("sim", "mpi.latency", "--fabric", "two-seg", "--nodes", "2", "--topology",
+    fabench_run("sim", "mpi.latency", "--fabric", "two-seg", "--nodes", "2", "--topology",
                 "single", "--sizes", "8,32K,64K,1M", "--iterations", "3",
                 "--out", str(tmp_path), timeout=120)
     with Store(tmp_path / "fabench.sqlite") as store:
@@ -92,6 +93,7 @@ def test_simulated_ping_pong_reproduces_the_fabric(simgrid: None, tmp_path: Path
     assert isinstance(elapsed, float) and elapsed * 1e6 >= timed_us > 0
 
 
+@pytest.mark.sim
 def test_simulated_allreduce_on_a_fat_tree_against_the_model(simgrid: None,
                                                              tmp_path: Path) -> None:
     """16 ranks on two leaves, recursive doubling pinned: the simulated times are stored as a
@@ -102,7 +104,7 @@ def test_simulated_allreduce_on_a_fat_tree_against_the_model(simgrid: None,
     f = PRESETS["roce-100g"]()
     f.name, f.reduce_us_per_byte = "roce-no-gamma", 0.0
     save_fabric(f, tmp_path)
-    proc = fabench_cli("sim", "mpi.allreduce", "--fabric", f.name, "--nodes", "16",
+    proc = fabench_run("sim", "mpi.allreduce", "--fabric", f.name, "--nodes", "16",
                        "--hosts-per-leaf", "8", "--algorithm", "recursive_doubling",
                        "--sizes", "8,4K,256K", "--iterations", "3", "--out", str(tmp_path),
                        timeout=180)
@@ -128,6 +130,7 @@ def test_simulated_allreduce_on_a_fat_tree_against_the_model(simgrid: None,
     assert "simulated (roce-no-gamma, recursive_doubling)" in html and "<svg" in html
 
 
+@pytest.mark.sim
 def test_pairwise_alltoall_at_a_rank_count_that_is_no_power_of_two(simgrid: None,
                                                                   tmp_path: Path) -> None:
     """Open MPI's pairwise alltoall (send to rank + k, receive from rank - k) runs at any P;
@@ -135,7 +138,7 @@ def test_pairwise_alltoall_at_a_rank_count_that_is_no_power_of_two(simgrid: None
     "ring", the same exchange order. P - 1 steps of one message each: at least 5 latencies."""
     f = PRESETS["roce-100g"]()
     save_fabric(f, tmp_path)
-    proc = fabench_cli("sim", "mpi.alltoall", "--fabric", f.name, "--nodes", "6",
+    proc = fabench_run("sim", "mpi.alltoall", "--fabric", f.name, "--nodes", "6",
                        "--algorithm", "pairwise", "--sizes", "8", "--iterations", "2",
                        "--out", str(tmp_path), timeout=180)
     assert "smpi/alltoall:ring" in proc.stdout
@@ -146,8 +149,9 @@ def test_pairwise_alltoall_at_a_rank_count_that_is_no_power_of_two(simgrid: None
     assert t == pytest.approx(pred, rel=0.25)
 
 
+@pytest.mark.sim
 def test_in_network_cannot_be_simulated(simgrid: None, tmp_path: Path) -> None:
-    bad = fabench_cli("sim", "mpi.allreduce", "--fabric", "roce-100g", "--nodes", "4",
+    bad = fabench_run("sim", "mpi.allreduce", "--fabric", "roce-100g", "--nodes", "4",
                       "--algorithm", "in_network", "--out", str(tmp_path), check=False)
     assert bad.returncode != 0
     assert "switches cannot compute" in bad.stdout + bad.stderr
@@ -155,7 +159,7 @@ def test_in_network_cannot_be_simulated(simgrid: None, tmp_path: Path) -> None:
 
 def _sim_allreduce(tmp_path: Path, sync: str) -> tuple[dict[int, float], list[str]]:
     out = tmp_path / sync
-    fabench_cli("sim", "mpi.allreduce", "--fabric", "roce-100g", "--nodes", "48",
+    fabench_run("sim", "mpi.allreduce", "--fabric", "roce-100g", "--nodes", "48",
                 "--hosts-per-leaf", "8", "--algorithm", "rabenseifner", "--sizes", "8,64K",
                 "--iterations", "2", "--warmup-sync", sync, "--out", str(out), timeout=180)
     with Store(out / "fabench.sqlite") as store:
@@ -163,6 +167,7 @@ def _sim_allreduce(tmp_path: Path, sync: str) -> tuple[dict[int, float], list[st
         return _medians(store, run.id), run.settings["kernel_args"]
 
 
+@pytest.mark.sim
 def test_clock_started_warmups_give_the_barrier_started_results(simgrid: None,
                                                                 tmp_path: Path) -> None:
     """`fabench sim` starts warm-up calls at one instant of the simulated clock instead of
@@ -178,6 +183,7 @@ def test_clock_started_warmups_give_the_barrier_started_results(simgrid: None,
 
 
 
+@pytest.mark.sim
 @pytest.mark.parametrize(("topology", "algorithm", "sizes"), [
     (["--topology", "fat-tree", "--hosts-per-leaf", "4", "--levels", "3",
       "--leaves-per-pod", "4", "--oversubscription", "1,2"], "recursive_doubling",
@@ -197,7 +203,7 @@ def test_simulated_allreduce_on_three_level_trees_and_dragonflies_against_the_mo
     f = PRESETS["ib-100g"]()
     f.name, f.reduce_us_per_byte = "ib-no-gamma", 0.0
     save_fabric(f, tmp_path)
-    fabench_cli("sim", "mpi.allreduce", "--fabric", f.name, "--nodes", "64", *topology,
+    fabench_run("sim", "mpi.allreduce", "--fabric", f.name, "--nodes", "64", *topology,
                 "--algorithm", algorithm, "--sizes", sizes, "--out", str(tmp_path),
                 timeout=300)
     with Store(tmp_path / "fabench.sqlite") as store:

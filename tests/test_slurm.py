@@ -340,6 +340,7 @@ def _bench_in_h1(slurm2: dict[str, list[str] | str], out: Path,
         return run, list(st.results(run.id))
 
 
+@pytest.mark.netns
 @pytest.mark.slow  # ~20 s here: a testbed, four daemons, two jobs
 def test_two_node_slurm_counts_both_nodes_and_flags_packed_ranks(
         openmpi: str, slurm2: dict[str, list[str] | str], tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, fabench_cli, missing
+from conftest import ROOT, fabench_run, missing
 from fabench.errors import StoreDamagedError, StoreError, StoreVersionError
 from fabench.process_identity import ProcessOwner, proc_start
 from fabench.provenance import git_revision, run_environment
@@ -100,7 +100,7 @@ def _version_of(path: Path) -> int:
 def test_store_of_the_previous_release_reports_the_same_numbers(tmp_path: Path) -> None:
     store = _old_store(tmp_path)
     assert _version_of(store) == 1
-    proc = fabench_cli("report", "1", "2", "--store", str(store), "-o",
+    proc = fabench_run("report", "1", "2", "--store", str(store), "-o",
                        str(tmp_path / "r.html"))
     assert _version_of(store) == SCHEMA_VERSION
     assert (f"migrated the store {store} from schema version 1 to {SCHEMA_VERSION}; the store "
@@ -174,7 +174,7 @@ def test_a_newer_store_is_refused_and_left_untouched(tmp_path: Path) -> None:
     text = str(err.value)
     assert f"version {SCHEMA_VERSION + 1}" in text and f"up to {SCHEMA_VERSION}" in text
     assert "newer fabench" in text and str(store) in text
-    proc = fabench_cli("report", "--store", str(store), "-o", str(tmp_path / "r.html"),
+    proc = fabench_run("report", "--store", str(store), "-o", str(tmp_path / "r.html"),
                        check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"schema version {SCHEMA_VERSION + 1}" in proc.stderr
@@ -237,7 +237,7 @@ def test_a_truncated_store_is_one_message_naming_the_file_the_check_and_the_back
         cid = st.begin_campaign("c", {})
         st.end_campaign(cid, "finished")
     _truncate(store)
-    proc = fabench_cli("report", "--store", str(store), "-o", str(tmp_path / "r.html"),
+    proc = fabench_run("report", "--store", str(store), "-o", str(tmp_path / "r.html"),
                        check=False)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -410,7 +410,7 @@ def test_resume_finishes_the_campaign_named_by_its_id(openmpi: str, tmp_path: Pa
     opened = subprocess.run([sys.executable, "-c", OPENER, str(db)], capture_output=True,
                             text=True, check=True)
     c1, c2, other = (int(x) for x in opened.stdout.split())
-    res = fabench_cli("run", str(spec), "--out", str(out), "--resume", str(c1),
+    res = fabench_run("run", str(spec), "--out", str(out), "--resume", str(c1),
                       "--no-progress")
     assert f"# campaign {c1} (small)" in res.stdout
     with Store(db) as st:
@@ -423,11 +423,11 @@ def test_resume_finishes_the_campaign_named_by_its_id(openmpi: str, tmp_path: Pa
             ((str(spec), "--resume", str(other)), f"campaign {other} in {db} is 'other'"),
             ((str(spec), "--resume", "99"), "no campaign 99"),
             ((str(spec), "--resume", "-3"), "--resume takes a campaign id")):
-        proc = fabench_cli("run", *args, "--out", str(out), "--no-progress", check=False)
+        proc = fabench_run("run", *args, "--out", str(out), "--no-progress", check=False)
         assert proc.returncode == 2 and message in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr
     # the form from before ids, `--resume SPEC`, still names the spec; no id: the newest
-    res = fabench_cli("run", "--resume", str(spec), "--out", str(out), "--no-progress")
+    res = fabench_run("run", "--resume", str(spec), "--out", str(out), "--no-progress")
     assert f"# campaign {c2} (small)" in res.stdout
 
 
@@ -443,7 +443,7 @@ def test_resume_checks_the_store_before_running_anything(openmpi: str, tmp_path:
     damaged = bytearray(sound)
     damaged[(page - 1) * 4096:(page - 1) * 4096 + 64] = bytes(64)  # a zeroed page header
     db.write_bytes(bytes(damaged))
-    proc = fabench_cli("run", str(spec), "--out", str(out), "--resume", "--no-progress",
+    proc = fabench_run("run", str(spec), "--out", str(out), "--resume", "--no-progress",
                        check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"the store {db} is damaged" in proc.stderr and "fabench store check" in proc.stderr

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, descendant_pids, fabench_cli
+from conftest import ROOT, descendant_pids, fabench_run
 from fabench.store import Store
 from fabench.store_check import OK, PROBLEMS, UNREADABLE, check_store
 from fabench.store_schema import SCHEMA_VERSION
@@ -29,9 +29,9 @@ FIXTURE = ROOT / "tests" / "fixtures" / "store" / "v1-4d08b82.sqlite"
 def real_store(openmpi: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A store written by this fabench: two real benchmarks (MPI ranks, TCP sockets)."""
     out = tmp_path_factory.mktemp("real")
-    fabench_cli("bench", "mpi.allreduce", "--sizes", "8,1024", "--iterations", "100",
+    fabench_run("bench", "mpi.allreduce", "--sizes", "8,1024", "--iterations", "100",
                 "--out", str(out))
-    fabench_cli("bench", "tcp.latency", "--sizes", "8,1024", "--iterations", "100",
+    fabench_run("bench", "tcp.latency", "--sizes", "8,1024", "--iterations", "100",
                 "--out", str(out))
     return out / "fabench.sqlite"
 
@@ -54,7 +54,7 @@ def _sql(path: Path, *statements: str) -> None:
 
 def test_a_sound_store_passes_and_is_left_as_it_was(store: Path) -> None:
     before = store.read_bytes()
-    proc = fabench_cli("store", "check", "--store", str(store.parent), "--json", check=False)
+    proc = fabench_run("store", "check", "--store", str(store.parent), "--json", check=False)
     assert proc.returncode == OK, proc.stdout
     rep = json.loads(proc.stdout)
     assert rep["exit_status"] == 0 and rep["schema_version"] == SCHEMA_VERSION
@@ -137,7 +137,7 @@ def test_overwritten_sample_bytes_are_found(store: Path) -> None:
     off = bytes(raw).index(blob[16:48])
     raw[off + 5] ^= 0x04
     store.write_bytes(bytes(raw))
-    proc = fabench_cli("store", "check", "--store", str(store), check=False)
+    proc = fabench_run("store", "check", "--store", str(store), check=False)
     assert proc.returncode == PROBLEMS, proc.stdout
     assert "differ from their checksum" in proc.stdout and "Traceback" not in proc.stderr
 
@@ -145,7 +145,7 @@ def test_overwritten_sample_bytes_are_found(store: Path) -> None:
 def test_a_truncated_store_is_unreadable_and_says_it_was_cut(store: Path) -> None:
     with open(store, "r+b") as fh:
         fh.truncate(store.stat().st_size * 2 // 3)
-    proc = fabench_cli("store", "check", "--store", str(store), check=False)
+    proc = fabench_run("store", "check", "--store", str(store), check=False)
     assert proc.returncode in (PROBLEMS, UNREADABLE), proc.stdout
     assert "cut short" in proc.stdout and "Traceback" not in proc.stderr
 
@@ -178,7 +178,7 @@ def test_what_is_not_a_readable_store_exits_2(store: Path, damage: str) -> None:
     rep = check_store(store)
     assert rep.exit_code == UNREADABLE and not rep.readable, [vars(f) for f in rep.findings]
     if damage == "header":  # and as the user sees it
-        proc = fabench_cli("store", "check", "--store", str(store), check=False)
+        proc = fabench_run("store", "check", "--store", str(store), check=False)
         assert proc.returncode == UNREADABLE, proc.stdout
         assert "Traceback" not in proc.stderr and "unreadable (exit status 2)" in proc.stdout
         assert "not an SQLite database" in proc.stdout
@@ -239,7 +239,7 @@ def test_sigkill_mid_campaign_leaves_a_sound_store_with_the_finished_runs(
         time.sleep(0.05)
     _kill_tree(proc)
     assert (out / "fabench.sqlite-wal").exists()  # killed with its log open
-    proc_check = fabench_cli("store", "check", "--store", str(out), check=False)
+    proc_check = fabench_run("store", "check", "--store", str(out), check=False)
     assert proc_check.returncode == OK, proc_check.stdout
     with Store(db) as st:
         ok = st.runs(status="ok")
@@ -253,7 +253,7 @@ def test_sigkill_mid_campaign_leaves_a_sound_store_with_the_finished_runs(
         (cut,) = st.runs(status="interrupted")
         assert f"pid {proc.pid}" in (cut.reason or "") and cut.id > max(r.id for r in ok)
         assert st.campaigns()[0]["status"] == "interrupted"
-    assert fabench_cli("store", "check", "--store", str(out), check=False).returncode == OK
+    assert fabench_run("store", "check", "--store", str(out), check=False).returncode == OK
 
 
 WRITER = """

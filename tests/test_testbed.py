@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli
+from conftest import fabench_cli, fabench_run
 from fabench.errors import FabenchError
 from fabench.testbed import (
     TestbedConfig,
@@ -39,6 +39,7 @@ def _in(state_name: str, host: str, cmd: str) -> str:
     return p.stdout.strip()
 
 
+@pytest.mark.netns
 @needs_root
 def test_four_hosts_up_status_down(tb: str) -> None:
     up = fabench_cli("testbed", "up", "--name", "four", "--hosts", "4", "--mtu", "9000",
@@ -94,6 +95,7 @@ def _link_ends(name: str) -> list[tuple[list[str], str]]:
     return [end for h in st.hosts for end in ((h.enter, h.ifname), (switch, h.port))]
 
 
+@pytest.mark.netns
 @needs_root
 def test_queue_is_set_on_every_tbf_and_shown(tb: str) -> None:
     up = fabench_cli("testbed", "up", "--name", "q", "--hosts", "2", "--rate", "1gbit",
@@ -107,13 +109,14 @@ def test_queue_is_set_on_every_tbf_and_shown(tb: str) -> None:
     create("d", TestbedConfig(hosts=2, rate="100mbit"))
     assert [_tbf_lat_us(e, d) for e, d in _link_ends("d")] == [50_000] * 4
     # No rate, no tbf: a queue alone is refused rather than silently ignored.
-    bad = fabench_cli("testbed", "up", "--name", "n", "--queue", "5ms", check=False)
+    bad = fabench_run("testbed", "up", "--name", "n", "--queue", "5ms", check=False)
     assert bad.returncode == 2 and "give --rate too" in bad.stderr
-    bad = fabench_cli("testbed", "up", "--name", "n", "--rate", "1gbit", "--queue", "5",
+    bad = fabench_run("testbed", "up", "--name", "n", "--rate", "1gbit", "--queue", "5",
                       check=False)
     assert bad.returncode == 2 and "--queue '5'" in bad.stderr
 
 
+@pytest.mark.netns
 def test_queue_durations_and_testbeds_recorded_before_the_option() -> None:
     assert [queue_us(q) for q in ("5ms", "500us", "0.5ms", "1s", "2MS")] == \
         [5000, 500, 500, 1_000_000, 2000]
@@ -127,16 +130,18 @@ def test_queue_durations_and_testbeds_recorded_before_the_option() -> None:
     assert TestbedState.from_json(data).config.queue == "50ms"  # what tc was given then
 
 
+@pytest.mark.netns
 @needs_root
 def test_failed_up_leaves_nothing(tb: str) -> None:
     # net.core.rmem_max is read-only inside a network namespace: `up` must fail and undo.
-    proc = fabench_cli("testbed", "up", "--name", "bad", "--hosts", "3",
+    proc = fabench_run("testbed", "up", "--name", "bad", "--hosts", "3",
                        "--sysctl", "net.core.rmem_max=16777216", check=False)
     assert proc.returncode == 2
     assert "net.core.rmem_max is not writable in a network namespace" in proc.stderr
     assert leftovers(tb) == []
 
 
+@pytest.mark.netns
 @needs_root
 def test_down_after_kill_9_of_fabench(openmpi: str, tb: str, tmp_path: Path) -> None:
     """fabench dies hard in the middle of a run on a testbed it made for itself: no atexit,
@@ -183,6 +188,7 @@ def test_holders_are_matched_by_their_exact_command_line() -> None:
     assert not holder_argv_ok([py, b"-c", hold, b"x" + mark], "fbx")
 
 
+@pytest.mark.netns
 @needs_root
 def test_down_all_spares_processes_outside_the_testbed(tb: str) -> None:
     """`down --all` kills what runs inside the testbed's namespaces and its holders, nothing
@@ -221,6 +227,7 @@ def test_down_all_spares_processes_outside_the_testbed(tb: str) -> None:
             d.wait()
 
 
+@pytest.mark.netns
 @needs_root
 def test_twenty_cycles_leave_nothing(tb: str) -> None:
     netns_before = subprocess.run(["ip", "netns", "list"], capture_output=True,
@@ -243,6 +250,7 @@ def _unprivileged_ok() -> bool:
     return p.returncode == 0
 
 
+@pytest.mark.netns
 @pytest.mark.skipif(not shutil.which("setpriv") and os.geteuid() == 0,
                     reason="setpriv is needed to drop root")
 def test_unprivileged_up_exec_down(tmp_path: Path) -> None:

@@ -16,6 +16,9 @@ from fabench.metrics import BANDWIDTH
 from fabench.native import native_root
 from fabench.starters.pair import run_pair
 
+# UCX and libfabric's shm poll, and the delayed-ACK stall is a timing: the CPUs to themselves.
+pytestmark = pytest.mark.serial
+
 
 def built(name: str) -> bool:
     return (native_root() / "bin" / get_kernel(name).executable).is_file()

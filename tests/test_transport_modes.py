@@ -13,6 +13,8 @@ from fabench.metrics import BANDWIDTH
 from fabench.native import native_root
 from fabench.starters.pair import run_pair
 
+pytestmark = pytest.mark.serial  # measured rates set against a peer tool's: the CPUs to themselves
+
 
 def run(name: str, *args: str, transport: str = "tcp") -> LaunchResult:
     if not (native_root() / "bin" / get_kernel(name).executable).is_file():

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import fabench_cli, missing
+from conftest import fabench_cli, fabench_run, missing
 from fabench.errors import FabenchError
 from fabench.kernels import Kernel, all_kernels, get_kernel
 from fabench.kernels.transport import stream_results
@@ -142,7 +142,7 @@ def test_cli_bench_and_doctor(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert "retrans" in head and "per-stream" in head
     row = p.stdout.splitlines()[p.stdout.splitlines().index(head) + 1]
     assert row.split()[0] == "4K" and "2 streams:" in row
-    p = fabench_cli("bench", "verbs.bw", "--sizes", "8", "--out", str(tmp_path), check=False)
+    p = fabench_run("bench", "verbs.bw", "--sizes", "8", "--out", str(tmp_path), check=False)
     d = fabench_cli("doctor").stdout
     assert "tcp.latency" in d and "verbs.bw" in d
     if "no RDMA device" in d:

@@ -144,6 +144,7 @@ def test_merge_fields_never_lowers_what_is_already_higher() -> None:
 
 # -- audit -------------------------------------------------------------------------------------
 
+@pytest.mark.netns
 def test_check_on_this_host_reads_only() -> None:
     before = Path("/proc/sys/net/ipv4/tcp_wmem").read_text()
     found = check(load_profile("tcp-throughput"), [Target.host()])
@@ -157,6 +158,7 @@ def test_check_on_this_host_reads_only() -> None:
     assert all(f.source for f in found if f.status != "info")
 
 
+@pytest.mark.netns
 @ROOT_ONLY
 def test_check_in_a_namespace_reports_scope(ns_pair: list[str]) -> None:
     found = check(load_profile("tcp-throughput"), [Target.namespace(ns_pair[0])])
@@ -188,6 +190,7 @@ def ns_up_down() -> Iterator[str]:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
 
 
+@pytest.mark.netns
 @ROOT_ONLY
 def test_check_skips_links_that_are_down(ns_up_down: str) -> None:
     opers = {d["ifname"]: d["operstate"] for d in json.loads(subprocess.run(
@@ -292,6 +295,7 @@ def test_numa_check_uses_hwloc_and_falls_back_to_sysfs(monkeypatch: pytest.Monke
 
 # -- apply / revert ----------------------------------------------------------------------------
 
+@pytest.mark.netns
 @ROOT_ONLY
 def test_apply_then_revert_restores_every_value_exactly(ns_pair: list[str],
                                                         tmp_path: Path) -> None:
@@ -320,6 +324,7 @@ def test_apply_then_revert_restores_every_value_exactly(ns_pair: list[str],
     assert not journal.exists() and rep.retired is not None
 
 
+@pytest.mark.netns
 @ROOT_ONLY
 def test_kill_9_during_apply_then_revert_restores_exactly(ns_pair: list[str],
                                                           tmp_path: Path) -> None:
@@ -354,6 +359,7 @@ def test_kill_9_during_apply_then_revert_restores_exactly(ns_pair: list[str],
     assert [snapshot(n) for n in ns_pair] == before
 
 
+@pytest.mark.netns
 @ROOT_ONLY
 def test_revert_tolerates_a_vanished_namespace(tmp_path: Path) -> None:
     ns = f"fbtune{uuid.uuid4().hex[:6]}g"
@@ -389,6 +395,7 @@ def _in_ns(pid: int, path: str) -> str:
                           capture_output=True, text=True, check=True).stdout
 
 
+@pytest.mark.netns
 @ROOT_ONLY
 def test_revert_refuses_a_reused_pid_or_the_hosts_namespace(tmp_path: Path) -> None:
     """A target entered with `nsenter -t PID` (a testbed host) is journaled with the PID's

@@ -74,6 +74,7 @@ def _route_lines(targets: list) -> list[str]:  # type: ignore[type-arg]
     return [r.line for t in targets if t.meta.get("role") != "switch" for r in readers.routes(t)]
 
 
+@pytest.mark.netns
 def test_nodelay_and_route_quickack_remove_the_delayed_ack_stall(testbed: str,
                                                                  tmp_path: Path) -> None:
     targets = tb_targets(testbed)
@@ -97,6 +98,7 @@ def test_nodelay_and_route_quickack_remove_the_delayed_ack_stall(testbed: str,
     assert _route_lines(targets) == routes_before and not journal.exists()
 
 
+@pytest.mark.netns
 def test_mtu_9000_without_offloads_raises_bandwidth(testbed: str, tmp_path: Path) -> None:
     targets = tb_targets(testbed)
     prof = parse_profile(_profile("kind: mtu, value: 9000"))
@@ -111,6 +113,7 @@ def test_mtu_9000_without_offloads_raises_bandwidth(testbed: str, tmp_path: Path
     assert all(ap.current(c) == c.previous for c in plan.changes)
 
 
+@pytest.mark.netns
 @pytest.mark.slow  # ~45 s
 def test_large_tcp_rmem_fills_a_rate_limited_link(tb_env: str, tmp_path: Path) -> None:
     """tcp_rmem (per network namespace) caps the receive window, and one TCP stream carries

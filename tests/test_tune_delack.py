@@ -67,6 +67,7 @@ settings:
 """
 
 
+@pytest.mark.netns
 def test_route_changes_apply_together_and_revert_exactly(netns: str, tmp_path: Path) -> None:
     before = routes(netns)
     assert "rto_min lock 20ms" in before
@@ -82,6 +83,7 @@ def test_route_changes_apply_together_and_revert_exactly(netns: str, tmp_path: P
     assert routes(netns) == before
 
 
+@pytest.mark.netns
 def test_check_covers_001_tunings_on_this_kernel(netns: str) -> None:
     """tcp-throughput holds 001's buffers, its delayed-ACK change and its tcp_low_latency:
     each is checked here, with the scope the kernel gives it, and the delayed-ACK change is

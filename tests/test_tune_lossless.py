@@ -347,6 +347,7 @@ def veth_pair() -> Iterator[tuple[str, str]]:
             subprocess.run(["ip", "netns", "del", n], capture_output=True, check=False)
 
 
+@pytest.mark.netns
 @ROOT_ONLY
 def test_counters_end_to_end_on_veth(veth_pair: tuple[str, str]) -> None:
     """The live path on a NIC-less link: interfaces found inside the namespace, `ethtool -S`
@@ -379,6 +380,7 @@ def test_counters_end_to_end_on_veth(veth_pair: tuple[str, str]) -> None:
     assert "no pause, ECN or drop counters" in counters.current and "over" in counters.current
 
 
+@pytest.mark.netns
 @ROOT_ONLY
 def test_tune_check_lossless_roce_on_namespaces(veth_pair: tuple[str, str]) -> None:
     """The command as a user runs it: no verdict on two matching veth ends (exit 0); after
@@ -399,6 +401,7 @@ def test_tune_check_lossless_roce_on_namespaces(veth_pair: tuple[str, str]) -> N
     assert mtu["current"] == f"{a}/lla 1500, {b}/llb 9000"
 
 
+@pytest.mark.netns
 @ROOT_ONLY
 def test_mtu_across_a_testbed_and_its_switch(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
@@ -422,6 +425,7 @@ def test_mtu_across_a_testbed_and_its_switch(tmp_path: Path,
         assert f"{st.name}-switch/" in fabric.current
 
 
+@pytest.mark.netns
 @ROOT_ONLY
 def test_counters_end_to_end_inside_a_testbed(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:

@@ -57,6 +57,7 @@ def _holder(*unshare: str) -> subprocess.Popen[bytes]:
     return p
 
 
+@pytest.mark.netns
 def test_a_write_that_reaches_the_reference_is_detected_and_undone() -> None:
     """The detecting branch, on a key that really is shared: kernel.shmmax belongs to the
     IPC namespace, so between a network namespace and the one it was made from it is one
@@ -102,6 +103,7 @@ settings:
 """
 
 
+@pytest.mark.netns
 def test_namespace_targets_refuse_host_wide_keys(netns: str, tmp_path: Path) -> None:
     """vm.swappiness is writable inside a network namespace (the old check only asked that),
     and writing it there would change the host. apply refuses it on a namespace target,
@@ -130,6 +132,7 @@ def test_namespace_targets_refuse_host_wide_keys(netns: str, tmp_path: Path) -> 
     assert host_values(keys) == before
 
 
+@pytest.mark.netns
 def test_cli_dry_run_names_the_refusal(netns: str, tmp_path: Path) -> None:
     import sys
 

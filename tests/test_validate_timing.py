@@ -30,6 +30,7 @@ from fabench.kernels import get_kernel
 from fabench.native import native_root
 from fabench.starters.pair import run_pair
 
+pytestmark = pytest.mark.serial  # a ratio of timings: the CPUs to itself
 ROUNDS = 5
 BOUND = 2.0
 

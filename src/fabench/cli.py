@@ -1,7 +1,9 @@
 """Command-line entry point: argument handling only; the work is in the modules it calls."""
 
 import argparse
+import importlib
 import sys
+from collections.abc import Callable
 
 from . import __version__
 from .commands import register_all
@@ -24,6 +26,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def action_of(args: argparse.Namespace) -> Callable[[argparse.Namespace], int | None]:
+    """The function that does the command's work. Built-in commands name it as
+    "module:function" so that only the command that runs imports its code; a plugin's command
+    may set the function itself."""
+    func = args.func
+    if isinstance(func, str):
+        module, _, name = func.partition(":")
+        func = getattr(importlib.import_module(module), name)
+    return func  # type: ignore[no-any-return]
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         # Building the parser loads the commands, plugins included: a broken plugin is an
@@ -42,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         broken = plugin_error()
         if broken is not None and args.command != "doctor":
             raise broken  # `fabench doctor` shows it among the plugins; nothing else runs
-        return int(args.func(args) or 0)
+        return int(action_of(args)(args) or 0)
     except FabenchError as exc:
         print(f"fabench: error: {exc}", file=sys.stderr)
         return 2

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .choices import DEFAULT_TOLERANCE
 from .errors import FabenchError
 from .hostprobe import sides_differ
 from .metrics import Better, Metric
@@ -34,7 +35,6 @@ from .store import RunRow, Store
 from .textable import Col, header, row
 from .units import format_number
 
-DEFAULT_TOLERANCE = 0.05
 PAIR_FIELDS = ("transport", "mpi", "env", "label", "source", "kernel_settings")
 
 

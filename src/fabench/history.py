@@ -34,18 +34,18 @@ from typing import Any
 
 import numpy as np
 
+from .choices import HISTORY_ALPHA as ALPHA
+from .choices import HISTORY_MIN_NIGHTS as MIN_NIGHTS
+from .choices import HISTORY_PERMUTATIONS as PERMUTATIONS
+from .choices import HISTORY_TOLERANCE as TOLERANCE
 from .errors import FabenchError
 from .metrics import Better, Metric
 from .selection import config_key, run_label, run_metrics
 from .stats import compare_medians_runs, median_ci_runs
 from .store import CampaignRow, RunRow, Store
 
-ALPHA = 0.05
-# A policy, not a measurement: the smallest change a centre wants to hear about. Set it per
-# series with --tolerance (ReFrame's reference bands are the same kind of number).
-TOLERANCE = 0.10
-MIN_NIGHTS = 2
-PERMUTATIONS = 999
+# ALPHA, TOLERANCE (a policy, not a measurement), MIN_NIGHTS and PERMUTATIONS live in
+# fabench.choices: `fabench history --help` shows them without importing this module.
 SEED = 20_261_127
 
 

@@ -1,10 +1,14 @@
 """Metrics derived from a kernel's per-iteration times, each with its unit and direction."""
 
+from __future__ import annotations
+
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class Better(StrEnum):
@@ -30,6 +34,10 @@ class Metric:
 
     def values(self, times_us: Sequence[float] | np.ndarray, bytes_per_sample: float = 0,
                messages_per_sample: float = 0) -> np.ndarray:
+        # numpy here, not at the top: the kernel registry imports this module, and building
+        # the command line (every --help) lists the kernels without deriving any figure.
+        import numpy as np
+
         t = np.asarray(times_us, dtype=float)
         if self.source == "time":
             return t

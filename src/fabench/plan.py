@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
+from .choices import DATATYPES
 from .errors import FabenchError
 from .kernels import Kernel, get_kernel
 from .mpi.base import FLAVOURS, Mpi
@@ -116,9 +117,8 @@ def _option(kind: str, help: str, **kw: Any) -> Any:
     return field(default=default, metadata={"option": (kind, help, kw)})
 
 
-# --datatype's one vocabulary (the kernels' and OSU's -T words); a kernel's records name the
-# MPI type it used (MPI_FLOAT), which is what was measured, not an option to validate.
-DATATYPES = ("char", "int", "float", "double")
+# --datatype's one vocabulary (the kernels' and OSU's -T words) is choices.DATATYPES; a
+# kernel's records name the MPI type it used (MPI_FLOAT), which is what was measured.
 
 
 @dataclass(frozen=True)

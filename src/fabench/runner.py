@@ -16,6 +16,7 @@ from .progress import Progress
 from .provenance import load_snapshot, run_environment
 from .records import ResultRecord
 from .schedulers import Scheduler
+from .stats import load_bootstrap
 from .store import Store
 
 SKIP_EXIT = 77  # the kernels' "cannot run here" status (automake's convention)
@@ -66,6 +67,8 @@ def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
         launcher=scheduler.name, repeat=planned.repeat, settings=planned.record())
     c2c_start = core_to_core() if scheduler.ranks_here else None
     load_start = load_snapshot()
+    if planned.precision is not None:
+        load_bootstrap()
     cpu_start = cpu_snapshot()
     t_start = time.monotonic()
     outcome = RunOutcome(run_id, planned, "failed")

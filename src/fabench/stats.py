@@ -26,7 +26,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats as _sps
 
 CONFIDENCE = 0.95
 N_RESAMPLES = 800
@@ -136,8 +135,20 @@ def _median(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.median(samples[0], axis=axis)
 
 
+def load_bootstrap() -> None:
+    """Import what the bootstrap needs now (scipy.stats: seconds on a loaded host). An
+    adaptive run calls this before its clock starts: its budget and its first batch's time
+    are measuring, not importing."""
+    from scipy import stats  # noqa: F401
+
+
 def _bootstrap(data: tuple[np.ndarray, ...], statistic: Callable[..., np.ndarray],
                n_resamples: int, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    # scipy.stats is imported here, not at the top: it costs about a second (most of what
+    # `fabench --help` took before), and many users of this module, refusals and usage errors
+    # among them, never compute an interval.
+    from scipy import stats as _sps
+
     # scipy >= 1.15 names the generator `rng`; older releases `random_state`.
     seed_kw = "rng" if "rng" in inspect.signature(_sps.bootstrap).parameters else "random_state"
     res = _sps.bootstrap(data, statistic, n_resamples=n_resamples, confidence_level=confidence,
@@ -156,6 +167,8 @@ def median_ci(values: Sequence[float] | np.ndarray,
             return Interval(float(a[0]), float(a[0]), confidence, "degenerate", int(a.size),
                             int(a.size))
         return NO_INTERVAL
+    from scipy import stats as _sps  # paid by the commands that summarise (see _bootstrap)
+
     ci = _sps.quantile_test(a, q=float(np.median(a)), p=0.5).confidence_interval(confidence)
     if not (math.isfinite(ci.low) and math.isfinite(ci.high)):
         # too few samples for any pair of order statistics to reach the confidence

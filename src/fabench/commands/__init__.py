@@ -1,6 +1,11 @@
 """CLI subcommands. Each module here registers its `register(subparsers)` function with
 ``@COMMANDS.register("name")``; the CLI adds every registered command, so adding one (here or
-in a plugin) never edits the CLI itself."""
+in a plugin) never edits the CLI itself.
+
+Every `--help` and usage error builds the whole parser, so these modules declare arguments
+only and name the function that does the work (``func="fabench.actions.bench:main"``), which
+the CLI imports when the command runs; they import nothing beyond argparse, ``_common`` and
+``fabench.choices`` (tests/test_cli_startup.py)."""
 
 import argparse
 from collections.abc import Callable

@@ -1,15 +1,12 @@
-"""`fabench compare A B`: B against A per message size, with confidence intervals."""
+"""`fabench compare A B`: B against A per message size, with confidence intervals.
+
+Arguments only: fabench.actions.compare does the work."""
 
 import argparse
-import json
 
-from ..compare import DEFAULT_TOLERANCE, compare_selections, comparison_table
-from ..errors import FabenchError
-from ..matrix.stored import matrix_operands
-from ..store import Store
+from ..choices import DEFAULT_TOLERANCE
 from . import COMMANDS
-from ._common import add_store_argument, resolve_store
-from .matrix import print_matrix_diff
+from ._common import add_store_argument
 
 
 @COMMANDS.register("compare")
@@ -33,26 +30,4 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                    help=f"relative band counted as no change (default {DEFAULT_TOLERANCE})")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_store_argument(p)
-    p.set_defaults(func=main)
-
-
-def main(args: argparse.Namespace) -> int:
-    path = resolve_store(args.store)
-    matrices = matrix_operands(path, args.a, args.b)
-    if matrices is not None:
-        if args.metric or args.kernel or args.json:
-            raise FabenchError("two matrices are compared per link (fabench matrix compare): "
-                               "--metric, --kernel and --json do not apply")
-        return print_matrix_diff(path, *matrices, show_all=False)
-    with Store(path) as store:
-        comps = compare_selections(store, args.a.split("+"), args.b.split("+"),
-                                   metric=args.metric,
-                                   kernel=args.kernel, tolerance=args.tolerance)
-    if args.json:
-        print(json.dumps([c.as_dict() for c in comps], indent=1))
-        return 0
-    for c in comps:
-        for line in comparison_table(c):
-            print(line)
-        print()
-    return 0
+    p.set_defaults(func="fabench.actions.compare:main")

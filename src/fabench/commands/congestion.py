@@ -1,25 +1,12 @@
-"""`fabench congestion`: argument handling; the work is in fabench/congestion/."""
+"""`fabench congestion`: argument handling; the work is in fabench/congestion/.
+
+Arguments only: fabench.actions.congestion does the work."""
 
 import argparse
-import json
-import sys
 
-from ..congestion import CongestionConfig, VictimSettings, congestion_campaign
-from ..congestion.aggressors import PATTERNS
-from ..congestion.victims import VICTIMS
-from ..errors import FabenchError
-from ..report.congestion import text_lines
+from ..choices import CONGESTION_PATTERNS, CONGESTION_VICTIMS
 from . import COMMANDS
-from ._common import add_on_argument, add_out_argument, scheduler_from, shown, store_of
-
-
-def _hosts(text: str | None) -> tuple[str, ...]:
-    if not text:
-        return ()
-    names = tuple(h.strip() for h in text.split(","))
-    if any(not h for h in names):
-        raise FabenchError(f"host list {text!r}: names separated by commas")
-    return names
+from ._common import add_on_argument, add_out_argument
 
 
 @COMMANDS.register("congestion")
@@ -32,10 +19,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                     "and at P99, with bootstrap 95% intervals over rounds and samples. See "
                     "docs/congestion.md.")
     add_on_argument(p)
-    p.add_argument("--aggressor", action="append", choices=PATTERNS, metavar="PATTERN",
-                   help=f"{' | '.join(PATTERNS)} (repeatable; default: incast)")
-    p.add_argument("--victim", action="append", choices=list(VICTIMS), metavar="VICTIM",
-                   help=f"{' | '.join(VICTIMS)} (repeatable; default: all)")
+    p.add_argument("--aggressor", action="append", choices=CONGESTION_PATTERNS, metavar="PATTERN",
+                   help=f"{' | '.join(CONGESTION_PATTERNS)} (repeatable; default: incast)")
+    p.add_argument("--victim", action="append", choices=list(CONGESTION_VICTIMS), metavar="VICTIM",
+                   help=f"{' | '.join(CONGESTION_VICTIMS)} (repeatable; default: all)")
     p.add_argument("--victim-hosts", metavar="H1,H2[,...]",
                    help="victim hosts (default: the testbed's first two); latency and "
                         "bandwidth between the first two, the allreduce over all")
@@ -62,38 +49,4 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--json", action="store_true",
                    help="one JSON record per aggressor and victim metric (impact_factor)")
     add_out_argument(p)
-    p.set_defaults(func=main)
-
-
-def main(args: argparse.Namespace) -> int:
-    cfg = CongestionConfig(
-        victims=tuple(args.victim or VICTIMS), aggressors=tuple(args.aggressor or ["incast"]),
-        victim_hosts=_hosts(args.victim_hosts), aggressor_hosts=_hosts(args.aggressor_hosts),
-        target=args.target or "", rounds=args.rounds, settle_s=args.settle,
-        settings=VictimSettings(iterations=args.iterations, bw_iterations=args.bw_iterations,
-                                bw_window=args.bw_window, mpi=args.mpi,
-                                transport=args.transport, timeout_s=args.timeout))
-    scheduler = scheduler_from(args.on, args.out, args.oversubscribe)
-    try:
-        out = congestion_campaign(cfg, scheduler, store_of(args), args.name,
-                                  progress=lambda m: print(f"fabench: {m}", file=sys.stderr))
-    finally:
-        scheduler.close()
-    if args.json:
-        for row in out.rows:
-            print(json.dumps(row.to_json()))
-    else:
-        print(f"fabench congestion on {scheduler.describe()}: victims "
-              f"{','.join(out.layout.victims)}, aggressors {','.join(out.layout.aggressors)}, "
-              f"incast/bulk toward {out.layout.target}; TCP "
-              + ", ".join(sorted({f"{v['tcp_congestion_control']} ecn={v['tcp_ecn']}"
-                                  for v in out.tcp.values()})))
-        for w in out.warnings:
-            print(f"WARNING {w}")
-        for line in text_lines(out.rows):
-            print(line)
-        print(f"# campaign {out.campaign_id} stored in {shown(store_of(args))}")
-    failed = [o for o in out.runs if o.status != "ok"]
-    for o in failed:
-        print(f"fabench: {o.planned.label_text} {o.status}: {o.reason}", file=sys.stderr)
-    return 1 if failed or not out.rows else 0
+    p.set_defaults(func="fabench.actions.congestion:main")

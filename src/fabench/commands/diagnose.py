@@ -1,23 +1,17 @@
-"""`fabench diagnose transports|...`: argument handling; the work is in fabench/diagnose/.
+"""`fabench diagnose transports|...`: the arguments; fabench.actions.diagnose runs and prints,
+the work is in fabench/diagnose/.
 
-Each action is one function decorated with ``@action``: it adds its own subparser and sets
-its ``func``. Adding `diagnose reorder` is one more such function (here or in its own module
-that imports ``action`` from this one).
+Each action is one function decorated with ``@action``: it adds its own subparser and names
+its ``func``. Adding an action is one more such function (here or in its own module that
+imports ``action`` from this one) and its function in fabench.actions.
 """
 
 import argparse
-import json
-import sys
 from collections.abc import Callable
-from typing import Any, Protocol
 
-from ..diagnose.reorder import DEFAULT_SIZE, ReorderOptions, run_reorder
-from ..diagnose.reorder_sweep import WINDOWS, SweepSettings
-from ..diagnose.session import run_transports, transports_options
-from ..errors import FabenchError
-from ..hostnames import check_host
+from ..choices import REORDER_SIZE, REORDER_WINDOWS
 from . import COMMANDS
-from ._common import add_on_argument, add_out_argument, scheduler_from, store_of
+from ._common import add_on_argument, add_out_argument
 
 Subparsers = "argparse._SubParsersAction[argparse.ArgumentParser]"
 ActionFn = Callable[[argparse._SubParsersAction], None]  # type: ignore[type-arg]
@@ -113,42 +107,7 @@ def transports_parser(dsub: argparse._SubParsersAction) -> None:  # type: ignore
     t.add_argument("--json", action="store_true",
                    help="JSON lines: one per size and path (size, path, chosen, best, loss), "
                         "then recommendations and A/B deltas")
-    t.set_defaults(func=transports_main)
-
-
-def transports_main(args: argparse.Namespace) -> int:
-    if args.rounds is not None and args.rounds < 1:
-        raise FabenchError("--rounds must be >= 1")
-    placement = args.placement or ("intra" if args.on == ["local"] else "inter")
-    hosts = [check_host(h.strip(), "--hosts") for h in args.hosts.split(",")] \
-        if args.hosts else None
-    if hosts and len(hosts) > (1 if placement == "intra" else 2):
-        raise FabenchError(f"--hosts: {placement} takes "
-                           f"{'one host' if placement == 'intra' else 'two hosts'}")
-    settings = None
-    if args.prove_settings:
-        settings = {}
-        for item in args.prove_settings:
-            name, sep, value = item.partition("=")
-            if not sep or not name:
-                raise FabenchError(f"--prove-settings {item!r}: NAME=VALUE")
-            settings[name] = value
-    opts = transports_options(
-        args.exhaustive, placement=placement, hosts=hosts,
-        mpis=[m.strip() for m in args.mpi.split(",") if m.strip()],
-        only=[p.strip() for p in args.paths] if args.paths else None,
-        sizes=args.sizes, iterations=args.iterations, rounds=args.rounds,
-        quick=args.quick or None, thresholds=False if args.no_thresholds else None,
-        prove=False if args.no_prove else None, ab_ranks=args.ab_ranks,
-        ab_rounds=args.ab_rounds, ab_sizes=args.ab_sizes, ab_iterations=args.ab_iterations,
-        tolerance=args.tolerance, timeout_s=args.timeout, prove_settings=settings)
-    scheduler = scheduler_from(args.on, args.out, args.oversubscribe)
-    try:
-        outcome = run_transports(opts, scheduler, store_of(args),
-                                 lambda m: print(f"fabench: {m}", file=sys.stderr))
-    finally:
-        scheduler.close()
-    return _print(outcome, args.json)
+    t.set_defaults(func="fabench.actions.diagnose:transports_main")
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -180,8 +139,8 @@ def reorder_parser(dsub: argparse._SubParsersAction) -> None:  # type: ignore[ty
                    help="share of reordered datagrams the window must cover (default 99: "
                         "all but the rare stalls; a window sized for the largest offset "
                         "holds every real loss that much longer)")
-    r.add_argument("--size", type=int, default=DEFAULT_SIZE,
-                   help=f"datagram payload in bytes (default {DEFAULT_SIZE}: full frames at "
+    r.add_argument("--size", type=int, default=REORDER_SIZE,
+                   help=f"datagram payload in bytes (default {REORDER_SIZE}: full frames at "
                         "MTU 1500, as a bulk TCP stream's)")
     r.add_argument("--iterations", type=int, default=200,
                    help="windows of datagrams per round (default 200)")
@@ -191,8 +150,8 @@ def reorder_parser(dsub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     r.add_argument("--sweep", action="store_true",
                    help="testbed only: TCP throughput and reorder events/s at candidate W "
                         "(and the recommended one), with and without loss")
-    r.add_argument("--sweep-windows", type=_ints, default=WINDOWS,
-                   help=f"candidate W (default {','.join(map(str, WINDOWS))})")
+    r.add_argument("--sweep-windows", type=_ints, default=REORDER_WINDOWS,
+                   help=f"candidate W (default {','.join(map(str, REORDER_WINDOWS))})")
     r.add_argument("--sweep-loss", default="1%",
                    help="loss of the lossy rows (default 1%%; 0%% for none)")
     r.add_argument("--sweep-streams", type=_ints, default=(1, 4),
@@ -205,43 +164,4 @@ def reorder_parser(dsub: argparse._SubParsersAction) -> None:  # type: ignore[ty
     r.add_argument("--json", action="store_true",
                    help="JSON lines: probe rounds, the offset and extent distributions, "
                         "sweep points, the recommendation")
-    r.set_defaults(func=reorder_main)
-
-
-def reorder_main(args: argparse.Namespace) -> int:
-    hosts = [h.strip() for h in args.hosts.split(",")] if args.hosts else None
-    if args.sweep_rounds < 1 or args.sweep_seconds <= 0:
-        raise FabenchError("--sweep-rounds must be >= 1 and --sweep-seconds above 0")
-    if any(n < 1 for n in args.sweep_streams) or not args.sweep_streams:
-        raise FabenchError("--sweep-streams: one or more stream counts >= 1")
-    loss = args.sweep_loss.strip()
-    sweep = SweepSettings(windows=args.sweep_windows,
-                          losses=("0%",) if loss in ("0", "0%") else ("0%", loss),
-                          streams=args.sweep_streams, seconds=args.sweep_seconds,
-                          rounds=args.sweep_rounds)
-    opts = ReorderOptions(hosts=hosts, percentile=args.percentile, size=args.size,
-                          iterations=args.iterations, window=args.window, rounds=args.rounds,
-                          timeout_s=args.timeout, sweep=args.sweep, sweep_settings=sweep)
-    scheduler = scheduler_from(args.on, args.out)
-    try:
-        diag = run_reorder(opts, scheduler, store_of(args),
-                           lambda m: print(f"fabench: {m}", file=sys.stderr))
-    finally:
-        scheduler.close()
-    return _print(diag, args.json)
-
-
-class _Diagnosis(Protocol):
-    @property
-    def exit_code(self) -> int: ...
-
-    def records(self) -> list[dict[str, Any]]: ...
-
-    def lines(self) -> list[str]: ...
-
-
-def _print(diag: _Diagnosis, as_json: bool) -> int:
-    """A diagnosis on stdout, as JSON lines or as its text; its exit status."""
-    for out in (json.dumps(r) for r in diag.records()) if as_json else diag.lines():
-        print(out)
-    return diag.exit_code
+    r.set_defaults(func="fabench.actions.diagnose:reorder_main")

@@ -1,15 +1,16 @@
-"""`fabench history NAME`: one campaign name's series over time, and its changes."""
+"""`fabench history NAME`: one campaign name's series over time, and its changes.
+
+Arguments only: fabench.actions.history does the work."""
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
-from ..history import ALPHA, MIN_NIGHTS, PERMUTATIONS, TOLERANCE, history, history_lines, to_json
-from ..report.trend import write_history_html
-from ..store import Store
+from ..choices import HISTORY_ALPHA as ALPHA
+from ..choices import HISTORY_MIN_NIGHTS as MIN_NIGHTS
+from ..choices import HISTORY_PERMUTATIONS as PERMUTATIONS
+from ..choices import HISTORY_TOLERANCE as TOLERANCE
 from . import COMMANDS
-from ._common import add_store_argument, resolve_store
+from ._common import add_store_argument
 
 
 @COMMANDS.register("history")
@@ -42,19 +43,6 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                    help="also write the trend charts (each metric over time with its "
                         "intervals, the changes marked) as one HTML page")
     add_store_argument(p)
-    p.set_defaults(func=main)
+    p.set_defaults(func="fabench.actions.history:main")
 
 
-def main(args: argparse.Namespace) -> int:
-    with Store(resolve_store(args.store)) as store:
-        h = history(store, args.name, until=args.until, last=args.last, alpha=args.alpha,
-                    tolerance=args.tolerance, min_nights=args.min_nights,
-                    permutations=args.permutations)
-    if args.html is not None:
-        print(f"# wrote {write_history_html(h, args.html)}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(to_json(h), indent=1))
-    else:
-        for line in history_lines(h):
-            print(line)
-    return h.exit_code

@@ -1,14 +1,14 @@
-"""`fabench import osu|imb|iperf3|sockperf FILE...`: peer tools' output into the store."""
+"""`fabench import osu|imb|iperf3|sockperf FILE...`: peer tools' output into the store.
+
+Arguments only: fabench.actions.import_ does the work."""
 
 import argparse
-import sys
 from pathlib import Path
 
-from ..importers import IMPORTERS, import_file
-from ..store import Store
+from ..importers import IMPORTERS
 from ..units import parse_size
 from . import COMMANDS
-from ._common import add_store_argument, resolve_store, shown
+from ._common import add_store_argument
 
 
 @COMMANDS.register("import")
@@ -33,22 +33,4 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--size", type=parse_size, help="message size, for output that does not "
                                                  "print it (sockperf's summary)")
     add_store_argument(p)
-    p.set_defaults(func=main)
-
-
-def main(args: argparse.Namespace) -> int:
-    spath = resolve_store(args.store, must_exist=False)
-    with Store(spath) as store, store.transaction():  # every file, or none
-        done = []
-        for f in args.files:
-            cid, ids = import_file(store, args.tool, f, transport=args.transport,
-                                   label=args.label, mpi=args.mpi, ranks=args.ranks,
-                                   size=args.size, strict=args.strict,
-                                   warn=lambda m: print(f"fabench: warning: {m}",
-                                                        file=sys.stderr))
-            kernels = ", ".join(sorted({store.run(i).kernel for i in ids}))
-            done.append(f"# {f}: campaign c{cid}, runs {' '.join(map(str, ids))} ({kernels})")
-    for line in done:
-        print(line)
-    print(f"# store: {shown(spath)}")
-    return 0
+    p.set_defaults(func="fabench.actions.import_:main")

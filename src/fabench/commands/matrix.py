@@ -1,27 +1,17 @@
 """`fabench matrix`: measure every pair of hosts, flag bad links and slow nodes (exit 3), infer
 the switch groups; `fabench matrix advise --nodes K`: where a K-host job should run;
-`fabench matrix csv`: a stored matrix as CSV."""
+`fabench matrix csv`: a stored matrix as CSV.
+
+Arguments only: fabench.actions.matrix does the work."""
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
-from ..matrix.advise import advise
-from ..matrix.diff import diff_lines
-from ..matrix.export import matrix_csv, summary_lines
-from ..matrix.locality import binding_lines
-from ..matrix.measure import MatrixOptions, host_names, measure_matrix, parse_pairs
-from ..matrix.stored import load_matrix, matrix_bindings
 from . import COMMANDS
 from ._common import (
     add_on_argument,
     add_out_argument,
     add_store_argument,
-    resolve_store,
-    scheduler_from,
-    shown,
-    store_of,
 )
 
 
@@ -72,7 +62,7 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                         "them all")
     p.add_argument("--json", action="store_true", help="the whole judgement as one JSON object")
     add_out_argument(p)
-    p.set_defaults(func=main, mode="concurrent")
+    p.set_defaults(func="fabench.actions.matrix:main", mode="concurrent")
 
     sp = p.add_subparsers(dest="matrix_action", metavar="{advise,csv,compare}")
     a = sp.add_parser("advise", help="the K hosts with the best measured connectivity")
@@ -85,81 +75,14 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     a.add_argument("--ppn", type=int, default=1,
                    help="ranks per node to bind near the NIC (default: 1)")
     add_store_argument(a)
-    a.set_defaults(func=main_advise)
+    a.set_defaults(func="fabench.actions.matrix:main_advise")
     c = sp.add_parser("csv", help="a stored matrix as CSV (one row per direction)")
     c.add_argument("--campaign", type=int, help="the matrix's campaign id (default: latest)")
     add_store_argument(c)
-    c.set_defaults(func=main_csv)
+    c.set_defaults(func="fabench.actions.matrix:main_csv")
     d = sp.add_parser("compare", help="two stored matrices (before and after a repair), per link")
     d.add_argument("before", type=int, help="campaign id of the first matrix")
     d.add_argument("after", type=int, help="campaign id of the second")
     d.add_argument("--all", action="store_true", help="also the links that stayed the same")
     add_store_argument(d)
-    d.set_defaults(func=main_compare)
-
-
-def main(args: argparse.Namespace) -> int:
-    scheduler = scheduler_from(args.on, args.out)
-    try:
-        # `--pairs ''` is an empty list, not "every pair"
-        pairs = (parse_pairs(args.pairs, host_names(scheduler))
-                 if args.pairs is not None else None)
-        opts = MatrixOptions(size=args.size, window=args.window, iterations=args.iterations,
-                             lat_iterations=args.lat_iterations,
-                             lat_warmup=max(1, args.lat_iterations // 10), mode=args.mode,
-                             kernel=args.kernel, pairs=pairs,
-                             retest=not args.no_retest, mpi=args.mpi,
-                             transport=args.transport, hosts=args.hosts,
-                             timeout_s=args.timeout, topology=args.topology,
-                             groups=args.groups)
-        out = measure_matrix(store_of(args), scheduler, opts, args.resume)
-    finally:
-        scheduler.close()
-    for u in out.unreachable:
-        print(f"fabench: {u.line}", file=sys.stderr)
-    for p in out.passes:
-        if p.status != "ok":
-            print(f"fabench: {p.role} pass (run {p.run_id}) {p.status}: {p.reason}",
-                  file=sys.stderr)
-    if any(p.status != "ok" for p in out.passes):
-        print(f"fabench: a pass did not finish; the directions it lacks are marked "
-              f"unreachable: `fabench matrix --resume {out.campaign_id}` with the same --on "
-              "measures them", file=sys.stderr)
-    if args.json:
-        print(json.dumps(out.to_json()))
-    else:
-        for line in summary_lines(out.to_json(), scheduler.describe()):
-            print(line)
-        print(f"# matrix stored in {shown(store_of(args))} (campaign {out.campaign_id})")
-    return out.exit_status
-
-
-def main_advise(args: argparse.Namespace) -> int:
-    path = resolve_store(args.store)
-    _, judgement = load_matrix(path, args.campaign)
-    for line in advise(judgement, args.nodes).lines():
-        print(line)
-    for line in binding_lines(args.hwloc, args.nic, args.ppn,
-                              *matrix_bindings(path, judgement)):
-        print(line)
-    return 0
-
-
-def main_csv(args: argparse.Namespace) -> int:
-    _, judgement = load_matrix(resolve_store(args.store), args.campaign)
-    sys.stdout.write(matrix_csv(judgement))
-    return 0
-
-
-def main_compare(args: argparse.Namespace) -> int:
-    path = resolve_store(args.store)
-    return print_matrix_diff(path, args.before, args.after, args.all)
-
-
-def print_matrix_diff(path: Path, before: int, after: int, show_all: bool) -> int:
-    """Exit 3 when the second matrix has a verdict (still bad, or broken), as `matrix`."""
-    lines, status = diff_lines(load_matrix(path, before)[1], load_matrix(path, after)[1],
-                               show_all)
-    for line in lines:
-        print(line)
-    return status
+    d.set_defaults(func="fabench.actions.matrix:main_compare")

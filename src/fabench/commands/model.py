@@ -1,72 +1,21 @@
 """`fabench model define|calibrate|list|show|predict|hpl|validate`: the analytic model
-(docs/model.md)."""
+(docs/model.md).
+
+Arguments only: fabench.actions.model does the work."""
 
 from __future__ import annotations
 
 import argparse
-import os
-from dataclasses import replace
 from pathlib import Path
 
-from ..errors import FabenchError
-from ..model.apps import APPS, compare_app_run
-from ..model.calibrate import calibrate
-from ..model.catalog import list_fabrics, load_fabric, save_fabric
-from ..model.collectives import ALGORITHMS, predict_all
-from ..model.cost import Cluster
-from ..model.decisions import MPI_LIBRARIES
-from ..model.define import Figure, Published, define_fabric
-from ..model.fabric import Fabric
-from ..model.families import FAMILIES, IN_NETWORK_KINDS, in_network_defaults
-from ..model.hpl import (
-    MeasuredHpl,
-    fit_node_cv,
-    hpl_curve,
-    load_node_table,
-    measured_hpl,
-    params_from,
-    peak_gflops,
-)
-from ..model.intervals import (
-    SCALE_FIT_KEY,
-    add_intervals,
-    corpus_scores,
-    fabric_sigma,
-    interval,
-    user_cache_dir,
-)
-from ..model.limits import check_model_scale
-from ..model.published import NOMINAL, corpus_lines, run_corpus
-from ..model.scale import extrapolation_error, fit_scale
-from ..model.tables import (
-    calibration_lines,
-    comparison_lines,
-    fabric_lines,
-    hpl_lines,
-    hpl_measured_lines,
-    prediction_json,
-    prediction_lines,
-    validation_lines,
-    validation_summary,
-)
-from ..model.topology import KINDS, TopologySpec
-from ..model.uncertainty import SAMPLES, add_bands, band_of
-from ..model.validate import (
-    barrier_exit_skew,
-    compare_run,
-    merge_repeats,
-    run_algorithm,
-    scale_observations,
-    simulated_as_prediction,
-)
-from ..store import Store
-from ..units import parse_sizes
+from ..choices import BAND_SAMPLES, COLLECTIVES, PREDICTION_LEVEL, TOPOLOGY_KINDS
+from ..model.families import FAMILIES, IN_NETWORK_KINDS
 from . import COMMANDS
-from ._common import add_out_argument, store_of
+from ._common import add_out_argument
 
 
 def add_topology_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--topology", default="fat-tree", choices=KINDS,
+    p.add_argument("--topology", default="fat-tree", choices=TOPOLOGY_KINDS,
                    help="fat-tree (default), torus, dragonfly, single (one switch), loopback "
                         "(one host)")
     p.add_argument("--hosts-per-leaf", type=int, default=24, help="fat tree (default 24)")
@@ -97,53 +46,8 @@ def add_cluster_arguments(p: argparse.ArgumentParser, nodes_default: int | None 
     p.add_argument("--switch-reduce-us", type=float, default=None,
                    help="in-network reduction: latency per switch level and direction "
                         "(overrides the fabric's in_network.level_us)")
-    p.add_argument("--band-samples", type=int, default=SAMPLES,
-                   help=f"fabric variants per prediction band (default {SAMPLES}; 0: none)")
-
-
-def _dims(text: str | None, what: str, n: int | None = None) -> tuple[int, ...] | None:
-    if not text:
-        return None
-    try:
-        out = tuple(int(x) for x in text.lower().replace(",", "x").split("x"))
-    except ValueError:
-        raise FabenchError(f"{what} {text!r}: expected e.g. 6x8x5") from None
-    if n is not None and len(out) != n or any(x < 1 for x in out):
-        raise FabenchError(f"{what} {text!r}: {n or 'positive'} numbers")
-    return out
-
-
-def parse_dims(text: str | None) -> tuple[int, ...] | None:
-    return _dims(text, "--dims")
-
-
-def topology_spec(args: argparse.Namespace) -> TopologySpec:
-    try:
-        over = tuple(float(x) for x in str(args.oversubscription).split(","))
-    except ValueError:
-        raise FabenchError(f"--oversubscription {args.oversubscription!r}: e.g. 2 or 2,1.5") \
-            from None
-    fly = _dims(getattr(args, "dragonfly", None), "--dragonfly", 4)
-    cores = getattr(args, "cores", None) or os.cpu_count() or 1
-    return TopologySpec(args.topology, args.hosts_per_leaf, over, getattr(args, "levels", None),
-                        getattr(args, "leaves_per_pod", None), parse_dims(args.dims),
-                        fly if fly is None else (fly[0], fly[1], fly[2], fly[3]), cores=cores)
-
-
-def cluster_from_args(args: argparse.Namespace, nodes: int | None = None) -> Cluster:
-    n = nodes or args.nodes
-    check_model_scale(n, args.ppn)
-    spec = topology_spec(args)
-    return Cluster(n, args.ppn, spec.build(n),
-                   cores=args.cores if args.topology != "loopback" else None)
-
-
-def fabric_for(args: argparse.Namespace) -> Fabric:
-    fabric = load_fabric(args.fabric, args.out)
-    if getattr(args, "switch_reduce_us", None) is not None and fabric.in_network:
-        fabric.in_network.level_us = args.switch_reduce_us
-        fabric.provenance.pop("in_network.level_us", None)
-    return fabric
+    p.add_argument("--band-samples", type=int, default=BAND_SAMPLES,
+                   help=f"fabric variants per prediction band (default {BAND_SAMPLES}; 0: none)")
 
 
 @COMMANDS.register("model")
@@ -180,7 +84,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     d.add_argument("--source", default="", help="where the figures come from (cited in "
                                                 "`model show`)")
     add_out_argument(d)
-    d.set_defaults(func=cmd_define)
+    d.set_defaults(func="fabench.actions.model:cmd_define")
 
     c = msub.add_parser("calibrate", help="fit a fabric to stored mpi.latency (+ mpi.bw, "
                                           "mpi.bibw, shm) runs")
@@ -210,21 +114,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="ranks per node of the --scale-runs (default 1); their nodes are "
                         "ranks / ppn on a fat tree of 24 hosts per leaf")
     add_out_argument(c)
-    c.set_defaults(func=cmd_calibrate)
+    c.set_defaults(func="fabench.actions.model:cmd_calibrate")
 
     ls = msub.add_parser("list", help="presets and saved fabrics")
     add_out_argument(ls)
-    ls.set_defaults(func=cmd_list)
+    ls.set_defaults(func="fabench.actions.model:cmd_list")
 
     sh = msub.add_parser("show", help="one fabric's parameters, sources and assumptions")
     sh.add_argument("fabric")
     add_out_argument(sh)
-    sh.set_defaults(func=cmd_show)
+    sh.set_defaults(func="fabench.actions.model:cmd_show")
 
     pr = msub.add_parser("predict", help="collective time per algorithm against size")
     add_cluster_arguments(pr)
-    pr.add_argument("--collective", "-c", nargs="+", default=list(ALGORITHMS),
-                    choices=list(ALGORITHMS), help="default: all")
+    pr.add_argument("--collective", "-c", nargs="+", default=list(COLLECTIVES),
+                    choices=list(COLLECTIVES), help="default: all")
     pr.add_argument("--algorithm", "-a", nargs="+", help="only these algorithms")
     pr.add_argument("--mpi", default="openmpi,mpich",
                     help="libraries whose default choice per size is a column: openmpi, "
@@ -236,10 +140,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                          "conformal over the published corpus's residuals; parameters: the "
                          "5th-95th percentile over fabric variants (how well the inputs are "
                          "known, not where the truth lies)")
-    pr.add_argument("--level", type=float, default=NOMINAL,
-                    help=f"nominal level of the prediction interval (default {NOMINAL:g})")
+    pr.add_argument("--level", type=float, default=PREDICTION_LEVEL,
+                    help=f"nominal level of the prediction interval (default {PREDICTION_LEVEL:g})")
     add_out_argument(pr)
-    pr.set_defaults(func=cmd_predict)
+    pr.set_defaults(func="fabench.actions.model:cmd_predict")
 
     h = msub.add_parser("hpl", help="HPL efficiency against the number of nodes")
     h.add_argument("--fabric", "-f", required=True)
@@ -263,7 +167,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     h.add_argument("--fit-at", metavar="NODES:EFF",
                    help="solve the node spread so that efficiency at NODES is EFF: the result "
                         "is fitted, not predicted")
-    h.add_argument("--band-samples", type=int, default=SAMPLES)
+    h.add_argument("--band-samples", type=int, default=BAND_SAMPLES)
     h.add_argument("--from-run", type=int, metavar="RUN",
                    help="a stored 1-node hpcc.hpl run: its efficiency and per-node peak")
     h.add_argument("--measured", type=int, nargs="+", metavar="RUN",
@@ -273,7 +177,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="nodes emulated on one machine (a testbed) share this many cores: a "
                         "node's rate is shared once the nodes outnumber them")
     add_out_argument(h)
-    h.set_defaults(func=cmd_hpl)
+    h.set_defaults(func="fabench.actions.model:cmd_hpl")
 
     v = msub.add_parser("validate", help="stored collective runs (measured or simulated), or "
                                          "the published corpus, against the model")
@@ -287,242 +191,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     v.add_argument("--ppn", type=int, default=1)
     add_topology_arguments(v)
     v.add_argument("--cores", type=int, default=None)
-    v.add_argument("--band-samples", type=int, default=SAMPLES)
+    v.add_argument("--band-samples", type=int, default=BAND_SAMPLES)
     v.add_argument("--algorithm", "-a", help="when the runs do not record it")
     v.add_argument("--simulated", type=int, nargs="+", metavar="SIMRUN",
                    help="stored simulated runs (fabench sim) of the same collectives and "
                         "algorithms: their times become a column beside the model's")
     add_out_argument(v)
-    v.set_defaults(func=cmd_validate, switch_reduce_us=None)
-
-
-def _fig(text: str | None, what: str) -> Figure | None:
-    return Figure.parse(text, what) if text is not None else None
-
-
-def cmd_define(args: argparse.Namespace) -> int:
-    lat = Figure.parse(args.latency_us, "--latency-us")
-    bw = Figure.parse(args.bandwidth_MBps, "--bandwidth-MBps")
-    fabric = define_fabric(Published(
-        args.name, args.family, lat, bw, source=args.source,
-        hop_latency_us=_fig(args.hop_latency_us, "--hop-latency-us"),
-        eager_limit=args.eager_limit, rendezvous_us=_fig(args.rendezvous_us, "--rendezvous-us"),
-        link_MBps=args.link_MBps, calibrated_hops=args.hops, in_network=args.in_network,
-        shm_latency_us=_fig(args.shm_latency_us, "--shm-latency-us"),
-        shm_MBps=_fig(args.shm_MBps, "--shm-MBps"),
-        gamma_MBps=_fig(args.gamma_MBps, "--gamma-MBps")))
-    path = save_fabric(fabric, args.out)
-    for line in fabric_lines(fabric):
-        print(line)
-    print(f"# fabric {fabric.name!r} written: {path}")
-    return 0
-
-
-def cmd_calibrate(args: argparse.Namespace) -> int:
-    with Store(store_of(args)) as store:
-        cal = calibrate(store, args.runs, args.name, family=args.family,
-                        max_breaks=args.max_breaks, calibrated_hops=args.hops,
-                        hop_latency_us=args.hop_latency_us, link_bandwidth_MBps=args.link_MBps,
-                        gamma_MBps=args.gamma_MBps)
-    if args.in_network:
-        # declared, not measured: point-to-point runs cannot show what the switches compute
-        kind = None if args.in_network == "default" else args.in_network
-        inn, prov = in_network_defaults(args.family, kind)
-        cal.fabric.in_network = inn
-        cal.fabric.provenance.update(prov)
-        cal.fabric.assumptions.append(f"in-network reduction: declared (--in-network "
-                                      f"{args.in_network})")
-    for line in calibration_lines(cal):
-        print(line)
-    if args.scale_runs:
-        if args.scale_ppn < 1:
-            raise FabenchError(f"--scale-ppn {args.scale_ppn}: at least 1")
-        with Store(store_of(args)) as store:
-            obs = scale_observations(store, args.scale_runs, args.scale_ppn,
-                                     TopologySpec("fat-tree", 24))
-        extrap = extrapolation_error(cal.fabric, obs)
-        fit = fit_scale(cal.fabric, obs)
-        runs = ", ".join(map(str, args.scale_runs))
-        cal.fabric = fit.apply(cal.fabric, f"collective runs {runs}")
-        cal.fabric.fit[SCALE_FIT_KEY] = {"runs": args.scale_runs, "ppn": args.scale_ppn,
-                                         "observations": fit.n,
-                                         "rms_log_error": fit.rms_log_error,
-                                         "extrapolation_rms_log_error": extrap}
-        print(f"# scale terms fitted to runs {runs} ({fit.n} times): noise "
-              f"{fit.noise_us:.3g} us/step x n^{fit.noise_exponent:g}, NIC gap "
-              f"{fit.nic_gap_us:.3g} us/message, node memory {fit.node_memory_MBps:.3g} MB/s "
-              f"(0: unlimited), rms log error {fit.rms_log_error:.2f}"
-              + (f", {extrap:.2f} extrapolated from the smallest node count"
-                 if extrap is not None else ""))
-    path = save_fabric(cal.fabric, args.out)
-    print(f"# calibration stored as fabric {args.name!r}: {path}")
-    return 0
-
-
-def cmd_list(args: argparse.Namespace) -> int:
-    for name in list_fabrics(args.out):
-        f = load_fabric(name, args.out)
-        print(f"{name:<16} {f.origin:<10} {f.family:<9} {f.latency_us:>7.2f} us @8B "
-              f"{f.peak_bandwidth_MBps:>9,.0f} MB/s  {f.source[:60]}")
-    return 0
-
-
-def cmd_show(args: argparse.Namespace) -> int:
-    for line in fabric_lines(load_fabric(args.fabric, args.out)):
-        print(line)
-    return 0
-
-
-def _libraries(text: str) -> tuple[str, ...]:
-    if text.strip().lower() in ("", "none"):
-        return ()
-    libs = tuple(x.strip().lower() for x in text.split(",") if x.strip())
-    bad = [x for x in libs if x not in MPI_LIBRARIES]
-    if bad:
-        raise FabenchError(f"--mpi {text!r}: {', '.join(MPI_LIBRARIES)} or none")
-    return libs
-
-
-def cmd_predict(args: argparse.Namespace) -> int:
-    fabric = fabric_for(args)
-    cluster = cluster_from_args(args)
-    try:
-        sizes = parse_sizes(args.sizes)
-    except ValueError as exc:
-        raise FabenchError(f"--sizes: {exc}") from None
-    if not sizes:
-        raise FabenchError(f"--sizes {args.sizes!r}: no size")
-    libs = _libraries(args.mpi)
-    title = (f"{fabric.name} on {cluster.topology.describe()}, {cluster.nodes} nodes x "
-             f"{cluster.ppn} ppn")
-    iv = None
-    if args.bands == "interval" and args.band_samples != 0:
-        if not 0 < args.level < 1:
-            raise FabenchError(f"--level {args.level}: between 0 and 1")
-        iv = interval(corpus_scores(user_cache_dir()), fabric_sigma(fabric), args.level)
-    for coll in args.collective:
-        only = [a for a in (args.algorithm or []) if a in ALGORITHMS[coll]] or None
-        if args.algorithm and not only:
-            continue
-        pred = predict_all(fabric, cluster, coll, sizes, only, libraries=libs)
-        if iv is not None:
-            add_intervals(pred, iv)
-        else:
-            add_bands(pred, fabric, cluster, args.band_samples)
-        if args.json:
-            ctx = {"fabric": fabric.name, "nodes": cluster.nodes, "ppn": cluster.ppn,
-                   "topology": cluster.topology.name}
-            for line in prediction_json(pred, ctx):
-                print(line)
-        else:
-            for line in prediction_lines(pred, title):
-                print(line)
-    return 0
-
-
-def cmd_hpl(args: argparse.Namespace) -> int:
-    fabric = load_fabric(args.fabric, args.out)
-    peak = args.node_gflops
-    if args.peak:
-        try:
-            s, c, ghz, fpc = args.peak.split(",")
-            peak = peak_gflops(int(s), int(c), float(ghz), int(fpc))
-        except ValueError:
-            raise FabenchError(f"--peak {args.peak!r}: expected SOCKETS,CORES,GHZ,FPC") from None
-    table = load_node_table(args.node_table) if args.node_table else None
-    efficiency = args.efficiency_1node
-    measured: list[MeasuredHpl] = []
-    if args.from_run is not None or args.measured:
-        with Store(store_of(args)) as store:
-            if args.from_run is not None:
-                one = measured_hpl(store, args.from_run)
-                if one.nodes != 1:
-                    raise FabenchError(f"--from-run {args.from_run} ran on {one.nodes} nodes; "
-                                       "it must be a 1-node run")
-                peak = peak if peak is not None else one.node_peak_gflops
-                efficiency = efficiency if efficiency is not None else one.efficiency
-            measured = [measured_hpl(store, r) for r in args.measured or []]
-    prm = params_from(peak=peak, efficiency=efficiency, mem_gb=args.mem_gb,
-                      table=table, mem_fraction=args.mem_fraction, nb=args.nb,
-                      overlap=args.overlap, node_cv=args.node_cv)
-    if args.from_run is not None:
-        src = f"stored run {args.from_run} (1 node)"
-        prm.sources.update({k: src for k in ("peak", "efficiency_1node")
-                            if prm.sources.get(k) == "given" and not (
-                                k == "peak" and (args.node_gflops or args.peak)) and not (
-                                k == "efficiency_1node" and args.efficiency_1node)})
-    if args.cores:
-        prm = replace(prm, cores=args.cores,
-                      sources={**prm.sources, "cores": f"given: {args.cores} shared cores"})
-    fitted = None
-    if args.fit_at:
-        try:
-            n_s, e_s = args.fit_at.split(":")
-            n_fit, e_fit = int(n_s), float(e_s)
-        except ValueError:
-            raise FabenchError(f"--fit-at {args.fit_at!r}: NODES:EFFICIENCY, e.g. 240:0.7299") \
-                from None
-        cv = fit_node_cv(fabric, n_fit, e_fit, prm)
-        if cv is None:
-            raise FabenchError(f"no node spread in [0, 20 %] gives {e_fit} at {n_fit} nodes")
-        prm = replace(prm, node_cv=cv, sources={**prm.sources,
-                                                "node_cv": f"fitted to {e_fit} at {n_fit} nodes"})
-        fitted = (f"the node spread ({cv * 100:.2f} %) was solved so that {n_fit} nodes give "
-                  f"{e_fit * 100:.2f} %: that row reproduces its input; the others follow "
-                  "from the fit")
-    nodes = [int(x) for x in str(args.nodes).split(",") if x]
-    points = hpl_curve(fabric, nodes, prm)
-    for pt in points:
-        pt.band = band_of(fabric, lambda f, n=pt.nodes: hpl_curve(f, [n], prm)[0].efficiency,
-                          args.band_samples)
-    title = (f"HPL on {fabric.name}: peak {prm.node_peak_gflops:.1f} GFLOPS/node, 1-node "
-             f"efficiency {prm.efficiency_1node:.4f}, {prm.mem_per_node_gb:g} GB x "
-             f"{prm.mem_fraction:g}, NB {prm.nb}, overlap {prm.overlap:g}, node spread "
-             f"{prm.node_cv * 100:.2f} %")
-    for line in hpl_lines(points, title, prm, fitted):
-        print(line)
-    if measured:
-        for line in hpl_measured_lines(points, measured):
-            print(line)
-    return 0
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    if args.published:
-        for line in corpus_lines(run_corpus(band_samples=args.band_samples)):
-            print(line)
-        return 0
-    if not args.runs or not args.fabric:
-        raise FabenchError("model validate: give stored RUNs and --fabric, or --published")
-    fabric = load_fabric(args.fabric, args.out)
-    with Store(store_of(args)) as store:
-        comps = []
-        for rid in args.runs:
-            nodes = args.nodes or max(1, store.run(rid).ranks // args.ppn)
-            cluster = cluster_from_args(args, nodes)
-            comps.append(compare_app_run(store, rid, fabric, cluster, args.band_samples)
-                         if store.run(rid).kernel in APPS else
-                         compare_run(store, rid, fabric, cluster, args.algorithm,
-                                     args.band_samples))
-        merged = merge_repeats(comps)
-        sims = {}
-        for sid in args.simulated or []:
-            srun = store.run(sid)
-            if "simulated" not in srun.flags:
-                raise FabenchError(f"run {sid} is not a simulated run (fabench sim)")
-            coll = srun.kernel.partition(".")[2]
-            sims[(srun.kernel, run_algorithm(srun, coll), srun.ranks)] = sid
-        tables = []
-        for c in merged:
-            cluster = cluster_from_args(args, args.nodes or max(1, c.ranks // args.ppn))
-            sim_skew = barrier_exit_skew(fabric, cluster) if cluster.cores else 0.0
-            sid = None if c.simulated else sims.get((c.kernel, c.algorithm, c.ranks))
-            sim = simulated_as_prediction(store, c, sid, sim_skew) if sid is not None else None
-            tables.append((c, sim))
-    for c, sim in tables:
-        for line in validation_lines(c, sim) if sim else comparison_lines(c):
-            print(line)
-    if len(tables) > 1:
-        for line in validation_summary(tables):
-            print(line)
-    return 0
+    v.set_defaults(func="fabench.actions.model:cmd_validate", switch_reduce_us=None)

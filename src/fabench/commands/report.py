@@ -1,13 +1,12 @@
-"""`fabench report RUN...`: one self-contained HTML file, plus CSV and JSON beside it."""
+"""`fabench report RUN...`: one self-contained HTML file, plus CSV and JSON beside it.
+
+Arguments only: fabench.actions.report does the work."""
 
 import argparse
 from pathlib import Path
 
-from ..model.catalog import load_fabric
-from ..report.build import report_for, write_report
-from ..store import Store
 from . import COMMANDS
-from ._common import add_store_argument, output_dir, resolve_store
+from ._common import add_store_argument
 
 
 @COMMANDS.register("report")
@@ -29,17 +28,4 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--samples", action="store_true",
                    help="include every per-iteration time in the JSON export")
     add_store_argument(p)
-    p.set_defaults(func=main)
-
-
-def main(args: argparse.Namespace) -> int:
-    spath = resolve_store(args.store)
-    out = args.output or output_dir(spath) / "report.html"
-    fabric = load_fabric(args.fabric, output_dir(spath)) if args.fabric else None
-    with Store(spath) as store:
-        report = report_for(store, args.select, args.title, fabric)
-    for path in write_report(report, out, samples=args.samples):
-        print(f"# wrote {path}")
-    for w in report.warnings:
-        print(f"# warning: {w}")
-    return 0
+    p.set_defaults(func="fabench.actions.report:main")

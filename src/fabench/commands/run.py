@@ -1,15 +1,11 @@
-"""`fabench run [SPEC.yaml]`: a campaign into the store, then its summary."""
+"""`fabench run [SPEC.yaml]`: a campaign into the store, then its summary.
+
+Arguments only: fabench.actions.run does the work."""
 
 import argparse
 
-from ..campaign import run_campaign
-from ..errors import FabenchError
-from ..report.campaign_summary import campaign_lines
-from ..report.finalize import finalize_campaign
-from ..spec import load_spec
-from ..store import Store
 from . import COMMANDS
-from ._common import add_on_argument, add_out_argument, scheduler_from, shown, store_of
+from ._common import add_on_argument, add_out_argument
 
 
 @COMMANDS.register("run")
@@ -32,43 +28,4 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.add_argument("--repeats", type=int, help="override the spec's repeats")
     p.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
     add_out_argument(p)
-    p.set_defaults(func=main)
-
-
-def _resume_id(args: argparse.Namespace) -> int | None:
-    """`--resume ID`; `run --resume spec.yaml` (the form before IDs) still names the spec."""
-    value = args.resume
-    if not value:
-        return None
-    if value.isdigit() and int(value) > 0:
-        return int(value)
-    if args.spec is None and not value.isdigit():
-        args.spec = value
-        return None
-    raise FabenchError(f"--resume takes a campaign id (an integer >= 1), got {value!r}")
-
-
-def main(args: argparse.Namespace) -> int:
-    resume_id = _resume_id(args)
-    spec = load_spec(args.spec)
-    if args.repeats:
-        spec = spec.model_copy(update={"repeats": args.repeats})
-    scheduler = scheduler_from(args.on if args.on != ["local"] else [spec.launcher], args.out,
-                               args.oversubscribe or spec.oversubscribe)
-    spath = store_of(args)
-    try:
-        result = run_campaign(spec, scheduler, spath, quick=args.quick,
-                              resume=args.resume is not None, resume_id=resume_id,
-                              show_progress=not args.no_progress)
-    finally:
-        scheduler.close()
-    with Store(spath) as store:
-        print(f"# campaign {result.campaign_id} ({spec.name}) on {scheduler.describe()}: "
-              f"{result.status}")
-        for line in campaign_lines(store, result.campaign_id):
-            print(line)
-        files = finalize_campaign(store, result.campaign_id, args.out)
-    print(f"# results: {shown(spath)}")
-    for f in files:
-        print(f"# wrote {f}")
-    return 0 if result.status == "finished" else 1
+    p.set_defaults(func="fabench.actions.run:main")

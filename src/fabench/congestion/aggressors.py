@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..choices import CONGESTION_PATTERNS
 from ..errors import FabenchError
 from ..native import kernel_executable
 from ..placement import Allocation
@@ -34,7 +35,7 @@ from ..process import popen, terminate
 from ..records import parse_line
 from ..starters.mpirun import MpirunStarter
 
-PATTERNS = ("incast", "alltoall", "bcast", "bulk")
+PATTERNS = CONGESTION_PATTERNS
 READY_TIMEOUT_S = 60.0
 # An aggressor runs for its phase and is stopped after it; should the stop never come (fabench
 # killed, and its supervisor too) it still ends by itself once the phase's longest time is

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..choices import REORDER_SIZE
 from ..errors import FabenchError
 from ..kernels import get_kernel
 from ..plan import plan_run, settings_for
@@ -45,9 +46,7 @@ from .reorder_sweep import SweepPoint, SweepSettings, run_sweep, sweep_lines
 
 Say = Callable[[str], None]
 PROBE = "udp.reorder"
-# A frame of a bulk TCP stream at the usual MTU (1500 - 20 IP - 8 UDP): a probe of
-# full-sized datagrams meets the link as TCP's segments do.
-DEFAULT_SIZE = 1472
+DEFAULT_SIZE = REORDER_SIZE
 # The receiver must keep up with a sender at full speed, or its socket drops datagrams and
 # the loss hides reordering: asking for 16 MiB (the kernel caps it at net.core.rmem_max, 4
 # MiB on the development machine) lost none of 12,800 datagrams on the testbed where the

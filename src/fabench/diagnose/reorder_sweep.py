@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..choices import REORDER_WINDOWS
 from ..errors import FabenchError
 from ..kernels import get_kernel
 from ..plan import plan_run, settings_for
@@ -34,7 +35,7 @@ from ..testbed.impair import WINDOW_MAX, parse_impair
 from ..textable import signed_percent
 
 Say = Callable[[str], None]
-WINDOWS = (0, 8, 16, 32, 64, 80, 128)  # issue 16's sweep, document 001's W values among them
+WINDOWS = REORDER_WINDOWS
 KERNEL = "tcp.streams"
 _TARGET = re.compile(r"^(h\d+)(?:([->])(h\d+))?\Z")
 

@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..choices import HPL_NODE_THRESHOLD
 from ..errors import FabenchError
 from ..launched import LaunchResult, RecordCallback
 from ..netcounters import IfCounters
@@ -29,10 +30,7 @@ from ..textable import Col, header, row, signed_percent
 from .options import HpccOptions
 from .peak import read_peak
 
-# A node this far below the median is flagged. Document 000's consistent nodes spread 0.367
-# GFLOPS around 497.5 (0.07 %); 5 % is some 70 times that, the size of a node with a memory
-# channel empty, a lower clock or SMT/turbo set apart from the others, not run-to-run noise.
-DEFAULT_THRESHOLD = 0.05
+DEFAULT_THRESHOLD = HPL_NODE_THRESHOLD
 
 
 class OnNodes(DirectScheduler):

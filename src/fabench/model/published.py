@@ -17,6 +17,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..choices import PREDICTION_LEVEL
 from ..errors import FabenchError
 from ..textable import Col, header, row, signed_percent
 from ..yamlconf import parse_yaml_model
@@ -135,7 +136,7 @@ class Result:
     extrapolation: dict[str, float] = field(default_factory=dict)
 
 
-NOMINAL = 0.90  # the prediction intervals' level
+NOMINAL = PREDICTION_LEVEL  # the prediction intervals' level (choices: --help shows it)
 
 
 @dataclass

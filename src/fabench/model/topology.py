@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..choices import TOPOLOGY_KINDS
 from ..errors import FabenchError
 
 
@@ -358,7 +359,7 @@ def torus_dims(nodes: int, ndim: int = 3) -> tuple[int, ...]:
     return best
 
 
-KINDS = ("fat-tree", "torus", "dragonfly", "single", "loopback")
+KINDS = TOPOLOGY_KINDS
 
 
 @dataclass

@@ -14,12 +14,13 @@ import copy
 
 import numpy as np
 
+from ..choices import BAND_SAMPLES
 from .collectives import Band, Prediction, add_library_column, predict
 from .cost import Cluster
 from .fabric import Fabric
 from .params import BY_NAME
 
-SAMPLES = 32
+SAMPLES = BAND_SAMPLES
 PERCENTILES = (5.0, 95.0)
 
 

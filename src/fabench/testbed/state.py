@@ -7,17 +7,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..choices import TESTBED_QUEUE
 from ..errors import FabenchError
 from ..units import rate_bits
 from .impair import parse_impairs
 
 DEFAULT_PREFIX = "fbtb"
-# The tbf queue (tc `latency`: how long a packet may wait before tbf drops it). 50 ms, measured
-# (docs/testbed.md): the host end of a link stands for a NIC, which never drops its own host's
-# packets, and one TCP socket may keep up to tcp_limit_output_bytes (4 MiB here) queued below
-# it. At 1gbit a 5 ms queue dropped 4500-9000 packets per mpi.bw run and gave 0.87 Gbit/s
-# instead of 0.91. A short queue suits exchanges (ACKs then wait less behind data): --queue.
-DEFAULT_QUEUE = "50ms"
+DEFAULT_QUEUE = TESTBED_QUEUE
 # What testbeds recorded before the queue was a setting got; not DEFAULT_QUEUE, which may move.
 LEGACY_QUEUE = "50ms"
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{0,15}\Z")
