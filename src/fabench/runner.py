@@ -34,7 +34,9 @@ class RunOutcome:
     flags: list[str] = field(default_factory=list)
 
 
-_KERNEL_LINE = re.compile(r"^fb-[\w.-]+: ")
+# a kernel names itself by its executable (fb-tcp-latency: ...) or its kernel name
+# (mpi.latency: ...), as the shared option parser does
+_KERNEL_LINE = re.compile(r"^(fb-[\w.-]+|(mpi|tcp|udp|ucx|ofi|verbs)\.[a-z0-9_]+): ")
 
 
 def failure_reason(stderr: str, returncode: int, errors: list[dict[str, Any]]) -> str:
@@ -46,7 +48,7 @@ def failure_reason(stderr: str, returncode: int, errors: list[dict[str, Any]]) -
                 f"rank {e.get('rank')} offset {e.get('offset')}: expected {e.get('expected')}, "
                 f"got {e.get('got')}")
     lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    # The kernel's own words (`fb-NAME: --iterations wants ...`) say what to change; mpirun's
+    # The kernel's own words (`mpi.NAME: --iterations wants ...`) say what to change; mpirun's
     # banner after them only that a rank failed. Theirs first, deduplicated over the ranks.
     own = list(dict.fromkeys(ln for ln in lines if _KERNEL_LINE.match(ln)))[:3]
     tail = [ln for ln in lines[-6:] if not ln.startswith("---") and ln not in own]

@@ -963,7 +963,8 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
                                   _capped(_z(d, scales.spread(k)), d))
                     if ev.retest_score is not None and ev.retest_score > THRESHOLD:
                         evs.append(ev)
-        if scores[link].get("asymmetry", 0.0) > THRESHOLD:
+        # a one-way measurement (--pairs h1:h2) has no way back to be asymmetric against
+        if scores[link].get("asymmetry", 0.0) > THRESHOLD and (j, i) in first.bandwidth:
             ratio = first.bandwidth[(j, i)] / first.bandwidth[link]
             rv = rasymmetry.get(link) if retest is not None else None
             ev = Evidence("asymmetry", ratio, scales.limit("asymmetry"),
