@@ -19,8 +19,8 @@ import pytest
 
 from conftest import missing
 from fabench.errors import FabenchError
+from fabench.kernel_settings import Sizes
 from fabench.native import native_root
-from fabench.plan import Sizes
 from fabench.units import parse_sizes
 
 TABLES = Path(__file__).resolve().parents[1] / "native" / "tests"

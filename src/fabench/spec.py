@@ -7,8 +7,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator
 
 from .errors import FabenchError, SpecError
+from .kernel_settings import KERNEL_OPTIONS, KernelOption
 from .kernels import get_kernel
-from .plan import KERNEL_OPTIONS, KernelOption
 from .textfile import read_text
 from .transport import transport_for
 from .units import parse_sizes
