@@ -228,3 +228,14 @@ def kill_left(fb: "subprocess.Popen[str]", procs: Procs) -> None:
     for pid in alive([(fb.pid, proc_start(fb.pid)), *procs]):
         os.kill(pid, signal.SIGKILL)
     fb.wait()
+
+
+def refused(proc: "subprocess.CompletedProcess[str]", *words: str) -> str:
+    """The refusal as the user sees it: exit 2, a `fabench: error:` line naming ``words``, and
+    no traceback."""
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    assert "fabench: error:" in proc.stderr, proc.stderr
+    for w in words:
+        assert w in proc.stderr, (w, proc.stderr)
+    return proc.stderr

@@ -20,6 +20,7 @@ from conftest import (
     fabench_run,
     kill_left,
     own_testbeds,
+    refused,
     wait_for_children,
     wait_gone,
 )
@@ -29,17 +30,6 @@ from fabench.report.export import csv_cell
 from fabench.schedulers.hosts import HostsScheduler
 from fabench.tune import targets as tune_targets
 from fabench.tune.journal import load as journal_load
-
-
-def refused(proc: subprocess.CompletedProcess[str], *words: str) -> str:
-    """The refusal as the user sees it: exit 2, a `fabench: error:` line naming ``words``."""
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
-    assert "fabench: error:" in proc.stderr, proc.stderr
-    for w in words:
-        assert w in proc.stderr, (w, proc.stderr)
-    return proc.stderr
-
 
 # --- host names are data -------------------------------------------------------------------
 

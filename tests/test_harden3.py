@@ -5,13 +5,12 @@ import json
 import math
 import os
 import sqlite3
-import subprocess
 import uuid
 from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli, missing, own_testbeds
+from conftest import fabench_cli, missing, own_testbeds, refused
 from fabench.placement import cpu_count
 from fabench.records import PairRecord
 from fabench.store import Store
@@ -19,14 +18,6 @@ from fabench.store import Store
 HPCC = Path("/usr/bin/hpcc")
 
 
-def refused(proc: subprocess.CompletedProcess[str], *words: str) -> str:
-    """Exit 2 with a `fabench: error:` line naming ``words``, and no traceback."""
-    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
-    assert "fabench: error:" in proc.stderr, proc.stderr
-    for w in words:
-        assert w in proc.stderr, (w, proc.stderr)
-    return proc.stderr
 
 
 def _needs_hpcc() -> None:
