@@ -29,12 +29,12 @@ from pathlib import Path
 
 import yaml
 
-from fabench.analyse import summarize_result
-from fabench.hostprobe import run_core_to_core_ns
+from fabench.analysis.analyse import summarize_result
+from fabench.host.probe import run_core_to_core_ns
+from fabench.host.provenance import load_snapshot
 from fabench.kernels import get_kernel
-from fabench.provenance import load_snapshot
-from fabench.spec import DEFAULT_SPEC
-from fabench.store import Store
+from fabench.plan.spec import DEFAULT_SPEC
+from fabench.store.database import Store
 
 TARGET_CV = 0.02
 HEADLINE = {"latency": 8, "bandwidth": 4 << 20}  # per primary metric, as document 004
@@ -151,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("-" * len(head))
     for v in variants:
         ns = " ".join("-" if x is None else f"{x:.0f}" for x in hand_offs[v])
-        print(f"{v:<24} core-to-core hand-off per campaign (ns, hostprobe.py): {ns}")
+        print(f"{v:<24} core-to-core hand-off per campaign (ns, host/probe.py): {ns}")
         for (k, t), vals in sorted(medians[v].items()):
             meds = " ".join(f"{x:.4g}" for x in vals)
             cv = (statistics.stdev(vals) / statistics.mean(vals)) if len(vals) >= 2 else None

@@ -28,7 +28,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fabench.store import Store
+from fabench.store.database import Store
 
 ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 OSU_TYPE = {"char": "mpi_char", "int": "mpi_int", "float": "mpi_float"}

@@ -77,7 +77,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
     if a.native is None:
-        from fabench.native import native_root
+        from fabench.host.native import native_root
         a.native = native_root()
     k = a.native / "openmpi"
     got: dict[str, list[float]] = defaultdict(list)

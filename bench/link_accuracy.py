@@ -27,7 +27,7 @@ import statistics
 import subprocess
 import time
 
-from fabench.tcpstats import read_tcp_counters
+from fabench.host.tcpstats import read_tcp_counters
 from fabench.testbed import TestbedConfig, create, destroy
 from fabench.testbed.impair import parse_impair
 from fabench.testbed.linkprobe import measure

@@ -33,7 +33,7 @@ from fabench.model.catalog import load_fabric
 from fabench.schedulers.simgrid import SimGridScheduler
 from fabench.sim.faulty import FatTree, PairFault, faulty_fat_tree
 from fabench.sim.smpi import SimSetup
-from fabench.store import Store
+from fabench.store.database import Store
 
 
 def expected(hosts: list[str], slow: int, bad: tuple[int, int] | None,

@@ -42,7 +42,7 @@ from pathlib import Path
 from fabench.errors import FabenchError
 from fabench.model.decisions import OPENMPI_TUNED
 from fabench.model.validate import run_algorithm
-from fabench.store import Store
+from fabench.store.database import Store
 
 CASES = [("allreduce", "recursive_doubling"), ("allreduce", "ring"),
          ("alltoall", "pairwise"), ("allgather", "recursive_doubling"), ("allgather", "ring")]

@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fabench.store import Store
+from fabench.store.database import Store
 
 SIZE_LAT = 8
 SIZE_BW = 4 * 1024 * 1024

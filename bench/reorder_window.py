@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fabench.tcpstats import TcpCounterWatch
+from fabench.host.tcpstats import TcpCounterWatch
 from fabench.testbed import TestbedConfig, create, destroy
 from fabench.testbed.links import counter_delta, link_status
 from fabench.testbed.state import TestbedState

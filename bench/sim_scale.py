@@ -37,7 +37,7 @@ from fabench.model.catalog import load_fabric, save_fabric
 from fabench.model.collectives import predict
 from fabench.model.cost import Cluster
 from fabench.model.topology import TopologySpec
-from fabench.store import Store
+from fabench.store.database import Store
 
 # (label, ranks, hosts per leaf, leaves per pod, algorithm, sizes)
 CASES = [

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 from fabench.kernels import get_kernel
 from fabench.metrics import BANDWIDTH
-from fabench.plan import plan_run, settings_from_words
+from fabench.plan.plan import plan_run, settings_from_words
 from fabench.records import ResultRecord
 from fabench.starters.pair import run_pair
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from fabench.cli import main as cli_main
-from fabench.interrupts import CAUGHT
+from fabench.host.native import mpi_flavours_built
+from fabench.host.process import descendants
+from fabench.host.process_identity import proc_start
 from fabench.kernels import get_kernel
-from fabench.native import mpi_flavours_built
-from fabench.plan import PlannedRun, plan_run, settings_from_words
-from fabench.process import descendants
-from fabench.process_identity import proc_start
+from fabench.plan.plan import PlannedRun, plan_run, settings_from_words
+from fabench.util.interrupts import CAUGHT
 
 ROOT = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")

@@ -24,7 +24,7 @@ from fabench.accept.verdict import (
     decide,
 )
 from fabench.errors import FabenchError, SpecError
-from fabench.store import Store
+from fabench.store.database import Store
 from junit_schema import junit_errors
 
 

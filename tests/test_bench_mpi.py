@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import fabench_cli, fabench_run
-from fabench.store import Store
+from fabench.store.database import Store
 
 
 def _bench_json(tmp_path: Path, *args: str, check: bool = True) -> list[dict]:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from conftest import descendant_pids, fabench_cli, fabench_run
-from fabench.store import Store
+from fabench.store.database import Store
 
 SPEC = """\
 name: killme

@@ -65,7 +65,7 @@ def test_text_output_and_selector_errors(store: Path) -> None:
 
 
 def test_adaptive_repetition_merges_batches_until_precise(openmpi: str, tmp_path: Path) -> None:
-    from fabench.store import Store
+    from fabench.store.database import Store
 
     fabench_run("bench", "mpi.latency", "--transport", "shm", "--sizes", "8,4K",
                 "--iterations", "50", "--precision", "0.003", "--budget", "10",

@@ -18,13 +18,13 @@ from fabench.congestion.impact import run_counters
 from fabench.congestion.session import ecn_warning, layout
 from fabench.congestion.victims import label, phase_of
 from fabench.errors import FabenchError
+from fabench.plan.spec import parse_spec
 from fabench.records import ResultRecord
 from fabench.report.congestion import html_section, text_lines
 from fabench.report.html import render_html
 from fabench.report.model import build_report
-from fabench.spec import parse_spec
-from fabench.stats import quantile_ratio_runs
-from fabench.store import Store
+from fabench.store.database import Store
+from fabench.util.stats import quantile_ratio_runs
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="testbeds with fb-link need root "
                                 "(TAP devices)")

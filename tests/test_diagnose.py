@@ -20,9 +20,9 @@ from fabench.diagnose.libchoice import (
 )
 from fabench.diagnose.paths import Capabilities, discover, parse_ucx_devices, sweep_paths
 from fabench.diagnose.session import QUICK_SIZES, Progress, transports_options
+from fabench.kernels.transport_request import parse_transport
 from fabench.mpi.onnode import FLAG
 from fabench.mpi.openmpi import OpenMpi
-from fabench.transport import parse_transport
 
 
 def need(tool: str) -> None:

@@ -22,7 +22,7 @@ import yaml
 
 from conftest import own_testbeds
 from fabench.cli import main
-from fabench.interrupts import CAUGHT
+from fabench.util.interrupts import CAUGHT
 
 CASES = int(os.environ.get("FABENCH_FUZZ_CASES", "30"))
 SEED = int(os.environ.get("FABENCH_FUZZ_SEED", "19"))

@@ -25,11 +25,11 @@ from conftest import (
     wait_gone,
 )
 from fabench.errors import FabenchError
-from fabench.hostnames import check_host, host_problem
 from fabench.report.export import csv_cell
 from fabench.schedulers.hosts import HostsScheduler
 from fabench.tune import targets as tune_targets
 from fabench.tune.journal import load as journal_load
+from fabench.util.hostnames import check_host, host_problem
 
 # --- host names are data -------------------------------------------------------------------
 

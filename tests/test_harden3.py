@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import fabench_cli, missing, own_testbeds, refused
-from fabench.placement import cpu_count
+from fabench.host.placement import cpu_count
 from fabench.records import PairRecord
-from fabench.store import Store
+from fabench.store.database import Store
 
 HPCC = Path("/usr/bin/hpcc")
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import fabench_cli
-from fabench.history import Night, detect
+from fabench.analysis.history import Night, detect
 from fabench.metrics import Better
 
 SPEC = """\

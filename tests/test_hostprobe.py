@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from conftest import fabench_cli, missing
-from fabench.hostprobe import core_to_core, run_core_to_core_ns, sides_differ
-from fabench.native import native_root
+from fabench.host.native import native_root
+from fabench.host.probe import core_to_core, run_core_to_core_ns, sides_differ
 from fabench.report.model import host_state_warning
-from fabench.store import Store
+from fabench.store.database import Store
 
 two_cpus = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
 
@@ -44,7 +44,7 @@ def test_probe_skips_with_one_cpu() -> None:
                          timeout=10, check=False)
     assert bad.returncode == 2 and "two different CPUs" in bad.stderr
     # and fabench treats "cannot probe here" as no record, not as a failure
-    code = "from fabench.hostprobe import core_to_core; print(core_to_core())"
+    code = "from fabench.host.probe import core_to_core; print(core_to_core())"
     out = subprocess.run(["taskset", "-c", "0", sys.executable, "-c", code],
                          capture_output=True, text=True, timeout=30, check=True)
     assert out.stdout.strip() == "None"

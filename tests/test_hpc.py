@@ -19,8 +19,9 @@ from fabench.hpc.convert import records_for
 from fabench.hpc.hpccinf import Asked, make_input, problem_size, process_grid, read_input
 from fabench.hpc.output import HpccRunError, check_hpl, check_parameters, parse_output
 from fabench.hpc.peak import CpuInfo, Peak, flops_per_cycle, frequency, peak_of, read_peak
-from fabench.hpc.scaling import node_counts, sizes_per_count
+from fabench.hpl.scaling import node_counts, sizes_per_count
 from fabench.kernels import get_kernel
+from fabench.kernels.native import kernel_status
 from fabench.metrics import GFLOPS
 from fabench.model.apps import dims_create, fft_time, halo3d_time, halo_distances
 from fabench.model.collectives import alltoall_pairwise
@@ -28,9 +29,8 @@ from fabench.model.cost import Cluster, Model
 from fabench.model.hpl import hpl_point, load_node_table, params_from
 from fabench.model.presets import PRESETS
 from fabench.model.topology import TopologySpec
-from fabench.native import kernel_status
 from fabench.records import ResultRecord
-from fabench.store import Store
+from fabench.store.database import Store
 from fabench.testbed import TestbedConfig, create
 from test_report import browse, console_errors
 

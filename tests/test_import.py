@@ -15,7 +15,7 @@ import pytest
 
 from conftest import ROOT, fabench_run, missing
 from fabench.metrics import BANDWIDTH, LATENCY
-from fabench.store import Store
+from fabench.store.database import Store
 
 FIX = ROOT / "tests" / "fixtures" / "import"
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from fabench.host.native import mpi_flavours_built, native_root
 from fabench.kernels import all_kernels
 from fabench.kernels.table import (
     KernelTableError,
@@ -13,7 +14,6 @@ from fabench.kernels.table import (
     read_kernel_table,
     table_path,
 )
-from fabench.native import mpi_flavours_built, native_root
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = "mpi.scatter  collective  1:1M  any  latency  MPI_Scatter from rank 0\n"

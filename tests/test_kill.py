@@ -2,7 +2,7 @@
 run leaves nothing behind once the next fabench has started: no process it started (mpirun,
 ranks, hpcc, aggressors inside testbed hosts), no temporary directory of it, no `running'
 record. SIGKILL cannot be caught: what ends the children is their parent-death signal and the
-supervisor that outlives fabench (fabench.process), not fabench's own teardown."""
+supervisor that outlives fabench (fabench.host.process), not fabench's own teardown."""
 
 import os
 import signal
@@ -25,7 +25,7 @@ from conftest import (
     wait_for_children,
     wait_gone,
 )
-from fabench.process import OWNER_ENV, owner_tag, reap_orphans, tagged
+from fabench.host.process import OWNER_ENV, owner_tag, reap_orphans, tagged
 
 
 def _start(*args: str) -> "subprocess.Popen[str]":

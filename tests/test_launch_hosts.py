@@ -16,12 +16,12 @@ import pytest
 
 from conftest import own_testbeds
 from fabench.errors import FabenchError
-from fabench.placement import HostSlots, place_ranks
+from fabench.host.placement import HostSlots, place_ranks
+from fabench.kernels.transport_request import parse_transport
 from fabench.report.campaign_summary import campaign_lines
 from fabench.schedulers.hosts import parse_hostfile
-from fabench.store import Store
+from fabench.store.database import Store
 from fabench.testbed import TestbedConfig, TestbedState, create
-from fabench.transport import parse_transport
 
 
 def test_hostfile_and_placement(tmp_path: Path) -> None:

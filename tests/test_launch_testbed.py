@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from conftest import fabench_cli, fabench_run, own_testbeds
-from fabench.netcounters import crossing_flag
+from fabench.host.netcounters import crossing_flag
 from fabench.records import ResultRecord
-from fabench.store import RunRow, Store
+from fabench.store.database import RunRow, Store
 from fabench.testbed import TestbedConfig, create
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs on a root testbed (CI is "

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import fabench_cli, fabench_run
 from fabench.errors import FabenchError
-from fabench.tcpstats import (
+from fabench.host.tcpstats import (
     TcpCounterWatch,
     parse_proc,
     parse_ss,

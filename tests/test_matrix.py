@@ -16,6 +16,7 @@ import pytest
 
 from conftest import fabench_cli, fabench_run, missing, own_testbeds
 from fabench.errors import FabenchError
+from fabench.host.native import native_root
 from fabench.matrix import measure
 from fabench.matrix.advise import advise, matrix_from_json
 from fabench.matrix.diff import diff
@@ -37,12 +38,11 @@ from fabench.matrix.measure import MatrixOptions, MatrixOutcome, measure_matrix,
 from fabench.matrix.pairwise import tournament
 from fabench.matrix.topology import compare, infer_topology, read_topology
 from fabench.model.presets import PRESETS
-from fabench.native import native_root
 from fabench.records import PairRecord
 from fabench.schedulers.simgrid import SimGridScheduler
 from fabench.sim.faulty import FatTree, PairFault, faulty_fat_tree
 from fabench.sim.smpi import SimSetup
-from fabench.store import Store
+from fabench.store.database import Store
 from fabench.testbed import TestbedConfig, create
 from test_report import browse, console_errors
 from test_sim import simgrid  # noqa: F401  (the fixture, by name)

@@ -34,7 +34,7 @@ from fabench.model.uncertainty import add_bands
 from fabench.model.validate import barrier_exit_skew, run_algorithm
 from fabench.records import ResultRecord
 from fabench.sim.platform import smpi_factors
-from fabench.store import Store
+from fabench.store.database import Store
 
 SIZES = [1 << k for k in range(0, 23)]  # 1 B .. 4 MiB, as mpi.latency sweeps
 

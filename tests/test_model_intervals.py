@@ -21,7 +21,7 @@ from fabench.model.innetwork import in_network_time
 from fabench.model.intervals import Score, add_intervals, fabric_sigma, interval
 from fabench.model.scale import NIC_GAP_GRID, NOISE_GRID
 from fabench.model.topology import TopologySpec
-from fabench.store import Store
+from fabench.store.database import Store
 
 FIX = ROOT / "tests" / "fixtures" / "import"
 

@@ -15,6 +15,8 @@ import pytest
 
 from conftest import missing, planned
 from fabench.errors import FabenchError
+from fabench.host.placement import Allocation, HostSlots
+from fabench.kernels.transport_request import Transport, parse_transport
 from fabench.mpi.base import (
     MpiFlavour,
     UnsupportedTransport,
@@ -25,9 +27,7 @@ from fabench.mpi.base import (
 )
 from fabench.mpi.mpich import Mpich, parse_mpich_selection
 from fabench.mpi.openmpi import OpenMpi, parse_openmpi_selection
-from fabench.placement import Allocation, HostSlots
 from fabench.starters.srun import SrunStarter
-from fabench.transport import Transport, parse_transport
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mpi"
 

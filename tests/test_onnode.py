@@ -16,13 +16,13 @@ import pytest
 
 from conftest import own_testbeds, planned
 from fabench.diagnose.placed import PlacedScheduler
+from fabench.host.placement import HostSlots
 from fabench.mpi.onnode import FLAG, ob1_on_node_network, ucx_on_node_network
-from fabench.placement import HostSlots
 from fabench.report.model import build_report
-from fabench.runner import execute_run
+from fabench.run.runner import execute_run
 from fabench.schedulers import testbed as testbed_scheduler
 from fabench.schedulers.local import LocalScheduler
-from fabench.store import Store
+from fabench.store.database import Store
 from fabench.testbed import TestbedConfig, create
 
 ONE_HOST = [HostSlots("vm", 2)]

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import ROOT, fabench_cli
-from fabench.store import Store
+from fabench.store.database import Store
 
 PLUGINS = ROOT / "tests" / "plugins"
 
@@ -111,7 +111,8 @@ def test_site_collective(openmpi: str, tmp_path: Path) -> None:
 
 
 SLOW_PACKAGE = {
-    "__init__.py": 'from fabench.registry import Registry\nREG = Registry("slowthing", __name__)\n',
+    "__init__.py": ('from fabench.util.registry import Registry\n'
+                    'REG = Registry("slowthing", __name__)\n'),
     # a plugin module that takes a moment to import, as one that loads a library does
     "slow.py": "import time\ntime.sleep(0.3)\nfrom . import REG\nREG.add('it', 1)\n",
 }
@@ -124,7 +125,7 @@ def test_registry_loaded_from_threads_at_once_is_complete_in_each(tmp_path: Path
     import sys
     import threading
 
-    from fabench import registry
+    from fabench.util import registry
 
     pkg = tmp_path / "fbslowplug"
     pkg.mkdir()

@@ -6,15 +6,15 @@ from pathlib import Path
 import pytest
 
 from conftest import fabench_run, missing
+from fabench.host.native import native_root
 from fabench.model.catalog import save_fabric
 from fabench.model.collectives import predict
 from fabench.model.cost import Cluster
 from fabench.model.fabric import Fabric, Segment
 from fabench.model.presets import PRESETS
 from fabench.model.topology import FatTree, TopologySpec
-from fabench.native import native_root
 from fabench.sim.platform import make_platform, smpi_factors
-from fabench.store import Store
+from fabench.store.database import Store
 
 
 @pytest.fixture(scope="module")

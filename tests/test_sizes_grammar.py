@@ -1,7 +1,7 @@
 """One sizes grammar and one option grammar, held against every parser that reads them.
 
 The tables live in native/tests/ (sizes_grammar.tsv, options_grammar.tsv); the C unit test
-t_opts reads the same files. Here they go to fabench.units / plan.Sizes and to the kernel
+t_opts reads the same files. Here they go to fabench.util.units / plan.Sizes and to the kernel
 binaries themselves (`--print-options`: the kernel parses and prints what it understood, and
 nothing runs, so no MPI launcher or peer is needed). Every kernel binary gets a sample of the
 rows (its own scope of options, its own start-up path); one MPI kernel per flavour and one
@@ -19,9 +19,9 @@ import pytest
 
 from conftest import missing
 from fabench.errors import FabenchError
-from fabench.kernel_settings import Sizes
-from fabench.native import native_root
-from fabench.units import parse_sizes
+from fabench.host.native import native_root
+from fabench.plan.kernel_settings import Sizes
+from fabench.util.units import parse_sizes
 
 TABLES = Path(__file__).resolve().parents[1] / "native" / "tests"
 # Each entry into the option layer: fb_mpi_start per kernel class, the proxies, the matrix,

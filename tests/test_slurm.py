@@ -18,7 +18,7 @@ import pytest
 
 from conftest import fabench_cli, missing, own_testbeds
 from fabench.records import ResultRecord
-from fabench.store import RunRow, Store
+from fabench.store.database import RunRow, Store
 from fabench.testbed import TestbedConfig, create
 
 

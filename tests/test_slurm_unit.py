@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from fabench.errors import FabenchError
-from fabench.launched import LaunchResult
+from fabench.host.launched import LaunchResult
 from fabench.records import KernelOutput, ResultRecord
 from fabench.schedulers.slurm import is_active, parse_job_state, sbatch_lines
 from fabench.schedulers.slurm_netdev import check_slurm_crossing, snapshot_line

@@ -4,7 +4,7 @@ import pytest
 
 from fabench.cli import build_parser
 from fabench.errors import SpecError
-from fabench.plan import (
+from fabench.plan.plan import (
     KERNEL_OPTIONS,
     QUICK_COLLECTIVE_ITERATIONS,
     QUICK_ITERATIONS,
@@ -14,7 +14,7 @@ from fabench.plan import (
     settings_from_args,
     settings_from_words,
 )
-from fabench.spec import load_spec, parse_spec
+from fabench.plan.spec import load_spec, parse_spec
 
 
 def test_default_spec_plan_matches_the_issue() -> None:

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fabench.stats import (
+from fabench.util.stats import (
     compare_medians,
     compare_medians_runs,
     median_ci,

@@ -13,11 +13,11 @@ import pytest
 
 from conftest import ROOT, fabench_run, missing
 from fabench.errors import StoreDamagedError, StoreError, StoreVersionError
-from fabench.process_identity import ProcessOwner, proc_start
-from fabench.provenance import git_revision, run_environment
+from fabench.host.process_identity import ProcessOwner, proc_start
+from fabench.host.provenance import git_revision, run_environment
 from fabench.records import ResultRecord
-from fabench.store import Store, backup_path
-from fabench.store_schema import MIGRATIONS, SCHEMA_VERSION, schema_columns, table_columns
+from fabench.store.database import Store, backup_path
+from fabench.store.schema import MIGRATIONS, SCHEMA_VERSION, schema_columns, table_columns
 
 
 def test_roundtrip_keeps_every_sample(tmp_path: Path) -> None:
@@ -288,7 +288,7 @@ def array_bytes(values: list[float]) -> bytes:
 
 WRITER = """
 import sys, time
-from fabench.store import Store
+from fabench.store.database import Store
 st = Store(sys.argv[1])
 cid = st.begin_campaign("c", {})
 rid = st.begin_run(campaign_id=cid, key="k", kernel="mpi.latency", transport="shm",
@@ -393,7 +393,7 @@ SMALL = ("name: small\nruns:\n  - kernel: [mpi.latency, mpi.gather]\n    ranks: 
 
 OPENER = """
 import sys
-from fabench.store import Store
+from fabench.store.database import Store
 with Store(sys.argv[1]) as st:
     print(st.begin_campaign("small", {}), st.begin_campaign("small", {}),
           st.begin_campaign("other", {}))

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, descendant_pids, fabench_run
-from fabench.store import Store
-from fabench.store_check import OK, PROBLEMS, UNREADABLE, check_store
-from fabench.store_schema import SCHEMA_VERSION
+from fabench.store.check import OK, PROBLEMS, UNREADABLE, check_store
+from fabench.store.database import Store
+from fabench.store.schema import SCHEMA_VERSION
 
 FIXTURE = ROOT / "tests" / "fixtures" / "store" / "v1-4d08b82.sqlite"
 
@@ -259,7 +259,7 @@ def test_sigkill_mid_campaign_leaves_a_sound_store_with_the_finished_runs(
 WRITER = """
 import sys
 from fabench.records import ResultRecord
-from fabench.store import Store
+from fabench.store.database import Store
 st = Store(sys.argv[1])
 n = int(sys.argv[2])
 cid = st.begin_campaign("w", {})

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, fabench_cli, missing
-from fabench.selection import run_metrics
-from fabench.store import Store
+from fabench.analysis.selection import run_metrics
+from fabench.store.database import Store
 
 
 def _store(tmp_path: Path) -> Path:

@@ -14,9 +14,9 @@ import pytest
 
 from conftest import ROOT, fabench_cli
 from fabench.records import PairRecord, ResultRecord
-from fabench.store import Store
-from fabench.store_copy import compare_stores
-from fabench.store_schema import SCHEMA_VERSION, schema_columns
+from fabench.store.copy import compare_stores
+from fabench.store.database import Store
+from fabench.store.schema import SCHEMA_VERSION, schema_columns
 from pgserver import PgServer
 
 

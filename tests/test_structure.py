@@ -124,3 +124,65 @@ def test_the_checker_finds_a_planted_cycle() -> None:
     g = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(g) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+# The pipeline's layers, lowest first (docs/DEVELOPING.md): a package or top-level module may
+# import its own layer and those below, never one above; within a layer, no circles.
+LAYERS: tuple[frozenset[str], ...] = tuple(frozenset(s.split()) for s in (
+    "fabench errors records metrics choices util",   # the shared vocabulary, no domain helpers
+    "host",                      # this host: processes, probes, topology, installed kernels
+    "store hpc",                 # results database; HPCC's input/output/BLAS/peak
+    "kernels importers",         # what can run; what can be read in
+    "mpi",                       # MPI flavours: command lines per transport request
+    "plan",                      # spec -> typed planned runs
+    "analysis",                  # series, comparisons, history over a store
+    "model testbed",             # predictions; the emulated cluster
+    "sim starters",              # SimGrid platforms; how ranks start
+    "schedulers",                # where ranks run
+    "run",                       # the runner
+    "tune congestion matrix diagnose hpl doctor report accept",   # features and the report
+    "commands actions cli __main__",   # the command line
+))
+
+
+def unit_of(module: str) -> str:
+    """fabench.X.y -> X (a package or top-level module); fabench -> fabench."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for mod, targets in graph.items():
+        out.setdefault(unit_of(mod), set()).update(
+            unit_of(t) for t in targets if unit_of(t) != unit_of(mod))
+    return out
+
+
+def layering_violations(pkgs: dict[str, set[str]]) -> list[str]:
+    layer = {name: i for i, names in enumerate(LAYERS) for name in names}
+    out = [f"{p} is in no layer of LAYERS" for p in sorted(pkgs) if p not in layer]
+    for p, targets in sorted(pkgs.items()):
+        out += [f"{p} (layer {layer[p]}) imports {t} (layer {layer[t]})"
+                for t in sorted(targets) if p in layer and t in layer and layer[t] > layer[p]]
+    return out
+
+
+def test_packages_are_layered_and_have_no_circles() -> None:
+    graph, _ = import_graph()
+    pkgs = package_graph(graph)
+    found = cycles(pkgs)
+    assert not found, "package circles:\n" + "\n".join(" <-> ".join(c) for c in found)
+    assert not layering_violations(pkgs), "\n".join(layering_violations(pkgs))
+
+
+def test_the_layering_check_catches_a_planted_violation() -> None:
+    graph, _ = import_graph()
+    graph = {m: set(t) for m, t in graph.items()}
+    graph["fabench.store.database"].add("fabench.run.runner")  # the store reaching up
+    graph["fabench.util.stats"].add("fabench.util.units")       # within a layer: fine
+    assert layering_violations(package_graph(graph)) == [
+        "store (layer 2) imports run (layer 10)"]
+    graph["fabench.run.runner"].add("fabench.newthing.x")
+    graph["fabench.newthing.x"] = set()
+    assert "newthing is in no layer of LAYERS" in layering_violations(package_graph(graph))

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from conftest import missing, planned
+from fabench.host.launched import LaunchResult
+from fabench.host.native import native_root
 from fabench.kernels import get_kernel
 from fabench.kernels.transport import stream_results
-from fabench.launched import LaunchResult
 from fabench.metrics import BANDWIDTH
-from fabench.native import native_root
 from fabench.starters.pair import run_pair
 
 # UCX and libfabric's shm poll, and the delayed-ACK stall is a timing: the CPUs to themselves.

@@ -6,11 +6,11 @@ import statistics
 import pytest
 
 from conftest import missing, planned
+from fabench.host.launched import LaunchResult
+from fabench.host.native import native_root
 from fabench.kernels import get_kernel
 from fabench.kernels.transport import stream_results
-from fabench.launched import LaunchResult
 from fabench.metrics import BANDWIDTH
-from fabench.native import native_root
 from fabench.starters.pair import run_pair
 
 pytestmark = pytest.mark.serial  # measured rates set against a peer tool's: the CPUs to themselves

@@ -8,13 +8,14 @@ import pytest
 
 from conftest import fabench_cli, fabench_run, missing
 from fabench.errors import FabenchError
+from fabench.host.native import native_root
 from fabench.kernels import Kernel, all_kernels, get_kernel
+from fabench.kernels.native import kernel_status
 from fabench.kernels.transport import stream_results
-from fabench.native import kernel_status, native_root
-from fabench.plan import make_plan
+from fabench.kernels.transport_request import transport_for
+from fabench.plan.plan import make_plan
+from fabench.plan.spec import parse_spec
 from fabench.records import ResultRecord
-from fabench.spec import parse_spec
-from fabench.transport import transport_for
 
 
 def transport_args(k: Kernel, text: str) -> list[str]:

@@ -20,14 +20,14 @@ from typing import Any
 import pytest
 
 from conftest import missing
-from fabench import host_topology as topology
 from fabench.errors import FabenchError
-from fabench.process_identity import netns_of, proc_start
+from fabench.host import topology as topology
+from fabench.host.process_identity import netns_of, proc_start
+from fabench.host.target import Target, TargetMismatch
 from fabench.tune import apply as ap
 from fabench.tune import journal as jr
 from fabench.tune.audit import check
 from fabench.tune.profiles import ProfileError, available_profiles, load_profile, parse_profile
-from fabench.tune.target import Target, TargetMismatch
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make namespaces")
 

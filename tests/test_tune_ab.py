@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import planned
-from fabench.plan import PlannedRun
+from fabench.plan.plan import PlannedRun
 from fabench.schedulers.testbed import TestbedScheduler as OnTestbed
 from fabench.tune import apply as ap
 from fabench.tune.ab import run_ab

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from fabench.host.target import Target
 from fabench.tune import apply as ap
 from fabench.tune import delack
 from fabench.tune.audit import check
 from fabench.tune.profiles import load_profile, parse_profile
-from fabench.tune.target import Target
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make namespaces")
 

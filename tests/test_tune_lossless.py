@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from fabench.host.target import Target
 from fabench.tune import lossless as ll
 from fabench.tune import roce_parse as rp
 from fabench.tune import roce_read
 from fabench.tune.audit import check
 from fabench.tune.lossless import Evidence, Window, judge
 from fabench.tune.profiles import LosslessSetting, load_profile
-from fabench.tune.target import Target
 
 FIX = Path(__file__).parent / "fixtures" / "roce"
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make namespaces")

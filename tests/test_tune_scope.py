@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from fabench.host.target import Target
 from fabench.tune import apply as ap
 from fabench.tune import sysctl_scope as sc
 from fabench.tune.audit import check
 from fabench.tune.profiles import parse_profile
-from fabench.tune.target import Target
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make namespaces")
 

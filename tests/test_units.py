@@ -1,6 +1,6 @@
 import pytest
 
-from fabench.units import format_size, parse_size, parse_sizes
+from fabench.util.units import format_size, parse_size, parse_sizes
 
 
 def test_parse_size_suffixes() -> None:

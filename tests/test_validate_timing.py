@@ -26,8 +26,8 @@ import statistics
 import pytest
 
 from conftest import missing, planned
+from fabench.host.native import native_root
 from fabench.kernels import get_kernel
-from fabench.native import native_root
 from fabench.starters.pair import run_pair
 
 pytestmark = pytest.mark.serial  # a ratio of timings: the CPUs to itself

@@ -50,3 +50,7 @@ HISTORY_ALPHA = 0.05
 HISTORY_TOLERANCE = 0.10
 HISTORY_MIN_NIGHTS = 2
 HISTORY_PERMUTATIONS = 999
+
+# Fabric families with published defaults, and in-network reduction kinds (`fabench model`).
+FAMILIES = ("ib", "roce", "ethernet", "tcp", "custom")
+IN_NETWORK_KINDS = ("sharp1", "sharp2", "roce-inc", "generic")

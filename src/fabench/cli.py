@@ -8,9 +8,9 @@ from collections.abc import Callable
 from . import __version__
 from .commands import register_all
 from .errors import FabenchError
-from .interrupts import Interrupted, raise_on_signals
-from .process import reap_orphans
-from .registry import plugin_error
+from .host.process import reap_orphans
+from .util.interrupts import Interrupted, raise_on_signals
+from .util.registry import plugin_error
 
 
 def build_parser() -> argparse.ArgumentParser:

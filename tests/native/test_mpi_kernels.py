@@ -160,7 +160,7 @@ if pytest is not None:
         if os.environ.get("FABENCH_NATIVE_DIR"):
             return Path(os.environ["FABENCH_NATIVE_DIR"])
         try:
-            from fabench.native import native_root
+            from fabench.host.native import native_root
 
             installed = native_root()
             if installed.is_dir() and flavours(installed):

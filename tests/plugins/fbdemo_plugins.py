@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import ClassVar
 
 from fabench.errors import FabenchError
+from fabench.host.launched import LaunchResult, RecordCallback
+from fabench.host.placement import Allocation, HostExec, HostSlots
 from fabench.importers import ImportedRun, Importer, aggregate, register_importer
 from fabench.kernels import LATENCY, Kernel, register_kernel
-from fabench.launched import LaunchResult, RecordCallback
-from fabench.placement import Allocation, HostExec, HostSlots
-from fabench.plan import PlannedRun
+from fabench.plan.plan import PlannedRun
 from fabench.schedulers import SCHEDULERS, DirectScheduler, Scheduler
 from fabench.starters import STARTERS
 from fabench.starters.mpirun import MpirunStarter

@@ -23,7 +23,7 @@ from enum import IntEnum
 
 from ..errors import FabenchError
 from ..metrics import Better
-from ..units import format_size, parse_size
+from ..util.units import format_size, parse_size
 
 
 class Stage(IntEnum):

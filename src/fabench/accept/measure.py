@@ -21,28 +21,28 @@ import numpy as np
 from ..congestion import CongestionConfig, VictimSettings, congestion_campaign
 from ..diagnose.reorder import ReorderOptions, run_reorder
 from ..diagnose.session import TransportsOptions, run_transports
-from ..doctor import mpi_checks
+from ..doctor.checks import mpi_checks
 from ..errors import FabenchError
-from ..hpc.nodes import NodeReport, OnNodes, run_nodes
+from ..host.target import Target
 from ..hpc.options import HpccOptions
+from ..hpl.nodes import NodeReport, OnNodes, run_nodes
 from ..kernels import get_kernel
+from ..kernels.native import kernel_status
 from ..matrix.measure import MatrixOptions, measure_matrix, probe_hosts
 from ..metrics import BANDWIDTH, LATENCY, Metric
 from ..model.catalog import load_fabric
 from ..model.collectives import predict_all
 from ..model.cost import Cluster
 from ..model.topology import TopologySpec
-from ..native import kernel_status
-from ..plan import KernelSettings, PlannedRun, Sizes, plan_run
-from ..runner import execute_run
+from ..plan.plan import KernelSettings, PlannedRun, Sizes, plan_run
+from ..run.runner import execute_run
 from ..schedulers import DirectScheduler, Scheduler
 from ..schedulers.testbed import AutoScheduler, TestbedScheduler
-from ..stats import median_ci, median_ci_runs
-from ..store import Store
+from ..store.database import Store
 from ..tune.audit import check as tune_check
 from ..tune.profiles import load_profile
-from ..tune.target import Target
 from ..tune.targets import testbed_targets
+from ..util.stats import median_ci, median_ci_runs
 from .checks import SEVERITIES
 from .spec import AcceptSpec, PlannedCheck
 from .verdict import Measured

@@ -18,8 +18,8 @@ from pathlib import Path
 from ..errors import FabenchError
 from ..report.build import report_for
 from ..report.html import render_html
-from ..store import Store
-from ..textable import Col, header, row
+from ..store.database import Store
+from ..util.textable import Col, header, row
 from .session import Acceptance
 from .verdict import ERROR, FAIL, INCONCLUSIVE, PASS, SKIPPED, Verdict
 

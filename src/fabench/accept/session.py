@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..compare import Comparison, compare_selections
+from ..analysis.compare import Comparison, compare_selections
 from ..errors import FabenchError
-from ..provenance import host_provenance
+from ..host.provenance import host_provenance
 from ..schedulers import Scheduler
-from ..store import Store
+from ..store.database import Store
 from .checks import Stage
 from .measure import MEASURES, MORE, Context, Say, _say
 from .spec import AcceptSpec, PlannedCheck
@@ -173,9 +173,10 @@ def saved_path(store_path: Path, campaign_id: int) -> Path:
 
 
 def attach_baseline(acc: Acceptance, store_path: Path, base: int) -> None:
-    """Each measured metric against the same metric of an earlier acceptance, by compare.py's
-    verdicts (better, worse, equal within noise, inconclusive): the acceptance's own runs
-    (p2p, collectives) and the node-consistency HPL runs, paired by configuration."""
+    """Each measured metric against the same metric of an earlier acceptance, by
+    analysis/compare.py's verdicts (better, worse, equal within noise, inconclusive): the
+    acceptance's own runs (p2p, collectives) and the node-consistency HPL runs, paired by
+    configuration."""
     pairs = [(f"c{base}", f"c{acc.campaign_id}")]
     old = saved_path(store_path, base)
     if old.exists():

@@ -11,9 +11,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import FabenchError, SpecError
-from ..textfile import read_text
-from ..units import parse_sizes
-from ..yamlconf import line_of, parse_yaml_model
+from ..util.textfile import read_text
+from ..util.units import parse_sizes
+from ..util.yamlconf import line_of, parse_yaml_model
 from .checks import Check, Stage, parse_check
 
 

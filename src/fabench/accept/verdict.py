@@ -35,7 +35,7 @@ class Verdict:
     measured: Measured | None = None
     reason: str = ""
     wall_s: float = 0.0
-    baseline: list[dict[str, Any]] = field(default_factory=list)  # compare.py's verdicts
+    baseline: list[dict[str, Any]] = field(default_factory=list)  # analysis/compare.py's verdicts
     first: str = ""  # the verdict before the budget's extra runs ("" when none were made)
     extra_runs: int = 0  # runs the budget added
 

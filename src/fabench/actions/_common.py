@@ -7,7 +7,7 @@ from pathlib import Path
 from ..commands._common import DEFAULT_OUT, STORE_NAME, StoreLocation
 from ..errors import FabenchError
 from ..schedulers import Scheduler, make_scheduler
-from ..store_pg import display_url, is_url
+from ..store.postgres import display_url, is_url
 
 
 def scheduler_from(values: list[str], out: Path | None = None,

@@ -10,7 +10,7 @@ from ..accept.session import run_acceptance, saved_path
 from ..accept.spec import check_scheduler, load_accept_spec
 from ..errors import FabenchError
 from ..schedulers import split_on
-from ..store import Store
+from ..store.database import Store
 from ._common import scheduler_from, store_of
 
 

@@ -4,10 +4,9 @@ import argparse
 import shlex
 import sys
 
-from ..campaign import run_bench
 from ..errors import FabenchError
 from ..kernels import get_kernel
-from ..plan import plan_run, settings_from_args
+from ..plan.plan import plan_run, settings_from_args
 from ..report.table import (
     header_lines,
     kernel_tables,
@@ -16,6 +15,7 @@ from ..report.table import (
     transport_details,
 )
 from ._common import scheduler_from, shown, store_of
+from .campaign import run_bench
 
 
 def _kernel_words(texts: list[str]) -> list[str]:

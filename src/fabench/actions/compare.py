@@ -3,10 +3,10 @@
 import argparse
 import json
 
-from ..compare import compare_selections, comparison_table
+from ..analysis.compare import compare_selections, comparison_table
 from ..errors import FabenchError
 from ..matrix.stored import matrix_operands
-from ..store import Store
+from ..store.database import Store
 from ._common import resolve_store
 from .matrix import print_matrix_diff
 

@@ -10,7 +10,7 @@ from ..diagnose.reorder import ReorderOptions, run_reorder
 from ..diagnose.reorder_sweep import SweepSettings
 from ..diagnose.session import run_transports, transports_options
 from ..errors import FabenchError
-from ..hostnames import check_host
+from ..util.hostnames import check_host
 from ._common import scheduler_from, store_of
 
 

@@ -4,7 +4,7 @@ import argparse
 import json
 from dataclasses import asdict
 
-from ..doctor import run_checks
+from ..doctor.checks import run_checks
 
 
 def main(args: argparse.Namespace) -> int:

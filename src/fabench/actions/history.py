@@ -4,9 +4,9 @@ import argparse
 import json
 import sys
 
-from ..history import history, history_lines, to_json
+from ..analysis.history import history, history_lines, to_json
 from ..report.trend import write_history_html
-from ..store import Store
+from ..store.database import Store
 from ._common import resolve_store
 
 

@@ -6,13 +6,13 @@ import json
 import sys
 
 from ..errors import FabenchError
-from ..hpc.nodes import run_nodes
 from ..hpc.options import HpccOptions
-from ..hpc.scaling import run_scaling
+from ..hpl.nodes import run_nodes
+from ..hpl.scaling import run_scaling
 from ..model.catalog import load_fabric
 from ..report.hpl import hpl_section, text_lines
 from ..schedulers import DirectScheduler
-from ..store import Store
+from ..store.database import Store
 from ._common import scheduler_from, shown, store_of
 
 

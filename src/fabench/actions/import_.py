@@ -4,7 +4,7 @@ import argparse
 import sys
 
 from ..importers import import_file
-from ..store import Store
+from ..store.database import Store
 from ._common import resolve_store, shown
 
 

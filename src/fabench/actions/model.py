@@ -58,8 +58,8 @@ from ..model.validate import (
     scale_observations,
     simulated_as_prediction,
 )
-from ..store import Store
-from ..units import parse_sizes
+from ..store.database import Store
+from ..util.units import parse_sizes
 from ._common import store_of
 
 

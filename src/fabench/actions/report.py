@@ -4,7 +4,7 @@ import argparse
 
 from ..model.catalog import load_fabric
 from ..report.build import report_for, write_report
-from ..store import Store
+from ..store.database import Store
 from ._common import output_dir, resolve_store
 
 

@@ -2,13 +2,13 @@
 
 import argparse
 
-from ..campaign import run_campaign
 from ..errors import FabenchError
+from ..plan.spec import load_spec
 from ..report.campaign_summary import campaign_lines
 from ..report.finalize import finalize_campaign
-from ..spec import load_spec
-from ..store import Store
+from ..store.database import Store
 from ._common import scheduler_from, shown, store_of
+from .campaign import run_campaign
 
 
 def _resume_id(args: argparse.Namespace) -> int | None:

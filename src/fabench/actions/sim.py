@@ -5,17 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..campaign import run_bench
 from ..kernels import get_kernel
+from ..kernels.transport_request import Transport
 from ..model.catalog import load_fabric
 from ..model.collectives import ALGORITHMS
 from ..mpi.base import Mpi
-from ..plan import PlannedRun, settings_from_args
+from ..plan.plan import PlannedRun, settings_from_args
 from ..report.table import header_lines, kernel_tables, summaries_json
 from ..schedulers.simgrid import SimGridScheduler
 from ..sim.smpi import SimSetup, smpi_algorithm
-from ..transport import Transport
 from ._common import shown, store_of
+from .campaign import run_bench
 from .model import topology_spec
 
 

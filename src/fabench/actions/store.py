@@ -4,10 +4,10 @@ import argparse
 import json
 
 from ..errors import FabenchError
-from ..store import Store
-from ..store_check import check_store
-from ..store_copy import copy_store
-from ..store_export import export_openmetrics, export_parquet
+from ..report.store_export import export_openmetrics, export_parquet
+from ..store.check import check_store
+from ..store.copy import copy_store
+from ..store.database import Store
 from ._common import resolve_store
 
 

@@ -6,10 +6,11 @@ import sys
 from pathlib import Path
 
 from ..errors import FabenchError
+from ..host.target import Target
 from ..kernels import get_kernel
-from ..plan import make_plan, plan_run, settings_from_args
+from ..plan.plan import make_plan, plan_run, settings_from_args
+from ..plan.spec import load_spec
 from ..schedulers import split_on
-from ..spec import load_spec
 from ..tune.ab import deltas_json, run_ab
 from ..tune.apply import apply, revert
 from ..tune.apply import make_plan as changes_plan
@@ -17,7 +18,6 @@ from ..tune.audit import check
 from ..tune.journal import default_journal_path
 from ..tune.lines import finding_lines, plan_lines, revert_lines
 from ..tune.profiles import available_profiles, load_profile
-from ..tune.target import Target
 from ..tune.targets import resolve
 from ._common import scheduler_from, store_of
 

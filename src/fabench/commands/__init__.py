@@ -10,7 +10,7 @@ the CLI imports when the command runs; they import nothing beyond argparse, ``_c
 import argparse
 from collections.abc import Callable
 
-from ..registry import PluginError, Registry
+from ..util.registry import PluginError, Registry
 
 CommandFn = Callable[[argparse._SubParsersAction], None]  # type: ignore[type-arg]
 COMMANDS: Registry[CommandFn] = Registry("command", __name__)

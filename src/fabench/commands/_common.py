@@ -4,7 +4,7 @@ Imports nothing heavy: every `fabench --help` builds these."""
 import argparse
 from pathlib import Path
 
-from ..store_pg import is_url
+from ..store.postgres import is_url
 
 DEFAULT_OUT = Path("fabench-results")
 STORE_NAME = "fabench.sqlite"

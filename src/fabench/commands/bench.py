@@ -4,8 +4,8 @@ Arguments only: fabench.actions.bench does the work."""
 
 import argparse
 
-from ..kernel_settings import add_kernel_options
 from ..kernels import KERNELS
+from ..plan.kernel_settings import add_kernel_options
 from . import COMMANDS
 from ._common import add_on_argument, add_out_argument
 

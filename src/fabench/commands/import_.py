@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..importers import IMPORTERS
-from ..units import parse_size
+from ..util.units import parse_size
 from . import COMMANDS
 from ._common import add_store_argument
 

@@ -8,8 +8,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..choices import BAND_SAMPLES, COLLECTIVES, PREDICTION_LEVEL, TOPOLOGY_KINDS
-from ..model.families import FAMILIES, IN_NETWORK_KINDS
+from ..choices import (
+    BAND_SAMPLES,
+    COLLECTIVES,
+    FAMILIES,
+    IN_NETWORK_KINDS,
+    PREDICTION_LEVEL,
+    TOPOLOGY_KINDS,
+)
 from . import COMMANDS
 from ._common import add_out_argument
 

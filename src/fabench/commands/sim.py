@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..kernel_settings import add_kernel_options
+from ..plan.kernel_settings import add_kernel_options
 from . import COMMANDS
 from ._common import add_out_argument
 from .model import add_topology_arguments

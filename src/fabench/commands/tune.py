@@ -5,7 +5,7 @@ Arguments only: fabench.actions.tune does the work."""
 import argparse
 from pathlib import Path
 
-from ..kernel_settings import add_kernel_options
+from ..plan.kernel_settings import add_kernel_options
 from . import COMMANDS
 from ._common import add_out_argument
 

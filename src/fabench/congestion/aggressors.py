@@ -28,10 +28,10 @@ from typing import Any
 
 from ..choices import CONGESTION_PATTERNS
 from ..errors import FabenchError
-from ..native import kernel_executable
-from ..placement import Allocation
-from ..plan import PlannedRun, plan_run, settings_for
-from ..process import popen, terminate
+from ..host.placement import Allocation
+from ..host.process import popen, terminate
+from ..kernels.native import kernel_executable
+from ..plan.plan import PlannedRun, plan_run, settings_for
 from ..records import parse_line
 from ..starters.mpirun import MpirunStarter
 

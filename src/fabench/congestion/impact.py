@@ -2,7 +2,7 @@
 its confidence interval, and the counters that explain it, from the runs in the store.
 
 Each round of a congestion test measures every victim alone and under each aggressor, so a
-round is one run per side: the interval comes from the two-stage bootstrap of stats.py
+round is one run per side: the interval comes from the two-stage bootstrap of util/stats.py
 (rounds drawn, then samples within them), which carries the round-to-round spread of a
 noisy host into it. One round gives an interval from the samples alone.
 """
@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from ..records import ResultRecord
-from ..stats import QuantileRatio, quantile_ratio_runs
-from ..store import RunRow, Store
+from ..store.database import RunRow, Store
+from ..util.stats import QuantileRatio, quantile_ratio_runs
 from .victims import ISOLATED, phase_of, victim_of
 
 QUANTILES = {"median": 0.5, "p99": 0.99}

@@ -12,14 +12,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..errors import FabenchError
-from ..placement import Allocation
-from ..plan import PlannedRun
-from ..process import output_of
-from ..provenance import host_provenance
-from ..runner import RunOutcome, execute_run
+from ..host.placement import Allocation
+from ..host.process import output_of
+from ..host.provenance import host_provenance
+from ..plan.plan import PlannedRun
+from ..plan.spec import CongestionBlock
+from ..run.runner import RunOutcome, execute_run
 from ..schedulers import DirectScheduler, Scheduler
-from ..spec import CongestionBlock
-from ..store import Store
+from ..store.database import Store
 from .aggressors import MAX_SECONDS, PATTERNS, AggressorPlan, start
 from .impact import ImpactRow, impact_rows_from_store
 from .victims import ISOLATED, VICTIMS, VictimSettings, victim_runs

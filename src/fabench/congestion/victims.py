@@ -11,7 +11,7 @@ GPCNeT reports it (greater than 1: worse under congestion).
 from dataclasses import dataclass
 
 from ..errors import FabenchError
-from ..plan import PlannedRun, plan_run, settings_for
+from ..plan.plan import PlannedRun, plan_run, settings_for
 
 # The label a victim run carries in the store: `congestion:isolated` or
 # `congestion:PATTERN`; the report finds the runs of a congestion test by it.

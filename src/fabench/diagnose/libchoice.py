@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..process import run_capture
+from ..host.process import run_capture
 
 INF = 1 << 62
 

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..host.process import run_capture
 from ..mpi.base import get_flavour
 from ..mpi.mpich import Mpich
-from ..process import run_capture
 from .libchoice import vader_single_copy_values
 
 Placement = Literal["intra", "inter"]

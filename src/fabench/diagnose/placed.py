@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import FabenchError
-from ..launched import LaunchResult, RecordCallback
-from ..netcounters import IfCounters
-from ..placement import Allocation, HostSlots
-from ..plan import PlannedRun
+from ..host.launched import LaunchResult, RecordCallback
+from ..host.netcounters import IfCounters
+from ..host.placement import Allocation, HostSlots
+from ..plan.plan import PlannedRun
 from ..schedulers import DirectScheduler, Scheduler
 
 

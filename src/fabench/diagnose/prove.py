@@ -1,6 +1,7 @@
 """Prove a recommendation: the collectives document 003 improved (allgather, alltoall, gather),
 before (nothing forced) and after (the recommendation as MPI/UCX environment), in interleaved
-rounds (A B, B A, ...), compared per size by fabench.compare through `tune ab`'s comparison."""
+rounds (A B, B A, ...), compared per size by fabench.analysis.compare through `tune ab`'s
+comparison."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import FabenchError
+from ..host.provenance import host_provenance
 from ..kernels import get_kernel
-from ..plan import plan_run, settings_for
-from ..provenance import host_provenance
-from ..runner import execute_run
+from ..plan.plan import plan_run, settings_for
+from ..run.runner import execute_run
 from ..schedulers import Scheduler
-from ..store import Store
+from ..store.database import Store
 from ..tune.ab import SizeDelta, compare_runs
 from .recommend import Recommendation
 

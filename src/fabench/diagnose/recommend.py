@@ -1,7 +1,7 @@
 """Settings that would close the measured loss, each with the sizes it helps and hurts.
 
 Every recommendation is one measured path's settings set against the path that forces nothing,
-size by size, with fabench.compare's verdict (ratio interval outside the no-change band):
+size by size, with fabench.analysis.compare's verdict (ratio interval outside the no-change band):
 `helps` are the sizes where that path measured better, `hurts` where it measured worse. A
 threshold (UCX_RNDV_THRESH, UCX_ZCOPY_THRESH) is proposed only where the measured table shows
 a crossover: the path with rendezvous (zero copy) off is better at every size below some
@@ -15,12 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..compare import DEFAULT_TOLERANCE, compare_series
+from ..analysis.compare import DEFAULT_TOLERANCE, compare_series
 from ..kernels import get_kernel
+from ..kernels.transport_request import ON_NODE_TLS, parse_transport
 from ..mpi.base import get_flavour
-from ..store import Store
-from ..transport import ON_NODE_TLS, parse_transport
-from ..units import format_size
+from ..store.database import Store
+from ..util.units import format_size
 from .paths import SweepPath
 from .transports import KERNELS, Diagnosis, PathRuns, _series
 

@@ -33,13 +33,13 @@ from typing import Any
 
 from ..choices import REORDER_SIZE
 from ..errors import FabenchError
+from ..host.provenance import host_provenance
 from ..kernels import get_kernel
-from ..plan import plan_run, settings_for
-from ..provenance import host_provenance
+from ..plan.plan import plan_run, settings_for
 from ..records import ResultRecord
-from ..runner import execute_run
+from ..run.runner import execute_run
 from ..schedulers import Scheduler
-from ..store import Store
+from ..store.database import Store
 from ..testbed.impair import WINDOW_MAX
 from .placed import PlacedScheduler
 from .reorder_sweep import SweepPoint, SweepSettings, run_sweep, sweep_lines

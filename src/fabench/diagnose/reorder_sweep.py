@@ -25,14 +25,14 @@ from typing import Any
 from ..choices import REORDER_WINDOWS
 from ..errors import FabenchError
 from ..kernels import get_kernel
-from ..plan import plan_run, settings_for
-from ..runner import execute_run
+from ..plan.plan import plan_run, settings_for
+from ..run.runner import execute_run
 from ..schedulers import Scheduler
 from ..schedulers.testbed import TestbedScheduler
-from ..store import Store
+from ..store.database import Store
 from ..testbed import TestbedConfig, TestbedState, create, destroy
 from ..testbed.impair import WINDOW_MAX, parse_impair
-from ..textable import signed_percent
+from ..util.textable import signed_percent
 
 Say = Callable[[str], None]
 WINDOWS = REORDER_WINDOWS

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FabenchError
-from ..plan import plan_run
+from ..plan.plan import plan_run
 from ..schedulers import Scheduler
-from ..store import Store
+from ..store.database import Store
 from .paths import Placement, discover, sweep_paths
 from .placed import PlacedScheduler
 from .prove import Proof, proof_lines, prove

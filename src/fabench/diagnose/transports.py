@@ -7,7 +7,7 @@
    selection report (ep_cfg lanes, ob1's BTL per peer) and, per size, the library's protocol
    report (libchoice.py).
 3. Per size: the chosen path, the best measured path, and the loss (ratio of medians with its
-   bootstrap interval and verdict from fabench.compare).
+   bootstrap interval and verdict from fabench.analysis.compare).
 4. Recommend (recommend.py) and prove (prove.py).
 """
 
@@ -18,17 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..compare import DEFAULT_TOLERANCE, compare_series
+from ..analysis.compare import DEFAULT_TOLERANCE, compare_series
+from ..analysis.selection import Series, group_series, load_results
+from ..host.provenance import host_provenance
 from ..kernels import get_kernel
 from ..metrics import Better, Metric
 from ..mpi.onnode import FLAG as NIC_FLAG
-from ..plan import PlannedRun, plan_run, settings_for
-from ..provenance import host_provenance
-from ..runner import execute_run
+from ..plan.plan import PlannedRun, plan_run, settings_for
+from ..run.runner import execute_run
 from ..schedulers import DirectScheduler, Scheduler
-from ..selection import Series, group_series, load_results
-from ..store import Store
-from ..units import format_number, format_size
+from ..store.database import Store
+from ..util.units import format_number, format_size
 from .libchoice import LibraryChoice, ob1_choice, ucx_choice
 from .paths import Capabilities, Placement, SweepPath
 

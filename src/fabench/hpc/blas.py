@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import FabenchError
-from ..process import run_capture
+from ..host.process import run_capture
 
 # Debian's OpenBLAS variants, best first for one single-threaded process per core (the
 # threading layer is idle with OPENBLAS_NUM_THREADS=1; pthread is the package Debian

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import FabenchError
-from ..process import run_capture
+from ..host.process import run_capture
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Importers: peer tools' output (OSU, IMB, iperf3, sockperf) into the store, registered by
-name like every plugin kind (fabench.registry), so old results compare with new ones."""
+name like every plugin kind (fabench.util.registry), so old results compare with new ones."""
 
 from .base import (
     IMPORTERS,

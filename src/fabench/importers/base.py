@@ -17,8 +17,8 @@ from typing import Any
 
 from ..errors import FabenchError
 from ..records import ResultRecord
-from ..registry import Registry
-from ..store import Store
+from ..store.database import Store
+from ..util.registry import Registry
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The registry of benchmark kernels: what each measures and how it is started.
 
 Adding a kernel = one `register_kernel(...)` call in a module of this package (or of a plugin,
-see fabench.registry); the runner, store and reports never name kernels.
+see fabench.util.registry); the runner, store and reports never name kernels.
 """
 
 import sys
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..metrics import BANDWIDTH, GFLOPS, LATENCY, MESSAGE_RATE, Metric
-from ..registry import Registry
+from ..util.registry import Registry
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import FabenchError
+from ..host.native import native_root
 from ..metrics import Metric, get_metric
-from ..native import native_root
 
 TABLE_NAME = "kernels.list"
 # Each family has its build section in native/ and its registering module here.

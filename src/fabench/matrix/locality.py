@@ -4,7 +4,7 @@ from it, and the binding that keeps ranks near it.
 Why it matters: on the dual-socket nodes of document 004 a ping-pong from the socket the NIC
 hangs off took 1.4 us, from the other socket 1.9 us (the PCIe traffic crosses the inter-socket
 link). hwloc (`lstopo-no-graphics --of xml`) attaches every PCI NIC to the NUMA node(s) it is
-local to (host_topology.py reads that); a rank's binding is the CPU list the MPI kernels report
+local to (host/topology.py reads that); a rank's binding is the CPU list the MPI kernels report
 per rank (meta `cpus`, sched_getaffinity). A rank is *far* when none of its CPUs is near the
 NIC, *unbound* when its CPUs span near and far ones (the scheduler may move it across).
 
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import FabenchError
-from ..host_topology import LSTOPO, Topology, bitmap, parse_lstopo_xml, parse_ranges, ranges
-from ..process import run_once
+from ..host.process import run_once
+from ..host.topology import LSTOPO, Topology, bitmap, parse_lstopo_xml, parse_ranges, ranges
 
 LSTOPO_TIMEOUT_S = 60.0
 

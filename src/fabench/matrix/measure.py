@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FabenchError
-from ..placement import cpu_count
-from ..plan import KernelSettings, PlannedRun, Sizes, plan_run
-from ..provenance import host_provenance
+from ..host.placement import cpu_count
+from ..host.provenance import host_provenance
+from ..plan.plan import KernelSettings, PlannedRun, Sizes, plan_run
 from ..records import PairRecord
 from ..report.model import load_warning
-from ..runner import execute_run
+from ..run.runner import execute_run
 from ..schedulers import Scheduler
-from ..store import Store
+from ..store.database import Store
 from .judge import (
     GROUP_KINDS,
     GroupFinding,

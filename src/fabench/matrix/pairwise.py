@@ -27,15 +27,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import FabenchError
-from ..placement import Allocation, HostExec, HostSlots
-from ..plan import KernelSettings, PlannedRun, Sizes, plan_run
-from ..process import descendants, kill_same, proc_start
-from ..provenance import load_snapshot
+from ..host.placement import Allocation, HostExec, HostSlots
+from ..host.process import descendants, kill_same, proc_start
+from ..host.provenance import load_snapshot
+from ..plan.plan import KernelSettings, PlannedRun, Sizes, plan_run
 from ..records import PairRecord, ResultRecord
-from ..runner import SKIP_EXIT, failure_reason
+from ..run.runner import SKIP_EXIT, failure_reason
 from ..schedulers import DirectScheduler, Scheduler
 from ..starters import Starter
-from ..store import Store
+from ..store.database import Store
 from .passes import Pass
 
 PASS_NAME = "matrix.tcp"

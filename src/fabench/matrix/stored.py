@@ -3,9 +3,9 @@
 from pathlib import Path
 from typing import Any
 
+from ..analysis.selection import parse_selector
 from ..errors import FabenchError
-from ..selection import parse_selector
-from ..store import Store
+from ..store.database import Store
 
 
 def load_matrix(path: Path, campaign_id: int | None = None) -> tuple[int, dict[str, Any]]:

@@ -21,10 +21,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..analyse import summarize_results
+from ..analysis.analyse import summarize_results
 from ..errors import FabenchError
 from ..metrics import LATENCY
-from ..store import Store
+from ..store.database import Store
 from .collectives import alltoall_pairwise
 from .cost import Cluster, Model
 from .fabric import Fabric

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import FabenchError
-from ..plan import configuration_of, configuration_text
-from ..store import RunRow, Store
+from ..plan.plan import configuration_of, configuration_text
+from ..store.database import RunRow, Store
 from . import gamma as gamma_kernel
 from .fabric import Fabric, Provenance, Replicate, Segment
 from .families import GAMMA_MBPS, SHM_LAT_US, SHM_MBPS, hop_default, scale_provenance

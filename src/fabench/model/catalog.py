@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from ..errors import FabenchError
-from ..textfile import read_text
+from ..util.textfile import read_text
 from .fabric import Fabric
 from .presets import PRESETS
 from .schema import NAME_RE, fabric_json, parse_fabric_text

@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..choices import FAMILIES
 from ..errors import FabenchError
 from .fabric import Fabric, Provenance, Segment
 from .families import (
-    FAMILIES,
     GAMMA_MBPS,
     SHM_LAT_US,
     SHM_MBPS,

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..choices import IN_NETWORK_KINDS
 from .fabric import InNetwork, Provenance
 from .sources import cite
-
-FAMILIES = ("ib", "roce", "ethernet", "tcp", "custom")
 
 
 @dataclass(frozen=True)
@@ -140,7 +139,6 @@ def sharp2_fit(level_us: float = SHARP1_LEVEL_US) -> dict[str, float]:
             "stream_us": NV_16K_US - (16 << 10) / stream}
 
 
-IN_NETWORK_KINDS = ("sharp1", "sharp2", "roce-inc", "generic")
 
 
 def in_network_defaults(family: str, kind: str | None = None

@@ -33,8 +33,8 @@ from pathlib import Path
 from scipy.optimize import brentq
 
 from ..errors import FabenchError
-from ..store import Store
-from ..textfile import read_text
+from ..store.database import Store
+from ..util.textfile import read_text
 from .fabric import Fabric
 
 

@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..choices import PREDICTION_LEVEL
 from ..errors import FabenchError
-from ..textable import Col, header, row, signed_percent
-from ..yamlconf import parse_yaml_model
+from ..util.textable import Col, header, row, signed_percent
+from ..util.yamlconf import parse_yaml_model
 from .calibrate import Curve, RunCurves, calibrate_curves
 from .collectives import algorithms
 from .cost import Cluster, Model

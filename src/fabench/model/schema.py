@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import FabenchError
-from ..yamlconf import parse_yaml_model
+from ..util.yamlconf import parse_yaml_model
 from .fabric import Fabric, InNetwork, Provenance, Replicate, Segment
 from .families import in_network_defaults
 from .params import BY_NAME

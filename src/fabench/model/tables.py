@@ -6,8 +6,8 @@ import json
 import math
 from typing import Any
 
-from ..textable import Col, header, row, signed_percent
-from ..units import format_number, format_size
+from ..util.textable import Col, header, row, signed_percent
+from ..util.units import format_number, format_size
 from .calibrate import Calibration, segs_time
 from .collectives import Prediction, fastest
 from .fabric import Fabric

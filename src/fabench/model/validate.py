@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..analyse import summarize_results
+from ..analysis.analyse import summarize_results
 from ..errors import FabenchError
 from ..metrics import LATENCY
-from ..store import RunRow, Store
+from ..store.database import RunRow, Store
 from .collectives import ALGORITHMS, algorithms
 from .cost import Cluster, Model
 from .decisions import MPI_LIBRARIES, OPENMPI_TUNED, library_choice, openmpi_fallback

@@ -10,9 +10,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
-from ..placement import HostSlots, cpu_count, host_slots
-from ..registry import Registry
-from ..transport import Transport
+from ..host.placement import HostSlots, cpu_count, host_slots
+from ..kernels.transport_request import Transport
+from ..util.registry import Registry
 
 
 class UnsupportedTransport(ValueError):

@@ -20,8 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..placement import HostSlots
-from ..transport import ON_NODE_TLS
+from ..host.placement import HostSlots
+from ..kernels.transport_request import ON_NODE_TLS
 from .base import strip_rank_prefix, ucx_ep_configs
 
 FLAG = "intra-node-over-nic"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ..placement import HostSlots
-from ..process import is_root, run_capture
-from ..transport import Transport
+from ..host.placement import HostSlots
+from ..host.process import is_root, run_capture
+from ..kernels.transport_request import Transport
 from .base import (
     UNKNOWN,
     MpiFlavour,

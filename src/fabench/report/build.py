@@ -2,10 +2,10 @@
 
 from pathlib import Path
 
+from ..analysis.selection import select_runs
 from ..errors import FabenchError
 from ..model.fabric import Fabric
-from ..selection import select_runs
-from ..store import Store
+from ..store.database import Store
 from .export import write_csv, write_json
 from .html import write_html
 from .model import Report, build_report

@@ -1,11 +1,11 @@
 """A campaign at a glance: one line per run with its headline figures."""
 
-from ..analyse import summarize_results
+from ..analysis.analyse import summarize_results
 from ..congestion.impact import impact_rows_from_store
 from ..kernels import get_kernel
 from ..records import ResultRecord
-from ..store import RunRow, Store
-from ..units import format_size
+from ..store.database import RunRow, Store
+from ..util.units import format_size
 from .congestion import text_lines
 from .table import header_lines, kernel_tables
 

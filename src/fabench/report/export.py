@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ..peer_stats import peer_fields
-from ..plan import configuration_text
-from ..selection import config_label, run_configuration, run_source
-from ..stats import summarize
+from ..analysis.peer_stats import peer_fields
+from ..analysis.selection import config_label, run_configuration, run_source
+from ..plan.plan import configuration_text
+from ..util.stats import summarize
 from .model import TABLE_COLUMNS, Report
 
 CSV_FIELDS = ("scope", "kernel", "configuration", "transport", "selected", "mpi", "ranks",

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from ..errors import FabenchError
-from ..store import Store
+from ..store.database import Store
 from .build import report_for, write_report
 from .campaign_summary import full_tables
 

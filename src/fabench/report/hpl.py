@@ -18,13 +18,13 @@ from html import escape
 from typing import Any
 
 from ..errors import FabenchError
-from ..hpc.nodes import DEFAULT_THRESHOLD, NodeReport, NodeResult
-from ..hpc.scaling import SPEC_KEY as SCALING_KEY
+from ..hpl.nodes import DEFAULT_THRESHOLD, NodeReport, NodeResult
+from ..hpl.scaling import SPEC_KEY as SCALING_KEY
 from ..model.fabric import Fabric
 from ..model.hpl import HplParams, MeasuredHpl, hpl_point, measured_hpl
 from ..model.schema import validate_dict
-from ..store import RunRow, Store
-from ..textable import Col, header, row, signed_percent
+from ..store.database import RunRow, Store
+from ..util.textable import Col, header, row, signed_percent
 from .charts import Line, line_chart
 
 KERNEL = "hpcc.hpl"

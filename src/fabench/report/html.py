@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..compare import Comparison, summary_sentence
-from ..hostprobe import run_core_to_core_ns
-from ..peer_stats import peer_fields
-from ..selection import Series, SizeEstimate, config_label
-from ..units import format_number
+from ..analysis.compare import Comparison, summary_sentence
+from ..analysis.peer_stats import peer_fields
+from ..analysis.selection import Series, SizeEstimate, config_label
+from ..host.probe import run_core_to_core_ns
+from ..util.units import format_number
 from .charts import Line, line_chart, size_label
 from .congestion import html_section
 from .hpl import html_section as hpl_html
@@ -197,7 +197,7 @@ def _provenance(report: Report) -> str:
 def _stats_tables(report: Report) -> str:
     parts = []
     for s in report.series:
-        # collectives also carry what OSU prints (fabench.peer_stats): the columns users
+        # collectives also carry what OSU prints (fabench.analysis.peer_stats): the columns users
         # check fabench against
         peers = s.metric.source == "time" and any(
             r.times_mean for recs in s.results.values() for r in recs)
@@ -230,7 +230,7 @@ def _stats_tables(report: Report) -> str:
 
 
 def _tcp_counters(report: Report) -> list[str]:
-    """Each host's TCP events per second over each run (fabench.tcpstats)."""
+    """Each host's TCP events per second over each run (fabench.host.tcpstats)."""
     if not report.tcp:
         return []
     head = "".join(f'<th title="{escape(title)}">{escape(col)}/s</th>'

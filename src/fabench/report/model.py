@@ -6,14 +6,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..compare import Comparison, compare_series
-from ..congestion.impact import ImpactRow, impact_rows
-from ..errors import FabenchError
-from ..history import History, history
-from ..hostprobe import HOST_STATE_RATIO, run_core_to_core_ns
-from ..model.fabric import Fabric
-from ..mpi.onnode import FLAG as NIC_FLAG
-from ..selection import (
+from ..analysis.compare import Comparison, compare_series
+from ..analysis.history import History, history
+from ..analysis.selection import (
     Series,
     SizeEstimate,
     config_label,
@@ -22,7 +17,12 @@ from ..selection import (
     run_metrics,
     run_source,
 )
-from ..store import RunRow, Store
+from ..congestion.impact import ImpactRow, impact_rows
+from ..errors import FabenchError
+from ..host.probe import HOST_STATE_RATIO, run_core_to_core_ns
+from ..model.fabric import Fabric
+from ..mpi.onnode import FLAG as NIC_FLAG
+from ..store.database import RunRow, Store
 from .hpl import HplSection, hpl_section, scaling_fabric
 from .tcp import TcpRow, tcp_rows
 
@@ -143,7 +143,7 @@ def load_warning(runs: list[RunRow], cores: int | None) -> str | None:
 
 
 def host_state_warning(runs: list[RunRow]) -> str | None:
-    """One line when the host's core-to-core hand-off changed between runs (hostprobe.py)."""
+    """One line when the host's core-to-core hand-off changed between runs (host/probe.py)."""
     c2c = {r.id: v for r in runs if (v := run_core_to_core_ns(r.provenance)) is not None}
     if len(c2c) < 2 or max(c2c.values()) < HOST_STATE_RATIO * min(c2c.values()):
         return None

@@ -15,6 +15,7 @@ from html import escape
 
 import numpy as np
 
+from ..analysis.selection import Series
 from ..errors import FabenchError
 from ..model.collectives import ALGORITHMS, predict
 from ..model.cost import Cluster
@@ -22,7 +23,6 @@ from ..model.schema import validate_dict
 from ..model.topology import TopologySpec
 from ..model.uncertainty import variants
 from ..model.validate import barrier_exit_skew, run_algorithm
-from ..selection import Series
 from .charts import Line, line_chart
 
 BAND_SAMPLES = 16

@@ -3,12 +3,12 @@
 import json
 from collections.abc import Iterable
 
-from ..analyse import SizeSummary, summarize_results
+from ..analysis.analyse import SizeSummary, summarize_results
 from ..kernels import get_kernel
 from ..kernels.transport import stream_results
 from ..records import ResultRecord
-from ..textable import Col, header, row
-from ..units import format_number, format_size
+from ..util.textable import Col, header, row
+from ..util.units import format_number, format_size
 
 
 def header_lines(title: str, notes: Iterable[str] = ()) -> list[str]:
@@ -19,7 +19,7 @@ SIZE_COLUMNS = (Col("Size", 9), *(Col(t, 11) for t in ("Median", "P5", "P95", "M
                                                         "Max")), Col("N", 7))
 
 
-# A collective's OSU-comparable figures (fabench.peer_stats) after the headline's.
+# A collective's OSU-comparable figures (fabench.analysis.peer_stats) after the headline's.
 PEER_COLUMNS = (Col("RankMean", 11), Col("OSU avg", 11))
 
 

@@ -2,7 +2,7 @@
 number on a path that reorders or loses.
 
 The scheduler stores, for every run placed on more than one host, each host's TCP counter
-deltas over the run (provenance `tcp_counters`, fabench.tcpstats). Reordering is detected by
+deltas over the run (provenance `tcp_counters`, fabench.host.tcpstats). Reordering is detected by
 the sending TCP (from the SACKs and timestamps it gets back), out-of-order queueing by the
 receiving one, so a row per host is given and both matter.
 """
@@ -10,8 +10,8 @@ receiving one, so a row per host is given and both matter.
 from dataclasses import dataclass
 from typing import Any
 
-from ..selection import config_label
-from ..store import RunRow
+from ..analysis.selection import config_label
+from ..store.database import RunRow
 
 # (column, counter names summed, title): what document 001 and issue 16 read
 COLUMNS: tuple[tuple[str, tuple[str, ...], str], ...] = (

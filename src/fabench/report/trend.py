@@ -8,8 +8,8 @@ from html import escape
 from pathlib import Path
 
 from .. import __version__
-from ..history import History, Series
-from ..units import format_number
+from ..analysis.history import History, Series
+from ..util.units import format_number
 
 W, H = 620, 300
 ML, MR, MT, MB = 70, 16, 22, 58

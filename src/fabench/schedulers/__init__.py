@@ -15,15 +15,15 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ..errors import FabenchError
+from ..host.launched import LaunchResult, RecordCallback
+from ..host.netcounters import IfCounters, check_crossing
+from ..host.placement import Allocation, HostExec, placement_note
+from ..host.tcpstats import TcpCounterWatch
 from ..kernels import Kernel
-from ..launched import LaunchResult, RecordCallback
-from ..netcounters import IfCounters, check_crossing
-from ..placement import Allocation, HostExec, placement_note
-from ..plan import PlannedRun
+from ..plan.plan import PlannedRun
 from ..records import ResultRecord
-from ..registry import Registry
 from ..starters import STARTERS, Starter, get_starter
-from ..tcpstats import TcpCounterWatch
+from ..util.registry import Registry
 
 
 class Scheduler(ABC):

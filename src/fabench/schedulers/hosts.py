@@ -13,12 +13,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import FabenchError
-from ..hostnames import check_host
-from ..netcounters import IfCounters, read_host_counters
-from ..placement import Allocation, HostExec, HostSlots, place_ranks
-from ..plan import PlannedRun
-from ..process import run_once
-from ..textfile import read_text
+from ..host.netcounters import IfCounters, read_host_counters
+from ..host.placement import Allocation, HostExec, HostSlots, place_ranks
+from ..host.process import run_once
+from ..plan.plan import PlannedRun
+from ..util.hostnames import check_host
+from ..util.textfile import read_text
 from . import SCHEDULERS, DirectScheduler, Scheduler
 
 PROBE_TIMEOUT_S = 20.0  # an ssh that has not run `true` by then will not carry a run either

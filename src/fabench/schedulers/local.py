@@ -4,8 +4,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from ..errors import FabenchError
-from ..placement import Allocation, HostExec, HostSlots, cpu_count
-from ..plan import PlannedRun
+from ..host.placement import Allocation, HostExec, HostSlots, cpu_count
+from ..plan.plan import PlannedRun
 from . import SCHEDULERS, DirectScheduler, Scheduler
 
 LOCALHOST = HostExec(name="localhost", address="127.0.0.1")

@@ -5,8 +5,8 @@ from a fabric (calibration or preset). Results are stored like measured runs, wi
 from typing import ClassVar
 
 from ..errors import FabenchError
-from ..placement import Allocation, HostSlots
-from ..plan import PlannedRun
+from ..host.placement import Allocation, HostSlots
+from ..plan.plan import PlannedRun
 from ..sim.smpi import SimSetup
 from . import SCHEDULERS, DirectScheduler, Scheduler
 

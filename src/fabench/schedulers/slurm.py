@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..errors import FabenchError
-from ..launched import LaunchResult, RecordCallback
-from ..placement import Allocation, HostSlots
-from ..plan import PlannedRun
-from ..process import STDERR_KEEP, run_capture
+from ..host.launched import LaunchResult, RecordCallback
+from ..host.placement import Allocation, HostSlots
+from ..host.process import STDERR_KEEP, run_capture
+from ..plan.plan import PlannedRun
 from ..records import KernelOutput
 from ..starters import STARTERS, Starter
 from . import SCHEDULERS, Scheduler

@@ -4,16 +4,16 @@ fabench cannot reach the compute nodes itself, so the job script does it: one ta
 copies /proc/net/dev into the job's working directory (shared with the submit host), named
 `<run>.<job id>.<before|after>.<node>.netdev`. After the job fabench reads those copies and
 checks them the way the testbed and hosts launchers check the counters they read live
-(fabench.netcounters). The job id in the name keeps a by-hand submission of the same script
+(fabench.host.netcounters). The job id in the name keeps a by-hand submission of the same script
 from mixing its copies with fabench's.
 """
 
 import shlex
 from pathlib import Path
 
-from ..hostnames import host_problem
-from ..launched import LaunchResult
-from ..netcounters import IfCounters, crossing_flag, delta, link_counters
+from ..host.launched import LaunchResult
+from ..host.netcounters import IfCounters, crossing_flag, delta, link_counters
+from ..util.hostnames import host_problem
 
 PHASES = ("before", "after")
 

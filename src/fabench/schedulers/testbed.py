@@ -18,10 +18,10 @@ from types import FrameType
 from typing import ClassVar
 
 from ..errors import FabenchError
-from ..launched import LaunchResult, RecordCallback
-from ..netcounters import IfCounters, read_host_counters
-from ..placement import Allocation, HostExec, HostSlots, cpu_count, place_ranks
-from ..plan import PlannedRun
+from ..host.launched import LaunchResult, RecordCallback
+from ..host.netcounters import IfCounters, read_host_counters
+from ..host.placement import Allocation, HostExec, HostSlots, cpu_count, place_ranks
+from ..plan.plan import PlannedRun
 from ..testbed import (
     HostState,
     TestbedConfig,

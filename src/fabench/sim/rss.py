@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 
-from ..process import popen
+from ..host.process import popen
 
 MARKER = "fabench-sim-memory:"
 

@@ -3,7 +3,7 @@ start, smpirun). Where they run is the scheduler's business (fabench.schedulers)
 gives a starter an Allocation and the starter gives back a LaunchResult.
 
 A starter registers itself with ``@STARTERS.register("name")``; the modules of this package
-are loaded on first use, and a site can add its own (fabench.registry).
+are loaded on first use, and a site can add its own (fabench.util.registry).
 """
 
 from abc import ABC, abstractmethod
@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..errors import FabenchError
-from ..launched import LaunchResult, RecordCallback
-from ..placement import Allocation
-from ..plan import PlannedRun
-from ..registry import Registry
+from ..host.launched import LaunchResult, RecordCallback
+from ..host.placement import Allocation
+from ..plan.plan import PlannedRun
+from ..util.registry import Registry
 
 
 @dataclass

@@ -21,17 +21,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FabenchError
+from ..host.launched import LaunchResult, RecordCallback
+from ..host.placement import Allocation
+from ..host.process import owner_tag, run_capture, run_streaming
 from ..hpc import blas as blas_mod
 from ..hpc.convert import records_for, summary_meta
 from ..hpc.hpccinf import Asked, make_input, problem_size, read_input, read_input_file
 from ..hpc.options import HpccOptions, parse_options
 from ..hpc.output import HpccRunError, check_parameters, parse_output
 from ..hpc.peak import Peak, given_peak, read_peak
-from ..launched import LaunchResult, RecordCallback
 from ..mpi.base import UnsupportedTransport
-from ..placement import Allocation
-from ..plan import PlannedRun
-from ..process import owner_tag, run_capture, run_streaming
+from ..plan.plan import PlannedRun
 from ..records import KernelOutput
 from . import STARTERS
 from .mpirun import MpirunStarter, selected, usable_flavour

@@ -3,12 +3,12 @@
 import os
 
 from ..errors import FabenchError
-from ..launched import LaunchResult, RecordCallback
+from ..host.launched import LaunchResult, RecordCallback
+from ..host.placement import Allocation
+from ..host.process import run_streaming
+from ..kernels.native import kernel_executable
 from ..mpi.base import MpiFlavour, MpiLaunch, UnsupportedTransport
-from ..native import kernel_executable
-from ..placement import Allocation
-from ..plan import PlannedRun
-from ..process import run_streaming
+from ..plan.plan import PlannedRun
 from . import STARTERS, StartCommand, Starter
 
 

@@ -15,11 +15,11 @@ import time
 from typing import Any
 
 from ..errors import FabenchError
-from ..launched import LaunchResult, RecordCallback
-from ..native import kernel_executable
-from ..placement import Allocation, HostExec
-from ..plan import PlannedRun
-from ..process import popen, run_streaming, terminate
+from ..host.launched import LaunchResult, RecordCallback
+from ..host.placement import Allocation, HostExec
+from ..host.process import popen, run_streaming, terminate
+from ..kernels.native import kernel_executable
+from ..plan.plan import PlannedRun
 from ..records import KernelOutput, parse_line
 from . import STARTERS, Starter
 

@@ -5,11 +5,11 @@ import tempfile
 from pathlib import Path
 
 from ..errors import FabenchError
-from ..launched import LaunchResult, RecordCallback
-from ..native import kernel_executable
-from ..placement import Allocation
-from ..plan import PlannedRun
-from ..process import run_streaming
+from ..host.launched import LaunchResult, RecordCallback
+from ..host.placement import Allocation
+from ..host.process import run_streaming
+from ..kernels.native import kernel_executable
+from ..plan.plan import PlannedRun
 from ..sim.smpi import FLAVOUR, SimSetup, build_command, parse_memory
 from . import STARTERS, Starter
 

@@ -5,11 +5,11 @@ variables, which srun exports to its tasks.
 """
 
 from ..errors import FabenchError
-from ..launched import LaunchResult, RecordCallback
+from ..host.launched import LaunchResult, RecordCallback
+from ..host.placement import Allocation
+from ..kernels.native import kernel_executable
 from ..mpi.base import UnsupportedTransport
-from ..native import kernel_executable
-from ..placement import Allocation
-from ..plan import PlannedRun
+from ..plan.plan import PlannedRun
 from . import STARTERS, StartCommand, Starter
 from .mpirun import selected, usable_flavour
 

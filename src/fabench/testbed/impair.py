@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..errors import FabenchError
-from ..units import rate_bits
+from ..util.units import rate_bits
 
 PPB = 1_000_000_000
 WINDOW_MAX = 1024  # fb-link's FBL_WINDOW_MAX: far below 32768, where 16-bit msg_ids wrap

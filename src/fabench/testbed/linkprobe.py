@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..process import popen, run_once
+from ..host.process import popen, run_once
 
 _FMT = "!QQ"  # sequence number, send time (ns, CLOCK_REALTIME)
 _PAD = 64  # bytes per datagram: small, so that serialisation adds nothing to the delay

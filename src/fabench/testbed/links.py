@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FabenchError
-from ..native import native_root
-from ..process import popen, run_once
-from ..process_identity import proc_start, wait_gone
+from ..host.native import native_root
+from ..host.process import popen, run_once
+from ..host.process_identity import proc_start, wait_gone
 from .impair import Impairment, parse_impairs
 from .state import HostState, LinkState, TestbedConfig, TestbedState, burst_for, queue_us
 

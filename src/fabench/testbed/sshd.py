@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from ..errors import FabenchError
-from ..process import popen, run_once
+from ..host.process import popen, run_once
 from .state import TestbedState
 
 SSHD = "/usr/sbin/sshd"

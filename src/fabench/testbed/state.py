@@ -9,7 +9,7 @@ from typing import Any
 
 from ..choices import TESTBED_QUEUE
 from ..errors import FabenchError
-from ..units import rate_bits
+from ..util.units import rate_bits
 from .impair import parse_impairs
 
 DEFAULT_PREFIX = "fbtb"

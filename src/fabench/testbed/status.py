@@ -4,8 +4,8 @@ import shlex
 from dataclasses import asdict
 from typing import Any
 
-from ..netcounters import read_host_counters
-from ..process_identity import proc_start
+from ..host.netcounters import read_host_counters
+from ..host.process_identity import proc_start
 from . import links
 from .state import TestbedState, burst_for
 

@@ -10,17 +10,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..compare import compare_selections
+from ..analysis.compare import compare_selections
 from ..errors import FabenchError
-from ..plan import PlannedRun
-from ..provenance import host_provenance
-from ..runner import RunOutcome, execute_run
+from ..host.provenance import host_provenance
+from ..host.target import Target
+from ..plan.plan import PlannedRun
+from ..run.runner import RunOutcome, execute_run
 from ..schedulers import Scheduler
-from ..store import Store
-from ..units import format_number, format_size
+from ..store.database import Store
+from ..util.units import format_number, format_size
 from . import apply as ap
 from .profiles import Profile
-from .target import Target
 
 
 @dataclass

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FabenchError
+from ..host.target import Target, TargetError, sysctl_path
 from . import journal as jr
 from . import readers, sysctl_scope
 from .journal import Change, Journal
@@ -23,7 +24,6 @@ from .profiles import (
     RtoMinSetting,
     SysctlSetting,
 )
-from .target import Target, TargetError, sysctl_path
 
 STEP_DELAY_ENV = "FABENCH_TUNE_STEP_DELAY"  # seconds between changes: to watch an apply
 

@@ -12,9 +12,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import host_topology as topology
 from ..errors import FabenchError
-from ..process import run_once
+from ..host import topology as topology
+from ..host.process import run_once
+from ..host.target import Target
 from . import delack, readers, roce_read, sysctl_scope
 from . import lossless as lossless_
 from .apply import NOOP_SYSCTLS, merge_fields
@@ -32,7 +33,6 @@ from .profiles import (
     SocketSetting,
     SysctlSetting,
 )
-from .target import Target
 
 FACTS = "[measured] (verified on this host)"
 

@@ -20,7 +20,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
 from ..errors import FabenchError
-from ..process import popen, run_once
+from ..host.process import popen, run_once
 from .apply import route_args, route_with
 from .sysctl_scope import Probe
 

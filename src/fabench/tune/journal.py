@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FabenchError
-from ..textfile import read_text
-from .target import Target
+from ..host.target import Target
+from ..util.textfile import read_text
 
 JOURNAL_ENV = "FABENCH_TUNE_JOURNAL"
 

@@ -3,7 +3,7 @@
 import textwrap
 from collections.abc import Iterable
 
-from ..textable import Col, header, row
+from ..util.textable import Col, header, row
 from .apply import Plan, RevertReport, show_value
 from .findings import Finding
 

@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import FabenchError
-from ..textfile import read_text
-from ..yamlconf import parse_yaml_model
+from ..util.textfile import read_text
+from ..util.yamlconf import parse_yaml_model
 
 PROFILE_DIRS_ENV = "FABENCH_PROFILE_PATH"  # extra directories of user profiles, ':'-separated
 

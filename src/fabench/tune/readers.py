@@ -7,7 +7,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from .target import Target, sysctl_path
+from ..host.target import Target, sysctl_path
 
 
 @dataclass(frozen=True)

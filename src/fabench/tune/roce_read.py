@@ -12,11 +12,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..host.target import Target, TargetError
 from . import readers
 from . import roce_parse as rp
 from .lossless import Evidence, Window
 from .profiles import LosslessSetting
-from .target import Target, TargetError
 
 _IFNAME = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
 _DEV = re.compile(r"[A-Za-z0-9_.-]{1,32}")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import FabenchError
-from ..process import popen, run_once
+from ..host.process import popen, run_once
 
 PER_NETNS = "per-netns"
 HOST_WIDE = "host-wide"

@@ -6,12 +6,12 @@ TUNE_TARGETS, so a site can tune its own kind of node."""
 from collections.abc import Callable
 
 from ..errors import FabenchError
-from ..registry import Registry
+from ..host.target import Target
 from ..schedulers import OnWords
 from ..testbed import list_states, load_state
 from ..testbed.plumbing import outer_ctx
 from ..testbed.state import NAME_RE
-from .target import Target
+from ..util.registry import Registry
 
 TargetsFn = Callable[[list[str]], list[Target]]
 TUNE_TARGETS: Registry[TargetsFn] = Registry("tune target")

@@ -1,0 +1,1 @@
+"""What is read back from a store: series selection, comparisons, history, analyses."""

@@ -1,0 +1,450 @@
+"""Every way fabench runs another program: a short command whose output is read
+(:func:`run_capture`, :func:`output_of`), and a kernel whose JSON-lines stdout streams into
+records as it runs (:func:`run_streaming`), in its own session so that Ctrl-C or a timeout
+ends the whole tree it started and nothing else. argv lists only: no shell, ever.
+
+Nothing fabench starts outlives it unless asked to (a testbed's holder processes): every child
+gets a parent-death signal (SIGKILL when fabench dies, SIGKILL included) and carries
+``FABENCH_OWNER=PID:START`` in its environment, which its own children (mpirun's ranks, a
+kernel started inside a testbed host) inherit. A supervisor started with the first child, in a
+session of its own, waits for fabench to end however it ends and then ends every process that
+carries the tag and removes fabench's temporary directories; the next fabench start does the
+same for any owner that is gone (:func:`reap_orphans`), should the supervisor have been killed
+too.
+"""
+
+import ctypes
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import KernelError
+from ..records import KernelOutput
+from .process_identity import proc_start
+
+STDERR_KEEP = 64 * 1024
+NOT_FOUND = 127  # a shell's status for a missing command
+TIMED_OUT = 124  # timeout(1)'s status
+OWNER_ENV = "FABENCH_OWNER"
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+TERM_GRACE_S = 3.0
+
+try:  # resolved once here: the child between fork and exec calls it and nothing else
+    _prctl: Any = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux: no parent-death signal, the supervisor stays
+    _prctl = None
+
+
+def owner_tag(pid: int | None = None) -> str:
+    """``PID:START`` of a process (this one by default): what its children carry."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}:{proc_start(pid)}"
+
+
+def _die_with(parent: int) -> Callable[[], None]:
+    def setup() -> None:
+        if _prctl is not None:
+            _prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os._exit(1)
+    return setup
+
+
+def child_env(env: dict[str, str] | None, outlive: bool = False) -> dict[str, str]:
+    out = dict(os.environ if env is None else env)
+    if outlive:
+        out.pop(OWNER_ENV, None)
+    else:
+        out[OWNER_ENV] = owner_tag()
+    return out
+
+
+def popen(argv: Sequence[str], *, outlive: bool = False, **kw: Any) -> subprocess.Popen[Any]:
+    """The one way fabench starts a program. ``outlive=True`` only for what must stay after
+    fabench ends (a testbed's namespace holders): no parent-death signal, no owner tag."""
+    kw["env"] = child_env(kw.get("env"), outlive)
+    if not outlive:
+        kw["preexec_fn"] = _die_with(os.getpid())
+        _supervise()
+    return subprocess.Popen(list(argv), **kw)
+
+
+def run_once(argv: Sequence[str], *, timeout: float | None = None, input: Any = None,
+        check: bool = False, **kw: Any) -> subprocess.CompletedProcess[Any]:
+    """subprocess.run through :func:`popen`: a short command, to completion."""
+    if input is not None:
+        kw["stdin"] = subprocess.PIPE
+    if kw.pop("capture_output", False):
+        kw["stdout"] = kw["stderr"] = subprocess.PIPE
+    with popen(argv, **kw) as proc:
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+        except BaseException:
+            proc.kill()
+            raise
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    if check:
+        done.check_returncode()
+    return done
+
+
+# --- the supervisor, and what a dead owner left -------------------------------------------
+
+_supervisor: subprocess.Popen[bytes] | None = None
+_supervisor_lock = threading.Lock()
+
+
+def _supervise() -> None:
+    """Start the supervisor once per process: it reads a pipe nobody writes, so it sees EOF
+    exactly when this process ends, then sweeps what it left (:func:`sweep`)."""
+    global _supervisor
+    with _supervisor_lock:
+        if _supervisor is not None and _supervisor.poll() is None:
+            return
+        try:
+            _supervisor = subprocess.Popen(
+                [sys.executable, "-m", "fabench.host.supervisor", owner_tag()],
+                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True, env=child_env(None, outlive=True))
+        except OSError:
+            _supervisor = None  # the parent-death signal and reap_orphans still hold
+
+
+def _environ_tag(pid: str) -> str | None:
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    key = OWNER_ENV.encode() + b"="
+    for item in env.split(b"\0"):
+        if item.startswith(key):
+            return item[len(key):].decode("ascii", "replace")
+    return None
+
+
+def tagged() -> dict[int, tuple[str, int | None]]:
+    """Every process that carries an owner tag: pid -> (tag, its start time)."""
+    out = {}
+    me = os.getpid()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == me:
+            continue
+        tag = _environ_tag(d.name)
+        if tag:
+            out[int(d.name)] = (tag, proc_start(int(d.name)))
+    return out
+
+
+def _tag_alive(tag: str) -> bool:
+    pid, _, start = tag.partition(":")
+    try:
+        return proc_start(int(pid)) == int(start)
+    except ValueError:
+        return True  # not ours to judge
+
+
+_TEMP_RE = re.compile(r"^fabench-[\w-]*?-o(\d+)\.(\d+)-")
+
+
+def own_tempdir(what: str) -> str:
+    """A temporary directory that the supervisor, or the next fabench start, removes once
+    this process is gone, however it ended."""
+    pid = os.getpid()
+    return tempfile.mkdtemp(prefix=f"fabench-{what}-o{pid}.{proc_start(pid)}-")
+
+
+def _end(procs: list[tuple[int, int | None]]) -> None:
+    kill_same(procs, signal.SIGTERM)
+    deadline = time.monotonic() + TERM_GRACE_S
+    while any(proc_start(p) == s for p, s in procs) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    kill_same(procs, signal.SIGKILL)
+
+
+def sweep(tags: set[str]) -> list[str]:
+    """End every process tagged with one of ``tags`` and remove their temporary
+    directories; what was ended or removed, in words."""
+    procs = [(pid, start) for pid, (tag, start) in tagged().items() if tag in tags]
+    _end(procs)
+    said = [f"ended pid {p}" for p, _ in procs]
+    for d in Path(tempfile.gettempdir()).glob("fabench-*"):
+        m = _TEMP_RE.match(d.name)
+        if m and f"{m.group(1)}:{m.group(2)}" in tags and d.is_dir():
+            shutil.rmtree(d, ignore_errors=True)
+            said.append(f"removed {d}")
+    return said
+
+
+def reap_orphans() -> list[str]:
+    """What a fabench that is gone left behind (killed with its supervisor): its tagged
+    processes and temporary directories."""
+    dead = {tag for tag, _ in tagged().values() if not _tag_alive(tag)}
+    for d in Path(tempfile.gettempdir()).glob("fabench-*"):
+        m = _TEMP_RE.match(d.name)
+        if m and not _tag_alive(f"{m.group(1)}:{m.group(2)}"):
+            dead.add(f"{m.group(1)}:{m.group(2)}")
+    return sweep(dead) if dead else []
+
+
+@dataclass(frozen=True)
+class Captured:
+    """A finished short command: its status and both outputs."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    @property
+    def text(self) -> str:
+        return self.stdout + self.stderr
+
+
+def is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def run_capture(argv: Sequence[str], *, timeout: float = 60.0, input_text: str | None = None,
+                env: dict[str, str] | None = None,
+                cwd: str | Path | None = None) -> Captured:
+    """Run a short command to completion. A missing program reads as status 127 and a hang
+    past ``timeout`` as 124 (the shell's and timeout(1)'s conventions), never as an
+    exception: the caller decides whether that is an error."""
+    argv = list(argv)
+    if not argv or (shutil.which(argv[0]) is None and not Path(argv[0]).is_file()):
+        return Captured(NOT_FOUND, "", f"{argv[0] if argv else '?'} not found")
+    try:
+        p = run_once(argv, capture_output=True, text=True, timeout=timeout, check=False,
+                     input=input_text, env=env, cwd=cwd, errors="replace")
+    except subprocess.TimeoutExpired:
+        return Captured(TIMED_OUT, "", f"{argv[0]} timed out after {timeout:.0f} s")
+    except OSError as exc:
+        return Captured(NOT_FOUND, "", f"cannot start {argv[0]}: {exc.strerror}")
+    return Captured(p.returncode, p.stdout, p.stderr)
+
+
+def output_of(argv: Sequence[str], timeout: float = 10.0,
+              cwd: str | Path | None = None) -> str | None:
+    """The output of a command that succeeded; None when it is missing, hangs or fails (a
+    failing command's error message is not a fact about the host)."""
+    c = run_capture(argv, timeout=timeout, cwd=cwd)
+    return c.text.strip() or None if c.ok else None
+
+
+@dataclass
+class ProcessOutcome:
+    output: KernelOutput
+    returncode: int
+    stderr: str
+    elapsed_s: float
+    timed_out: bool = False
+
+
+_live: set[subprocess.Popen[str]] = set()  # launches run_streaming is reading now
+_live_lock = threading.Lock()
+
+
+def terminate_all() -> None:
+    """End every launch in progress, those other threads started too (a signal reaches the
+    main thread only)."""
+    with _live_lock:
+        procs = list(_live)
+    threads = [threading.Thread(target=terminate, args=(p,)) for p in procs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def run_streaming(argv: list[str], env: dict[str, str], timeout_s: float,
+                  on_record: Callable[[dict[str, Any]], None] | None = None,
+                  cwd: str | None = None) -> ProcessOutcome:
+    """Start argv in its own session so that Ctrl-C or a timeout ends the whole launch tree
+    (mpirun and its ranks) we started, and nothing else."""
+    start = time.monotonic()
+    try:
+        proc = popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                     text=True, bufsize=1, start_new_session=True, cwd=cwd)
+    except OSError as exc:
+        raise KernelError(f"cannot start {argv[0]}: {exc}") from exc
+    with _live_lock:
+        _live.add(proc)
+    out = KernelOutput()
+    err_chunks: list[str] = []
+
+    def drain_stderr() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            err_chunks.append(line)
+
+    t = threading.Thread(target=drain_stderr, daemon=True)
+    t.start()
+    timer = threading.Timer(min(timeout_s, threading.TIMEOUT_MAX), terminate, args=(proc,))
+    timer.start()
+    try:
+        assert proc.stdout is not None
+        out.add_lines(proc.stdout, on_record)
+        proc.wait()
+    except BaseException:
+        terminate(proc)
+        raise
+    finally:
+        timer.cancel()
+        t.join(timeout=5)
+        with _live_lock:
+            _live.discard(proc)
+    stderr = "".join(err_chunks)
+    timed_out = time.monotonic() - start >= timeout_s and proc.returncode != 0
+    return ProcessOutcome(out, proc.returncode, stderr[-STDERR_KEEP:],
+                          time.monotonic() - start, timed_out)
+
+
+def descendants(pid: int) -> list[tuple[int, int | None]]:
+    """Every process below ``pid`` now, with its start time: (pid, start ticks). Open MPI
+    puts each rank in a process group of its own, so the launch's group does not reach them;
+    their PIDs do, while the start time says a PID still names the same process."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        children.setdefault(int(fields[1]), []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append((c, proc_start(c)))
+            todo.append(c)
+    return out
+
+
+def kill_same(procs: list[tuple[int, int | None]], sig: int) -> None:
+    """Send sig to each (pid, start) that still names the process it named."""
+    for pid, start in procs:
+        if start is not None and proc_start(pid) == start:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def terminate(proc: subprocess.Popen[str], grace_s: float = 5.0) -> None:
+    """End a launch we started and everything below it: SIGTERM to its session's group (mpirun
+    then ends its ranks its own way), then, after ``grace_s``, SIGKILL to the group and to
+    every process that was below it, ranks in process groups of their own included."""
+    if proc.poll() is not None:
+        return
+    tree = descendants(proc.pid)
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    kill_same(tree, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        pass
+    # Ranks may outlive their mpirun by a moment; wait for them within the same grace.
+    while any(proc_start(p) == s for p, s in tree if s is not None) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if proc.poll() is None:  # still not reaped: its PID (and group) is still ours
+        tree += descendants(proc.pid)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    kill_same(tree, signal.SIGKILL)
+    proc.wait()
+
+
+# --- foreign load: CPU used beside a run by processes that are not fabench's --------------
+
+FOREIGN_NOTE_CORES = 0.2  # a fifth of a core on average: enough to show in a latency tail
+_KTHREAD = 0x00200000  # PF_KTHREAD: the kernel's own threads (softirq work for our traffic)
+
+
+@dataclass(frozen=True)
+class CpuSnapshot:
+    time: float
+    ticks: dict[tuple[int, int], tuple[int, str]]  # (pid, start) -> (utime+stime, comm)
+
+
+def cpu_snapshot() -> CpuSnapshot:
+    """CPU time of every user process on this host now. Testbed hosts share this kernel,
+    so their processes are here too; a remote host's are not."""
+    ticks: dict[tuple[int, int], tuple[int, str]] = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            comm = stat[stat.index("(") + 1:stat.rindex(")")]
+            f = stat.rsplit(")", 1)[1].split()
+            if int(f[6]) & _KTHREAD:
+                continue
+            ticks[(int(d.name), int(f[19]))] = (int(f[11]) + int(f[12]), comm)
+        except (OSError, ValueError, IndexError):
+            continue
+    return CpuSnapshot(time.monotonic(), ticks)
+
+
+def foreign_load(before: CpuSnapshot, after: CpuSnapshot | None = None) -> dict[str, Any]:
+    """What processes other than this fabench and what it started did between two
+    snapshots: cores busy on average and the busiest of them (a kernel left running by an
+    earlier fabench shows here by name)."""
+    after = after or cpu_snapshot()
+    hz = os.sysconf("SC_CLK_TCK")
+    wall = max(after.time - before.time, 1e-3)
+    me = os.getpid()
+    ours = {me, *(p for p, _ in descendants(me))}
+    if _supervisor is not None:
+        ours.add(_supervisor.pid)
+    tag = owner_tag()
+    used: list[tuple[float, int, str]] = []
+    for key, (t1, comm) in after.ticks.items():
+        pid = key[0]
+        t0 = before.ticks.get(key, (0, ""))[0] if key in before.ticks else 0
+        cpu = (t1 - t0) / hz
+        if cpu <= 0 or pid in ours or _environ_tag(str(pid)) == tag:
+            continue
+        used.append((cpu, pid, comm))
+    used.sort(reverse=True)
+    total = sum(c for c, _, _ in used)
+    return {"cores": round(total / wall, 3), "wall_s": round(wall, 3),
+            "top": [{"pid": p, "comm": c, "cpu_s": round(s, 3),
+                     **({"left_by_dead_fabench": True}
+                        if (t := _environ_tag(str(p))) and not _tag_alive(t) else {})}
+                    for s, p, c in used[:5]]}
+
+
+def foreign_note(load: dict[str, Any]) -> str | None:
+    """A run's note when other processes took enough CPU beside it to matter."""
+    if load.get("cores", 0) < FOREIGN_NOTE_CORES:
+        return None
+    top = ", ".join(f"{t['comm']} (pid {t['pid']}, {t['cpu_s']} s"
+                    + (", left by a fabench that is gone" if t.get("left_by_dead_fabench")
+                       else "") + ")" for t in load["top"][:3])
+    return (f"foreign load: processes not of this run kept {load['cores']:.2f} cores busy "
+            f"on average during its {load['wall_s']:.1f} s: {top}")

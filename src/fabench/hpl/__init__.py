@@ -1,0 +1,1 @@
+"""HPL across nodes: per-node consistency runs and scaling runs over a scheduler."""
