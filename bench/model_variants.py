@@ -167,7 +167,7 @@ def summary(name: str, res: pub.Result) -> str:
         return f"{np.median(np.abs([r.error for r in rs])) * 100:5.1f}%" if rs else "    -"
     cov = res.coverage
     assert cov is not None
-    return (f"{name:<15} {med(tests)} {med([r for r in tests if r.ppn >= 32])} "
+    return (f"{name:<27} {med(tests)} {med([r for r in tests if r.ppn >= 32])} "
             f"{med([r for r in tests if r.collective == 'alltoall'])} "
             f"{cov.inside:>3}/{cov.rows:<3} x{cov.median_width:<9.1f}")
 
@@ -181,7 +181,7 @@ def main() -> None:
                if any(p not in VARIANTS for p in v.split("+"))]
     if unknown:
         ap.error(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
-    print(f"{'variant':<15} {'all':>6} {'>=32':>6} {'a2a':>6} {'in band':>7} width")
+    print(f"{'variant':<27} {'all':>6} {'>=32':>6} {'a2a':>6} {'in band':>7} width")
     for name in args.variants or VARIANTS:
         print(summary(name, _run(name)), flush=True)
 
