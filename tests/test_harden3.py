@@ -12,6 +12,7 @@ import pytest
 
 from conftest import fabench_cli, missing, own_testbeds, refused
 from fabench.host.placement import cpu_count
+from fabench.matrix.stored import MatrixStore
 from fabench.records import PairRecord
 from fabench.store.database import Store
 
@@ -151,7 +152,7 @@ def test_a_dropped_samples_table_is_found_before_resume_runs_anything(tmp_path: 
 def test_store_check_passes_a_healthy_matrix_store(tmp_path: Path) -> None:
     """A matrix pass keeps its measurements as pairs: `store check` exited 3 on every matrix
     store ("run(s) marked ok hold no result")."""
-    with Store(tmp_path / "fabench.sqlite") as st:
+    with MatrixStore(tmp_path / "fabench.sqlite") as st:
         cid = st.begin_campaign("matrix", {})
         rid = st.begin_run(campaign_id=cid, key="k", kernel="matrix.tcp", transport="tcp",
                            mpi="none", ranks=2, launcher="testbed", repeat=0, settings={})

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from conftest import fabench_cli, missing
+from fabench.analysis.host_load import host_state_warning
 from fabench.host.native import native_root
 from fabench.host.probe import core_to_core, run_core_to_core_ns, sides_differ
-from fabench.report.model import host_state_warning
 from fabench.store.database import Store
 
 two_cpus = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")

@@ -36,13 +36,13 @@ from fabench.matrix.judge import (
 from fabench.matrix.locality import binding_advice, nic_locality, rank_places, read_hwloc
 from fabench.matrix.measure import MatrixOptions, MatrixOutcome, measure_matrix, parse_pairs
 from fabench.matrix.pairwise import tournament
+from fabench.matrix.stored import MatrixStore as Store  # the store with the matrix's tables
 from fabench.matrix.topology import compare, infer_topology, read_topology
 from fabench.model.presets import PRESETS
 from fabench.records import PairRecord
 from fabench.schedulers.simgrid import SimGridScheduler
 from fabench.sim.faulty import FatTree, PairFault, faulty_fat_tree
 from fabench.sim.smpi import SimSetup
-from fabench.store.database import Store
 from fabench.testbed import TestbedConfig, create
 from test_report import browse, console_errors
 from test_sim import simgrid  # noqa: F401  (the fixture, by name)

@@ -21,7 +21,7 @@ from conftest import (
     wait_gone,
 )
 from fabench.matrix.pairwise import tournament
-from fabench.store.database import Store
+from fabench.matrix.stored import MatrixStore as Store  # the store with the matrix's tables
 from fabench.testbed import TestbedConfig, create
 
 needs_root = pytest.mark.usefixtures("root")  # a root testbed

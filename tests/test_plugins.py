@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import ROOT, fabench_cli
+from fabench.matrix.stored import MatrixStore
 from fabench.store.database import Store
 
 PLUGINS = ROOT / "tests" / "plugins"
@@ -61,7 +62,7 @@ def test_site_scheduler_offering_hosts_carries_a_pair_matrix(tmp_path: Path) -> 
     j = json.loads(p.stdout)
     assert j["hosts"] == ["lo2", "lo3", "lo4"]
     assert len(j["latency_us"]) == 6  # every ordered pair measured
-    with Store(tmp_path / "fabench.sqlite") as st:
+    with MatrixStore(tmp_path / "fabench.sqlite") as st:
         run = st.runs(j["campaign_id"])[0]
         pairs = st.matrix_pairs(run.id)
     assert run.launcher == "loopbacks" and run.status == "ok"

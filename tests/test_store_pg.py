@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from conftest import ROOT, fabench_cli
+from fabench.matrix.stored import MatrixStore
 from fabench.records import PairRecord, ResultRecord
 from fabench.store.copy import compare_stores
 from fabench.store.database import Store
@@ -34,7 +35,7 @@ def pg_url(pg: PgServer) -> str:
     return pg.new_database()
 
 
-def _fill(st: Store) -> int:
+def _fill(st: MatrixStore) -> int:
     cid = st.begin_campaign("c", {"x": 1}, {"host": "h"})
     rid = st.begin_run(campaign_id=cid, key="k", kernel="mpi.allreduce", transport="shm",
                        mpi="openmpi", ranks=4, launcher="local", repeat=0, settings={"a": 1})
@@ -61,10 +62,10 @@ def _fill(st: Store) -> int:
 
 
 def test_a_postgresql_store_keeps_every_sample_as_sqlite_does(pg_url: str) -> None:
-    with Store(pg_url) as st:
+    with MatrixStore(pg_url) as st:
         assert st.backend == "postgresql" and "fb-test-secret" not in str(st.path)
         cid = _fill(st)
-    with Store(pg_url) as st:  # a second open finds the schema made, migrates nothing
+    with MatrixStore(pg_url) as st:  # a second open finds the schema made, migrates nothing
         (run,) = st.runs(cid)
         assert run.status == "ok" and run.selected_transport == "ob1/vader"
         assert run.flags == ["oversubscribed"] and run.settings == {"a": 1}
@@ -207,7 +208,7 @@ def test_store_copy_both_ways_keeps_every_sample(pg_url: str, tmp_path: Path) ->
     sqlite = tmp_path / "a" / "fabench.sqlite"
     sqlite.parent.mkdir()
     shutil.copy(ROOT / "tests" / "fixtures" / "store" / "v1-4d08b82.sqlite", sqlite)
-    with Store(sqlite) as st:  # a real store of the previous release, migrated, and more
+    with MatrixStore(sqlite) as st:  # a real store of the previous release, migrated, and more
         _fill(st)
         before = _all_samples(st)
     assert len(before) >= 5 and sum(len(v[0]) for v in before.values()) > 800
@@ -215,7 +216,7 @@ def test_store_copy_both_ways_keeps_every_sample(pg_url: str, tmp_path: Path) ->
     assert "compared row by row: identical" in proc.stdout
     back = tmp_path / "b" / "fabench.sqlite"
     fabench_cli("store", "copy", pg_url, str(back))
-    with Store(sqlite) as a, Store(pg_url) as p, Store(back) as b:
+    with MatrixStore(sqlite) as a, Store(pg_url) as p, MatrixStore(back) as b:
         assert _all_samples(p) == before and _all_samples(b) == before
         assert compare_stores(a, b) == [] and compare_stores(a, p) == []
         assert [(r.id, r.status, r.provenance) for r in b.runs()] == \

@@ -16,15 +16,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..analysis.host_load import load_warning
 from ..errors import FabenchError
 from ..host.placement import cpu_count
 from ..host.provenance import host_provenance
 from ..plan.plan import KernelSettings, PlannedRun, Sizes, plan_run
 from ..records import PairRecord
-from ..report.model import load_warning
 from ..run.runner import execute_run
 from ..schedulers import Scheduler
-from ..store.database import Store
 from .judge import (
     GROUP_KINDS,
     GroupFinding,
@@ -39,6 +38,7 @@ from .judge import (
 )
 from .pairwise import PairPlans, run_tcp_pass
 from .passes import Pass
+from .stored import MatrixStore
 from .topology import Topology, infer_topology, read_topology
 
 KERNEL = "mpi.matrix"
@@ -177,7 +177,7 @@ def plan_pass(n: int, opts: MatrixOptions, mode: str,
                     timeout_s=opts.timeout_s)
 
 
-def run_pass(store: Store, scheduler: Scheduler, planned: PlannedRun, campaign_id: int,
+def run_pass(store: MatrixStore, scheduler: Scheduler, planned: PlannedRun, campaign_id: int,
              mode: str, role: str = "first") -> Pass:
     pairs: list[PairRecord] = []
 
@@ -222,7 +222,7 @@ def pair_chunks(pairs: Sequence[Link], limit: int = PAIRS_TEXT_MAX) -> list[list
     return chunks
 
 
-def measure_pass(store: Store, scheduler: Scheduler, n: int, opts: MatrixOptions, mode: str,
+def measure_pass(store: MatrixStore, scheduler: Scheduler, n: int, opts: MatrixOptions, mode: str,
                  pairs: Sequence[Link] | None, campaign_id: int, role: str) -> list[Pass]:
     """One pass over the wanted directions (None: all), by the kernel the options name: one
     job, or several where the pairs are too many for one command line."""
@@ -337,7 +337,7 @@ def _pass_json(run_id: int, mode: str, role: str, status: str, reason: str | Non
             "directions": directions, "wall_s": None if wall_s is None else round(wall_s, 3)}
 
 
-def _unjudged(store: Store, cid: int) -> Resumed:
+def _unjudged(store: MatrixStore, cid: int) -> Resumed:
     """An attempt killed before its judgement (Ctrl-C, a lost login, the batch job's time
     limit): each direction's earliest measurement among the campaign's runs is its first
     pass, so a retest the attempt had begun counts for nothing."""
@@ -357,7 +357,7 @@ def _unjudged(store: Store, cid: int) -> Resumed:
     return Resumed(pairs, passes, judged=False)
 
 
-def _resumed(store: Store, cid: int, n: int, total: int,
+def _resumed(store: MatrixStore, cid: int, n: int, total: int,
              asked: list[Link]) -> tuple[Resumed, list[Link]]:
     """The directions a stored matrix's first pass measured, and those it still lacks."""
     if cid in store.matrices():
@@ -392,7 +392,7 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
     declared = read_topology(opts.topology) if opts.topology else None
     asked = list(opts.pairs) if opts.pairs is not None else \
         [(i, j) for i in range(total) for j in range(total) if i != j]
-    with Store(store_path) as store:
+    with MatrixStore(store_path) as store:
         earlier = Resumed([], [], judged=False)
         if resume is None:
             spec = {"matrix": {**asdict(opts), "pairs": opts.pairs and list(opts.pairs)},

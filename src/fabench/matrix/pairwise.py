@@ -35,8 +35,8 @@ from ..records import PairRecord, ResultRecord
 from ..run.runner import SKIP_EXIT, failure_reason
 from ..schedulers import DirectScheduler, Scheduler
 from ..starters import Starter
-from ..store.database import Store
 from .passes import Pass
+from .stored import MatrixStore
 
 PASS_NAME = "matrix.tcp"
 LAT_KERNEL, BW_KERNEL = "tcp.latency", "tcp.bw"
@@ -232,7 +232,7 @@ def _end_started(before: set[tuple[int, int | None]]) -> None:
     kill_same(mine, signal.SIGKILL)
 
 
-def run_tcp_pass(store: Store, scheduler: Scheduler, plans: PairPlans, n: int, mode: str,
+def run_tcp_pass(store: MatrixStore, scheduler: Scheduler, plans: PairPlans, n: int, mode: str,
                  pairs: Sequence[Link] | None, campaign_id: int, role: str,
                  timeout_s: float, progress: Callable[[str], None] | None = None) -> Pass:
     """Measure the wanted directions among hosts 0 .. n-1 of the scheduler, store them as

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import FabenchError, StoreDamagedError, StoreError
 from ..host.process_identity import ProcessOwner
-from ..records import SERIES, PairRecord, ResultRecord
+from ..records import SERIES, ResultRecord
 from . import postgres
 from .schema import (
     SCHEMA_VERSION,
@@ -46,7 +46,7 @@ class NoSuchRunError(FabenchError, KeyError):
 
 
 __all__ = ["SCHEMA_VERSION", "CampaignRow", "RunRow", "Store", "backup_path",
-           "damaged_message"]
+           "damaged_message", "json_field", "pack_floats", "unpack_floats"]
 
 RUN_STATUSES = ("running", "ok", "failed", "skipped", "interrupted")
 # A campaign ends as its runs did; "finished with N failed" is the one status with a number.
@@ -57,11 +57,13 @@ _DAMAGE_CODES = {10: "I/O error", 11: "corrupt", 26: "not a database"}
 _BUSY_CODES = {5, 6}
 
 
-def _pack(values: list[float]) -> bytes:
+# Samples as packed float64 blobs (and JSON columns) for every table, the store's own and
+# those a feature keeps in it (matrix/stored.py).
+def pack_floats(values: list[float]) -> bytes:
     return array("d", values).tobytes()
 
 
-def _unpack(blob: bytes) -> list[float]:
+def unpack_floats(blob: bytes) -> list[float]:
     a = array("d")
     a.frombytes(blob)
     return a.tolist()
@@ -77,7 +79,7 @@ def _samples(row: sqlite3.Row, where: str, path: Path) -> list[float]:
         raise StoreDamagedError(damaged_message(
             path, f"the {row['series']} samples of {where} do not match the count or checksum "
                   "written with them"))
-    return _unpack(blob)
+    return unpack_floats(blob)
 
 
 def backup_path(store: Path) -> Path:
@@ -181,7 +183,8 @@ class _Connection(sqlite3.Connection):
             super().commit()
 
 
-def _json(value: Any, default: Any, what: str) -> Any:
+def json_field(value: Any, default: Any, what: str) -> Any:
+    """A JSON column, its damage said as a store error naming `what`."""
     if value is None or value == "":
         return default
     try:
@@ -235,15 +238,15 @@ class RunRow:
         return cls(
             id=r["id"], campaign_id=r["campaign_id"], key=r["key"], kernel=r["kernel"],
             transport=r["transport"], mpi=r["mpi"], ranks=r["ranks"], launcher=r["launcher"],
-            repeat=r["repeat"], settings=_json(r["settings"], {}, f"{what} settings"),
+            repeat=r["repeat"], settings=json_field(r["settings"], {}, f"{what} settings"),
             status=r["status"], reason=r["reason"], started=r["started"],
             finished=r["finished"], selected_transport=r["selected_transport"],
             oversubscribed=bool(r["oversubscribed"]),
-            notes=_json(r["notes"], [], f"{what} notes"), command=r["command"],
+            notes=json_field(r["notes"], [], f"{what} notes"), command=r["command"],
             stderr_tail=r["stderr_tail"],
-            kernel_meta=_json(r["kernel_meta"], {}, f"{what} kernel_meta"),
-            provenance=_json(r["provenance"], {}, f"{what} provenance"),
-            flags=_json(r["flags"], [], f"{what} flags"),
+            kernel_meta=json_field(r["kernel_meta"], {}, f"{what} kernel_meta"),
+            provenance=json_field(r["provenance"], {}, f"{what} provenance"),
+            flags=json_field(r["flags"], [], f"{what} flags"),
             owner=_owner(r["owner"]))
 
 
@@ -261,9 +264,9 @@ class CampaignRow:
     @classmethod
     def from_row(cls, r: sqlite3.Row) -> "CampaignRow":
         what = f"campaign {r['id']}"
-        return cls(id=r["id"], name=r["name"], spec=_json(r["spec"], {}, f"{what} spec"),
+        return cls(id=r["id"], name=r["name"], spec=json_field(r["spec"], {}, f"{what} spec"),
                    started=r["started"], finished=r["finished"], status=r["status"],
-                   provenance=_json(r["provenance"], {}, f"{what} provenance"),
+                   provenance=json_field(r["provenance"], {}, f"{what} provenance"),
                    owner=_owner(r["owner"]))
 
 
@@ -575,7 +578,7 @@ class Store:
         for series in SERIES:
             values = getattr(rec, series)
             if values:
-                blob = _pack(values)
+                blob = pack_floats(values)
                 self.db.execute("INSERT INTO samples (result_id, series, n, data, crc32)"
                                 " VALUES (?, ?, ?, ?, ?)",
                                 (rid, series, len(values), blob, zlib.crc32(blob)))
@@ -600,7 +603,7 @@ class Store:
 
     def add_flag(self, run_id: int, flag: str) -> None:
         row = self.db.execute("SELECT flags FROM runs WHERE id = ?", (run_id,)).fetchone()
-        flags = _json(row["flags"], [], f"run {run_id} flags") if row else []
+        flags = json_field(row["flags"], [], f"run {run_id} flags") if row else []
         if flag not in flags:
             flags.append(flag)
         self.db.execute("UPDATE runs SET flags = ? WHERE id = ?", (json.dumps(flags), run_id))
@@ -608,7 +611,7 @@ class Store:
 
     def add_note(self, run_id: int, note: str) -> None:
         row = self.db.execute("SELECT notes FROM runs WHERE id = ?", (run_id,)).fetchone()
-        notes = _json(row["notes"], [], f"run {run_id} notes") if row else []
+        notes = json_field(row["notes"], [], f"run {run_id} notes") if row else []
         notes.append(note)
         self.db.execute("UPDATE runs SET notes = ? WHERE id = ?", (json.dumps(notes), run_id))
         self.db.commit()
@@ -629,7 +632,7 @@ class Store:
             old = self.db.execute("SELECT * FROM samples WHERE result_id = ? AND series = ?",
                                   (rid, series)).fetchone()
             merged = (_samples(old, f"result {rid}", self.path) if old else []) + list(values)
-            blob = _pack(merged)
+            blob = pack_floats(merged)
             self.db.execute("INSERT OR REPLACE INTO samples (result_id, series, n, data, crc32)"
                             " VALUES (?, ?, ?, ?, ?)",
                             (rid, series, len(merged), blob, zlib.crc32(blob)))
@@ -642,7 +645,7 @@ class Store:
                               " ORDER BY id LIMIT 1", (run_id, size)).fetchone()
         if row is None:
             return
-        merged = {**_json(row["extra"], {}, f"result {row['id']} extra"), **extra}
+        merged = {**json_field(row["extra"], {}, f"result {row['id']} extra"), **extra}
         self.db.execute("UPDATE results SET extra = ? WHERE id = ?",
                         (json.dumps(merged), row["id"]))
         self.db.commit()
@@ -684,57 +687,4 @@ class Store:
                 messages_per_sample=r["messages_per_sample"] or 0.0,
                 times=series.get("times", []), times_min=series.get("times_min"),
                 times_mean=series.get("times_mean"),
-                extra=_json(r["extra"], {}, f"result {r['id']} extra"))
-
-    # ---- the all-pairs matrix (fabench matrix) ------------------------------------------
-
-    def add_matrix_pair(self, run_id: int, rec: PairRecord) -> None:
-        lat, bw = _pack(rec.latency_us), _pack(rec.bandwidth_us)
-        self.db.execute(
-            "INSERT INTO matrix_pairs (run_id, src, dst, src_host, dst_host, round, mode, size,"
-            " window, bytes_per_sample, latency, latency_crc32, bandwidth, bandwidth_crc32)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (run_id, rec.src, rec.dst, rec.src_host, rec.dst_host, rec.round, rec.mode,
-             rec.size, rec.window, rec.bytes_per_sample, lat, zlib.crc32(lat), bw,
-             zlib.crc32(bw)))
-        self.db.commit()
-
-    def matrix_pairs(self, run_id: int) -> list[PairRecord]:
-        out = []
-        for r in self.db.execute("SELECT * FROM matrix_pairs WHERE run_id = ? ORDER BY id",
-                                 (run_id,)).fetchall():
-            series = []
-            for name in ("latency", "bandwidth"):
-                blob = r[name]
-                if not isinstance(blob, bytes) or len(blob) % 8 or \
-                        zlib.crc32(blob) != r[f"{name}_crc32"]:
-                    raise StoreDamagedError(damaged_message(
-                        self.path, f"the {name} samples of matrix pair {r['id']} (run {run_id})"
-                                   " do not match the checksum written with them"))
-                series.append(_unpack(blob))
-            out.append(PairRecord(
-                src=r["src"], dst=r["dst"], src_host=r["src_host"], dst_host=r["dst_host"],
-                round=r["round"], mode=r["mode"], size=r["size"], window=r["window"],
-                bytes_per_sample=r["bytes_per_sample"], latency_us=series[0],
-                bandwidth_us=series[1]))
-        return out
-
-    def save_matrix(self, campaign_id: int, hosts: list[str], judgement: dict[str, Any]) -> None:
-        self.db.execute("INSERT OR REPLACE INTO matrices (campaign_id, hosts, judgement, finished)"
-                        " VALUES (?, ?, ?, ?)",
-                        (campaign_id, json.dumps(hosts), json.dumps(judgement), time.time()))
-        self.db.commit()
-
-    def matrices(self) -> list[int]:
-        """Campaign ids that hold a judged matrix, oldest first."""
-        return [int(r[0]) for r in self.db.execute(
-            "SELECT campaign_id FROM matrices ORDER BY campaign_id")]
-
-    def matrix(self, campaign_id: int) -> tuple[list[str], dict[str, Any]]:
-        """A matrix's hosts (rank order) and its stored judgement."""
-        r = self.db.execute("SELECT * FROM matrices WHERE campaign_id = ?",
-                            (campaign_id,)).fetchone()
-        if r is None:
-            raise FabenchError(f"{self.path}: campaign {campaign_id} holds no matrix")
-        return (list(_json(r["hosts"], [], f"matrix {campaign_id} hosts")),
-                dict(_json(r["judgement"], {}, f"matrix {campaign_id} judgement")))
+                extra=json_field(r["extra"], {}, f"result {r['id']} extra"))
