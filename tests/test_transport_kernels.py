@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from conftest import missing, planned
+from fabench.analysis.streams import stream_results
 from fabench.host.launched import LaunchResult
 from fabench.host.native import native_root
 from fabench.kernels import get_kernel
-from fabench.kernels.transport import stream_results
 from fabench.metrics import BANDWIDTH
 from fabench.starters.pair import run_pair
 

@@ -7,11 +7,11 @@ import subprocess
 import pytest
 
 from conftest import fabench_cli, fabench_run, missing
+from fabench.analysis.streams import stream_results
 from fabench.errors import FabenchError
 from fabench.host.native import native_root
 from fabench.kernels import Kernel, all_kernels, get_kernel
 from fabench.kernels.native import kernel_status
-from fabench.kernels.transport import stream_results
 from fabench.kernels.transport_request import transport_for
 from fabench.plan.plan import make_plan
 from fabench.plan.spec import parse_spec

@@ -10,10 +10,11 @@ from pathlib import Path
 from ..host.native import mpi_flavours_built
 from ..host.probe import core_to_core
 from ..host.process import run_capture
+from ..host.rdma import SYSFS as RDMA_SYSFS
+from ..host.rdma import rdma_devices
 from ..importers import IMPORTERS
-from ..kernels import KERNELS, all_kernels
+from ..kernels import KERNELS, Kernel, all_kernels
 from ..kernels.native import kernel_status
-from ..kernels.transport import runnable_here
 from ..mpi.base import FLAVOURS, flavour_names, get_flavour
 from ..schedulers import SCHEDULERS
 from ..starters import STARTERS
@@ -111,11 +112,10 @@ def ofi_checks() -> list[Check]:
 
 @register_check
 def rdma_checks() -> list[Check]:
-    ib = Path("/sys/class/infiniband")
-    devs = sorted(p.name for p in ib.iterdir()) if ib.is_dir() else []
+    devs = rdma_devices()
     if devs:
         return [Check("RDMA", "devices", True, ", ".join(devs))]
-    return [Check("RDMA", "devices", False, "no RDMA device (/sys/class/infiniband is empty)",
+    return [Check("RDMA", "devices", False, f"no RDMA device ({RDMA_SYSFS} is empty)",
                   "needs an InfiniBand/RoCE/iWARP NIC with rdma-core, or Soft-RoCE "
                   "(rdma link add ... type rxe) where the kernel has rdma_rxe")]
 
@@ -188,6 +188,13 @@ def tool_checks() -> list[Check]:
     return [Check("Tools", name, shutil.which(name) is not None, what,
                   "" if shutil.which(name) else f"Debian: {fix}")
             for name, (what, fix) in tools.items()]
+
+
+def runnable_here(kernel: Kernel) -> str | None:
+    """Why a built transport kernel cannot run on this host (None when it can)."""
+    if kernel.family == "verbs" and not rdma_devices():
+        return "no RDMA device (runs are recorded as skipped)"
+    return None
 
 
 @register_check

@@ -22,6 +22,7 @@ judge. `--peak` overrides everything.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -203,3 +204,15 @@ def given_peak(gflops: float, cores: int) -> Peak:
     if not gflops > 0:
         raise FabenchError(f"--peak must be a positive GFLOPS figure, got {gflops}")
     return Peak(gflops, gflops / max(cores, 1), 0, cores, 0.0, 0, "--peak", "--peak")
+
+
+def node_peak(given: float | None, prefix: Sequence[str] = ()) -> Peak:
+    """The peak of the host reached through `prefix`: read from it, or `given` (`--peak`,
+    GFLOPS per node) spread over its physical cores."""
+    if given is None:
+        return read_peak(prefix)
+    try:
+        cores = read_peak(prefix).cores
+    except FabenchError:
+        cores = os.cpu_count() or 1
+    return given_peak(given, cores)

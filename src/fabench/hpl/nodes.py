@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..choices import HPL_NODE_THRESHOLD
 from ..errors import FabenchError
+from ..host.files import machine_id
 from ..host.launched import LaunchResult, RecordCallback
 from ..host.netcounters import IfCounters
 from ..host.placement import Allocation, HostSlots
@@ -26,7 +27,6 @@ from ..hpc.peak import read_peak
 from ..plan.plan import KernelSettings, PlannedRun, Sizes, plan_run
 from ..run.runner import execute_run
 from ..schedulers import DirectScheduler
-from ..starters.hpcc import machine_id
 from ..store.database import Store
 from ..util.textable import Col, header, row, signed_percent
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import FabenchError
+from ..host.files import machine_id
 from ..host.provenance import host_provenance
 from ..hpc.options import HpccOptions
 from ..hpc.peak import read_peak
@@ -22,7 +23,6 @@ from ..model.fabric import Fabric
 from ..plan.plan import KernelSettings, Sizes, plan_run
 from ..run.runner import RunOutcome, execute_run
 from ..schedulers import DirectScheduler
-from ..starters.hpcc import machine_id
 from ..store.database import Store
 from .nodes import OnNodes, node_names
 

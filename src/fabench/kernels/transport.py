@@ -2,13 +2,11 @@
 
 They start without MPI (a TCP rendezvous brings the two sides together, see
 docs/transports.md), so they run between any two hosts; the pair starter
-(fabench.starters.pair) starts them.
+(fabench.starters.pair) starts them. This module registers them; whether this host can run
+one is `fabench doctor`'s question (doctor/checks.py), and a multi-stream record's split
+per stream is the analysis's (analysis/streams.py).
 """
 
-from dataclasses import replace
-from pathlib import Path
-
-from ..records import ResultRecord
 from . import Kernel, register_kernel
 from .table import rows_of
 
@@ -31,29 +29,3 @@ for _row in rows_of(frozenset(BUILD_NEEDS)):
         start="pair", build_needs=BUILD_NEEDS[_row.family],
     ))
 
-
-def rdma_devices(sysfs: Path = Path("/sys/class/infiniband")) -> list[str]:
-    return sorted(p.name for p in sysfs.iterdir()) if sysfs.is_dir() else []
-
-
-def runnable_here(kernel: Kernel) -> str | None:
-    """Why a built transport kernel cannot run on this host (None when it can)."""
-    if kernel.family == "verbs" and not rdma_devices():
-        return "no RDMA device (runs are recorded as skipped)"
-    return None
-
-
-def stream_results(rec: ResultRecord) -> list[ResultRecord]:
-    """tcp.streams: one record per stream (its own window times), so the Metric layer derives
-    per-stream bandwidth exactly as it derives the total."""
-    n = int(rec.extra.get("streams", 0) or 0)
-    flat = rec.extra.get("stream_times") or []
-    if n <= 0 or not flat or len(flat) % n:
-        return []
-    per = len(flat) // n
-    bps = float(rec.extra.get("stream_bytes_per_sample", rec.bytes_per_sample / n))
-    mps = rec.messages_per_sample / n
-    return [replace(rec, times=[float(x) for x in flat[k * per:(k + 1) * per]],
-                    bytes_per_sample=bps, messages_per_sample=mps,
-                    extra={"stream": k}, times_min=None, times_mean=None)
-            for k in range(n)]

@@ -4,8 +4,8 @@ import json
 from collections.abc import Iterable
 
 from ..analysis.analyse import SizeSummary, summarize_results
+from ..analysis.streams import stream_results
 from ..kernels import get_kernel
-from ..kernels.transport import stream_results
 from ..records import ResultRecord
 from ..util.textable import Col, header, row
 from ..util.units import format_number, format_size
