@@ -39,6 +39,7 @@ SOURCES = {
     "dcb_app-iproute2-man-eth0.txt": "https://man7.org/linux/man-pages/man8/dcb-app.8.html",
     "dcb_app-iproute2-man-eth0-names.txt": "https://man7.org/linux/man-pages/man8/dcb-app.8.html",
     "dcb_pfc-netdev-eni1np1.txt": "https://mail-archive.com/netdev@vger.kernel.org/msg377425.html",
+    "dcb_app_json-netdev-swp1.json": "https://lore.kernel.org/netdev/Zvqrb3HYM3XogzOn@shredder.mtl.com/",
     "ethtool_S-byteps-before.txt": "https://github.com/bytedance/byteps/issues/179",
     "ethtool_S-byteps-after.txt": "https://github.com/bytedance/byteps/issues/179",
     "mlxconfig-dpservice-cx5.txt": "https://github.com/ironcore-dev/dpservice/issues/26",
@@ -74,7 +75,7 @@ def qos_evidence(name: str, tos: int | None = None, **kw: object) -> Evidence:
 
 def test_every_fixture_is_cited_in_the_readme() -> None:
     readme = (FIX / "README.md").read_text()
-    files = {p.name for p in FIX.glob("*.txt")}
+    files = {p.name for p in FIX.iterdir() if p.name != "README.md"}
     assert files == set(SOURCES)
     for name, url in SOURCES.items():
         assert name in readme and url.split("/blob/")[0].split("#")[0] in readme, name
@@ -156,6 +157,49 @@ def test_dscp_map_from_dcb_app() -> None:
     assert by_item(found, "PFC on priority 6").status == "ok"  # PFC on 6 and 7 in that example
     ev.roce_tos = 24 << 2
     assert "the profile's priority 3" in by_item(judge(ev, WANT), "RoCE priority").current
+
+
+def test_dscp_map_from_dcb_json() -> None:
+    """`dcb -j app show` as posted to netdev (Spectrum port swp1, CS1 -> 0, CS2 -> 1): JSON is
+    what the reader asks dcb for first. The text parsers stay for output that is not JSON:
+    the JSON parsers answer None for every recorded text output, which sends the reader to
+    the text form."""
+    m = rp.parse_dcb_app_json(fixture("dcb_app_json-netdev-swp1.json"))
+    assert m is not None and (m.dscp2prio, m.ambiguous, m.problems) == ({8: 0, 16: 1}, set(), [])
+    for name in ("dcb_app-iproute2-man-eth0.txt", "dcb_pfc-iproute2-man-eth0.txt",
+                 "dcb_pfc-netdev-eni1np1.txt"):
+        assert rp.parse_dcb_app_json(fixture(name)) is None
+        assert rp.parse_dcb_pfc_json(fixture(name)) is None
+    # the text reader cannot read JSON: the two are not interchangeable
+    assert rp.parse_dcb_app(fixture("dcb_app_json-netdev-swp1.json")).dscp2prio == {}
+    two = rp.parse_dcb_app_json('{"dscp_prio": [[24, 2], [24, 3], [48, 6], [64, 1], [1]]}')
+    assert two is not None and two.dscp2prio == {48: 6} and two.ambiguous == {24}
+    assert len(two.problems) == 2  # DSCP 64 and the one-element pair
+
+
+def test_dcb_pfc_json_reads_as_the_text_does() -> None:
+    """No public recorded output of `dcb -j pfc show` exists, and no DCB-capable device is
+    here to make one (veth and lo answer "Operation not supported", the end-to-end test
+    below): so the test stops at the layout iproute2's dcb/dcb_pfc.c prints, written here
+    for the two recorded text states (the dcb-pfc(8) example, the netdev Spectrum port),
+    and holds that both parsers read the same state from them."""
+    man_json = json.dumps({"pfc_cap": 8, "macsec_bypass": False, "delay": 4096,
+                           "prio_pfc": [False] * 6 + [True, True]})
+    net_json = json.dumps({"pfc_cap": 8, "macsec_bypass": True, "delay": 0,
+                           "prio_pfc": [False, True, False, False, False, False, False, True],
+                           "requests": [0, 217, 0, 0, 0, 0, 0, 28],
+                           "indications": [0, 179, 0, 0, 0, 0, 0, 18]})
+    for text_name, js in (("dcb_pfc-iproute2-man-eth0.txt", man_json),
+                          ("dcb_pfc-netdev-eni1np1.txt", net_json)):
+        text, from_json = rp.parse_dcb_pfc(fixture(text_name)), rp.parse_dcb_pfc_json(js)
+        assert from_json is not None and from_json == text, text_name
+    assert verdicts(judge(Evidence("h", "eth0", pfc=rp.parse_dcb_pfc_json(man_json),
+                                   pfc_source="dcb"), WANT)) == [ll.PFC_OFF]
+    # what a hostile JSON gets: refused fields, reported, never a guess
+    bad = rp.parse_dcb_pfc_json('{"prio_pfc": [1, 0], "requests": [-1], "pfc_cap": 99, '
+                                '"x": 1}')
+    assert bad is not None and (bad.enabled, bad.requests, bad.pfc_cap) == ({}, {}, None)
+    assert len(bad.problems) == 3
 
 
 def test_pauses_without_ecn_marks() -> None:
@@ -287,7 +331,7 @@ def test_sysfs_readers_on_the_documented_layout(tmp_path: Path) -> None:
 
 PARSERS = (rp.parse_dcb_pfc, rp.parse_mlnx_qos, rp.parse_ethtool_stats, rp.parse_hw_counters,
            rp.parse_rdma_statistic, rp.parse_mlxconfig, rp.parse_ibv_devinfo, rp.parse_tos,
-           rp.parse_flags)
+           rp.parse_flags, rp.parse_dcb_pfc_json, rp.parse_dcb_app_json)
 
 
 def test_parsers_take_hostile_input_without_failing() -> None:
@@ -297,6 +341,7 @@ def test_parsers_take_hostile_input_without_failing() -> None:
         "prio-pfc 9:on 3:maybe\nrequests 1:-5\n", "enabled 1 1 1\npriority: 9 x\n",
         "hca_id: ../../etc\n port: 99999\n active_mtu: 9000 (9)\n",
         "x" * 200_000, "a: " + "9" * 5000, bytes(rng.randrange(256) for _ in range(5000)),
+        "[" * 100_000, '{"prio_pfc": {"a": 1}, "dscp_prio": [[1e400, "x"]]}', "[1, 2]",
         "\n".join(f"c{i}: {i}" for i in range(50_000)),
     ]
     # Each real output given to every other parser.

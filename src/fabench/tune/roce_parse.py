@@ -1,12 +1,16 @@
 """Parsers for what a RoCE host prints about losslessness: `dcb pfc show`, `mlnx_qos -i`,
 `ethtool -S`, RDMA hw_counters, `rdma statistic show`, `mlxconfig q`, `ibv_devinfo`.
 
+Where the tool gives JSON (`dcb -j`), that is read (`parse_dcb_*_json`); the text parsers of
+dcb stay for an output that is not JSON (a dcb that does not take -j, or a wrapper around it).
+
 Every input is hostile: another tool's output, maybe truncated, maybe not that tool's at all.
 Each parser reads what it recognises, bounds every number, names and size, and reports
 every line it could not use in `problems`; none raises on bad input. The formats were taken
 from real ConnectX output (tests/fixtures/roce/README.md says where each came from).
 """
 
+import json
 import re
 from dataclasses import dataclass, field
 
@@ -150,6 +154,87 @@ def parse_dcb_app(text: str | bytes | None) -> DscpMap:
                 _note(m.problems, line, f"bad mapping {tok[:16]}")
                 continue
             seen.setdefault(d, set()).add(int(v))
+    for d, ps in seen.items():
+        if len(ps) == 1:
+            m.dscp2prio[d] = next(iter(ps))
+        else:
+            m.ambiguous.add(d)
+    return m
+
+
+# -- the same two as JSON: `dcb -j` (iproute2 dcb/dcb_pfc.c, dcb/dcb_app.c) -------------------
+
+def _json_object(text: str | bytes | None, problems: list[str]) -> dict[str, object] | None:
+    """The top-level object of a JSON output; None when the output is not JSON at all (the
+    caller then reads the tool's text instead)."""
+    if text is None:
+        return None
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if len(text) > MAX_BYTES:
+        problems.append(f"output cut at {MAX_BYTES} bytes (was {len(text)})")
+        return None
+    try:
+        obj = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(obj, dict):
+        _note(problems, str(obj)[:80], "not a JSON object")
+        return {}
+    return obj
+
+
+def _json_u64(v: object) -> int | None:
+    # bool is an int in Python; a counter is never true or false
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= U64 else None
+
+
+def parse_dcb_pfc_json(text: str | bytes | None) -> PfcState | None:
+    """`dcb -j pfc show dev IF`: `pfc_cap` and `delay` numbers, `prio_pfc` eight booleans,
+    `requests` and `indications` eight counters each (with -s). None when not JSON."""
+    st = PfcState()
+    obj = _json_object(text, st.problems)
+    if obj is None:
+        return None
+    for key, value in obj.items():
+        if key == "prio_pfc":
+            if isinstance(value, list) and len(value) <= len(PRIOS) and \
+                    all(isinstance(x, bool) for x in value):
+                st.enabled = dict(enumerate(value))
+            else:
+                _note(st.problems, str(value), "prio_pfc is not eight on/off values")
+        elif key in ("requests", "indications"):
+            counts = [_json_u64(x) for x in value] if isinstance(value, list) else [None]
+            if len(counts) <= len(PRIOS) and None not in counts:
+                target = st.requests if key == "requests" else st.indications
+                target.update({p: n for p, n in enumerate(counts) if n is not None})
+            else:
+                _note(st.problems, str(value), f"{key} are not eight counters")
+        elif key == "pfc_cap":
+            n = _json_u64(value)
+            st.pfc_cap = n if n is not None and n <= 8 else None
+        elif key not in ("delay", "macsec_bypass"):
+            _note(st.problems, key, "unknown dcb pfc field")
+    return st
+
+
+def parse_dcb_app_json(text: str | bytes | None) -> DscpMap | None:
+    """`dcb -j app show dev IF dscp-prio`: `dscp_prio` a list of [DSCP, PRIO] pairs, numeric
+    with or without -N (iproute2 6.x adds a third, blank element to each). None when not
+    JSON. A DSCP given two priorities maps to neither, as in the text form."""
+    m = DscpMap()
+    obj = _json_object(text, m.problems)
+    if obj is None:
+        return None
+    pairs = obj.get("dscp_prio", [])
+    seen: dict[int, set[int]] = {}
+    for pair in pairs if isinstance(pairs, list) else [pairs]:
+        d = _json_u64(pair[0]) if isinstance(pair, list) and len(pair) >= 2 else None
+        prio = _json_u64(pair[1]) if d is not None else None
+        if d is None or d > 63 or prio not in PRIOS:
+            _note(m.problems, str(pair), "bad dscp_prio mapping")
+            continue
+        seen.setdefault(d, set()).add(int(prio or 0))
     for d, ps in seen.items():
         if len(ps) == 1:
             m.dscp2prio[d] = next(iter(ps))

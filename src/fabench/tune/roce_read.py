@@ -11,6 +11,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from ..host.target import Target, TargetError
 from . import readers
@@ -18,6 +19,7 @@ from . import roce_parse as rp
 from .lossless import Evidence, Window
 from .profiles import LosslessSetting
 
+_Parsed = TypeVar("_Parsed", rp.PfcState, rp.DscpMap)
 _IFNAME = re.compile(r"[A-Za-z0-9_.:@-]{1,15}")
 _DEV = re.compile(r"[A-Za-z0-9_.-]{1,32}")
 
@@ -76,6 +78,20 @@ def _tool(t: Target, argv: list[str]) -> tuple[str | None, str]:
     return p.stdout, ""
 
 
+def _dcb(t: Target, args: list[str], from_json: Callable[[str], _Parsed | None],
+         from_text: Callable[[str], _Parsed]) -> tuple[_Parsed | None, str]:
+    """(what dcb says, "") or (None, why not): its JSON (`-j`, in every dcb since the first,
+    iproute2 5.11), its text only where the output is not JSON."""
+    out, why = _tool(t, ["dcb", "-j", *args])
+    if out is None:
+        return None, why
+    parsed = from_json(out)
+    if parsed is not None:
+        return parsed, ""
+    out, why = _tool(t, ["dcb", *args])
+    return (None, why) if out is None else (from_text(out), "")
+
+
 def audited_interfaces(t: Target, s: LosslessSetting) -> tuple[list[str], list[RdmaPort], str]:
     """(interfaces, RDMA ports, why these): the RoCE netdevs, those the profile names, or,
     on a host without RDMA devices, every link that is up (counters only)."""
@@ -125,9 +141,10 @@ def read_counters(t: Target, iface: str, ports: list[RdmaPort]) -> tuple[rp.Coun
 def read_evidence(t: Target, iface: str, ports: list[RdmaPort]) -> Evidence:
     ev = Evidence(t.name, iface)
     mine = [p for p in ports if p.netdev == iface]
-    out, why = _tool(t, ["dcb", "-s", "pfc", "show", "dev", iface])
-    if out is not None:
-        ev.pfc, ev.pfc_source = rp.parse_dcb_pfc(out), "dcb pfc show"
+    pfc, why = _dcb(t, ["-s", "pfc", "show", "dev", iface], rp.parse_dcb_pfc_json,
+                    rp.parse_dcb_pfc)
+    if pfc is not None:
+        ev.pfc, ev.pfc_source = pfc, "dcb pfc show"
         ev.notes += [f"dcb pfc: {x}" for x in ev.pfc.problems]
     else:
         ev.notes.append(f"PFC (dcb pfc show): {why}")
@@ -140,9 +157,9 @@ def read_evidence(t: Target, iface: str, ports: list[RdmaPort]) -> Evidence:
         ev.notes += [f"mlnx_qos: {x}" for x in q.problems]
     else:
         # Without mlnx_qos: the DSCP map from the kernel's DCB app table (numeric form).
-        app, why2 = _tool(t, ["dcb", "-N", "app", "show", "dev", iface, "dscp-prio"])
-        if app is not None:
-            m = rp.parse_dcb_app(app)
+        m, why2 = _dcb(t, ["-N", "app", "show", "dev", iface, "dscp-prio"],
+                       rp.parse_dcb_app_json, rp.parse_dcb_app)
+        if m is not None:
             ev.dscp2prio, ev.dscp_source = m.dscp2prio, "dcb app"
             ev.notes += [f"dcb app: {x}" for x in m.problems]
             ev.notes += [f"dcb app: DSCP {d} maps to two priorities" for d in sorted(m.ambiguous)]
