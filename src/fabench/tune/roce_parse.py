@@ -154,6 +154,11 @@ def parse_dcb_app(text: str | bytes | None) -> DscpMap:
                 _note(m.problems, line, f"bad mapping {tok[:16]}")
                 continue
             seen.setdefault(d, set()).add(int(v))
+    return _dscp_map(m, seen)
+
+
+def _dscp_map(m: DscpMap, seen: dict[int, set[int]]) -> DscpMap:
+    """Each DSCP's priority; one given two priorities maps to neither (dcb-app(8))."""
     for d, ps in seen.items():
         if len(ps) == 1:
             m.dscp2prio[d] = next(iter(ps))
@@ -235,12 +240,7 @@ def parse_dcb_app_json(text: str | bytes | None) -> DscpMap | None:
             _note(m.problems, str(pair), "bad dscp_prio mapping")
             continue
         seen.setdefault(d, set()).add(int(prio or 0))
-    for d, ps in seen.items():
-        if len(ps) == 1:
-            m.dscp2prio[d] = next(iter(ps))
-        else:
-            m.ambiguous.add(d)
-    return m
+    return _dscp_map(m, seen)
 
 
 # -- `mlnx_qos -i IF` (MLNX_OFED / mlnx-tools) -------------------------------------------------
