@@ -209,3 +209,31 @@ def test_one_way_rate_limit_is_asymmetric_however_wide_the_ratios_spread() -> No
     assert ev.first > ev.threshold  # 83x against the ratio at the bandwidth threshold
     # a link bad both ways is no asymmetric link
     assert names(judge(made(6.0))) == ["bad link h2 -> h4", "bad link h4 -> h2"]
+
+
+def test_node_retest_in_units_of_its_references_scatter() -> None:
+    """Medians only: 5 hosts, latencies within 1 %, one host 8 % slower: a node suspect. A
+    retest whose references scatter by 10 % (a busy moment) does not confirm 8 %; one whose
+    references agree does (the rule can fail: it is the scatter that clears it)."""
+    rng = random.Random(13)
+    hosts = [f"h{i + 1}" for i in range(5)]
+    first = Matrix(hosts)
+    for i in range(5):
+        for j in range(5):
+            if i != j:
+                first.latency[(i, j)] = 10 * rng.lognormvariate(0, 0.01) * \
+                    (1.08 if 3 in (i, j) else 1.0)
+                first.bandwidth[(i, j)] = 1000 * rng.lognormvariate(0, 0.03)
+    sus = find_suspects(first, screen=True)
+    assert 3 in sus.nodes and sus.references
+
+    def retest(scatter: float) -> Matrix:
+        r = Matrix(hosts)
+        for k, link in enumerate(sus.retest_pairs(5)):
+            r.latency[link] = 10 * (1.08 if 3 in link else 1 + scatter * ((k % 3) - 1))
+            r.bandwidth[link] = first.bandwidth[link]
+        return r
+
+    assert "slow node h4" in names(judge(first, retest(0.0), sus))
+    busy = judge(first, retest(0.1), sus)
+    assert "slow node h4" not in names(busy) and "node h4" in busy.cleared
