@@ -49,6 +49,11 @@ the retest scores above the threshold too; each verdict carries both values, the
 both scores. A leaf or uplink is retested on a sample: a few of its directions against a few
 of its reference's, isolated.
 
+Contention for the CPU and passing traffic only add time to a sample: where the samples are
+known, links and nodes are scored on their medians and on their best samples alike, and the
+lower score counts (_steady); a retest is scored in the larger of the first pass's spread and
+its references' own scatter (_retest_score).
+
 Ping-pong latency is one round trip over both directions, so asymmetry is judged on bandwidth.
 """
 
