@@ -523,18 +523,8 @@ def test_testbed_bad_uplink_of_two_switches(openmpi: str, tmp_path: Path) -> Non
         topo = tmp_path / "topo"
         topo.write_text("s1: h1 h2\ns2: h3 h4\n")
         proc, j = _matrix(tmp_path / "up", "up", "--topology", str(topo))
-        got = [v["line"].split(":")[0] for v in j["verdicts"]]
-        assert got[0] == "bad uplink s1 <-> s2 (4 hosts)", proc.stdout
-        # no host or leaf blamed for the uplink's fault
-        assert not [g for g in got if g.startswith(("slow node", "bad leaf"))], proc.stdout
-        # KNOWN LIMIT (issue 28 stays open for it): on this oversubscribed 2-core testbed
-        # (4 ranks, 2 cores) the judge sometimes also names one link INSIDE a leaf (h2 -> h1
-        # at 1815 against 1901 MB/s; asymmetric h4 -> h3), confirmed by a retest that is just
-        # as oversubscribed. Such a verdict never crosses the uplink:
-        leaf = {"h1": "s1", "h2": "s1", "h3": "s2", "h4": "s2"}
-        for g in got[1:]:
-            a, b = g.split()[-3], g.split()[-1]
-            assert g.startswith(("bad link", "asymmetric link")) and leaf[a] == leaf[b], g
+        assert [v["line"].split(":")[0] for v in j["verdicts"]] == \
+            ["bad uplink s1 <-> s2 (4 hosts)"], proc.stdout
         assert proc.returncode == 3
 
 
