@@ -80,7 +80,7 @@ def test_orphans_duplicates_and_a_dead_writers_run_are_found_read_only(pg: PgSer
     # orphans: rows whose parent is gone, written around the foreign keys (a superuser's
     # replica mode skips their triggers, as a restore of a partial dump would)
     _sql(url, "SET session_replication_role = replica",
-         "DELETE FROM campaigns WHERE id = %d" % cid,
+         f"DELETE FROM campaigns WHERE id = {cid}",
          "INSERT INTO results (run_id, size, iterations, warmup, unit) "
          "VALUES (4242, 8, 1, 0, 'us')")
     # the same result written twice (a retried write), with its samples
@@ -113,14 +113,12 @@ def test_orphans_duplicates_and_a_dead_writers_run_are_found_read_only(pg: PgSer
 def test_an_older_schema_is_said_and_a_wrong_password_is_one_line(pg: PgServer) -> None:
     url = pg.new_database()
     _fill(url)
-    _sql(url, "UPDATE meta SET value = '%d' WHERE key = 'schema_version'"
-         % (SCHEMA_VERSION - 1))
+    _sql(url, f"UPDATE meta SET value = '{SCHEMA_VERSION - 1}' WHERE key = 'schema_version'")
     rep = check_server_store(url)
     assert rep.version == SCHEMA_VERSION - 1 and rep.exit_code == 0
     assert any("older than this fabench" in f.text and "transaction" in f.text
                for f in rep.findings)
-    _sql(url, "UPDATE meta SET value = '%d' WHERE key = 'schema_version'"
-         % (SCHEMA_VERSION + 1))
+    _sql(url, f"UPDATE meta SET value = '{SCHEMA_VERSION + 1}' WHERE key = 'schema_version'")
     assert check_server_store(url).exit_code == 2  # a newer fabench's store
 
     db = url.split("?")[0].rsplit("/", 1)[1]
