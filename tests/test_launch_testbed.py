@@ -45,7 +45,7 @@ def _results(out: Path, run: RunRow) -> list[ResultRecord]:
 def test_mpi_latency_and_bw_cross_the_link(openmpi: str, pair: str, tmp_path: Path) -> None:
     for kernel in ("mpi.latency", "mpi.bw"):
         run = _bench(tmp_path, kernel, "--on", "testbed", pair, "--transport", "tcp",
-                     "--sizes", "8,1M", "--iterations", "50", "--warmup", "5")
+                     "--sizes", "8,1M", "--iterations", "10", "--warmup", "2", "--window", "8")
         assert run.status == "ok", run.reason
         assert run.selected_transport == "ob1/tcp"
         assert run.flags == []
@@ -118,8 +118,10 @@ def test_rate_limit_holds(openmpi: str, prefix: str, tmp_path: Path) -> None:
     create("rate", TestbedConfig(hosts=2, rate="1gbit"))
     gbits = []
     for _ in range(3):
+        # 64 MiB a sample (mpi.bw's default window of 64 keeps the link full on a loaded
+        # host, 8 did not: 0.58 Gbit/s) is half a second at the limit: 6 samples a run
         run = _bench(tmp_path, "mpi.bw", "--on", "testbed", "rate", "--transport", "tcp",
-                     "--sizes", "1M", "--iterations", "20", "--warmup", "2")
+                     "--sizes", "1M", "--iterations", "6", "--warmup", "1")
         assert run.status == "ok" and run.flags == []
         gbits.append(_gbit(tmp_path, run))
     med = statistics.median(gbits)
@@ -147,8 +149,11 @@ def test_jumbo_frames_help_without_offloads(openmpi: str, prefix: str,
     by_mtu: dict[str, list[float]] = {"m1500": [], "m9000": []}
     for _ in range(3):  # interleaved, so a burst of load elsewhere hits both alike
         for name, vals in by_mtu.items():
+            # 32 MiB samples, tens of ms each (not 64 MiB x 22): the cost per frame shows in
+            # every one; a run's time is then mostly mpirun's start
             run = _bench(tmp_path, "mpi.bw", "--on", "testbed", name, "--transport", "tcp",
-                         "--sizes", "1M", "--iterations", "20", "--warmup", "2")
+                         "--sizes", "1M", "--iterations", "8", "--warmup", "1",
+                         "--window", "32")
             assert run.status == "ok" and run.flags == []
             vals.append(_gbit(tmp_path, run))
     m1500, m9000 = (statistics.median(v) for v in by_mtu.values())
