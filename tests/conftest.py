@@ -200,6 +200,15 @@ def alive(procs: Procs) -> list[int]:
     return [p for p, s in procs if s is not None and proc_start(p) == s]
 
 
+def _exe(pid: int) -> str:
+    """The executable of pid; "" once it has ended (a short-lived child of mpirun can go
+    between listing and reading: a CI run failed on that race)."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return ""
+
+
 def wait_for_children(fb: "subprocess.Popen[str]", exe_suffix: str, count: int,
                       timeout_s: float = 120.0) -> Procs:
     """Every process below fb once `count` of them run an executable ending in exe_suffix
@@ -207,8 +216,7 @@ def wait_for_children(fb: "subprocess.Popen[str]", exe_suffix: str, count: int,
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         tree = descendants(fb.pid)
-        hits = [p for p, _ in tree if Path(f"/proc/{p}/exe").exists()
-                and os.readlink(f"/proc/{p}/exe").endswith(exe_suffix)]
+        hits = [p for p, _ in tree if _exe(p).endswith(exe_suffix)]
         if len(hits) >= count:
             return tree
         assert fb.poll() is None, fb.communicate()
