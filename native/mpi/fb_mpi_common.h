@@ -106,7 +106,9 @@ void fb_mpi_reduce_max(MPI_Comm comm, const double *local, size_t n, double *out
 
 /* The MPI side of the loop engine (fb_loop.h): operations are queued and run by wait(), a lone
  * one as the blocking call (MPI_Send / MPI_Recv, as OSU's ping-pong and acks), several as
- * Isend/Irecv in the order posted and one MPI_Waitall (OSU's windows). */
+ * Isend/Irecv in the order posted and one MPI_Waitall (OSU's windows); start() issues the
+ * queued ones as Isend/Irecv at once (a window's receives posted ahead), and the next wait()
+ * completes them with the rest. */
 struct fb_mpi_op {
     void *buf;
     int len, tag;
@@ -116,6 +118,7 @@ struct fb_mpi_xfer {
     MPI_Comm comm;
     int peer;
     int n, cap;
+    int started; /* ops[0, started) are issued (start) and have their request */
     struct fb_mpi_op *ops;
     MPI_Request *reqs;
     MPI_Status *stats; /* not MPI_STATUSES_IGNORE: GCC 12 misreads MPICH's access attributes */
