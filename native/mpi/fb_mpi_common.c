@@ -213,10 +213,13 @@ void fb_mpi_parked_barrier(MPI_Comm comm)
     MPI_Request req;
     int done = 0;
     MPI_Ibarrier(comm, &req);
-    const struct timespec nap = {0, FB_PARK_NS};
+    long ns = FB_PARK_NS;
     for (MPI_Test(&req, &done, MPI_STATUS_IGNORE); !done;
-         MPI_Test(&req, &done, MPI_STATUS_IGNORE))
+         MPI_Test(&req, &done, MPI_STATUS_IGNORE)) {
+        const struct timespec nap = {0, ns};
         nanosleep(&nap, NULL);
+        ns = ns * 2 > FB_PARK_MAX_NS ? FB_PARK_MAX_NS : ns * 2;
+    }
 }
 
 int fb_mpi_finish(struct fb_mpi_ctx *ctx)

@@ -42,10 +42,14 @@ int fb_mpi_start(struct fb_mpi_ctx *ctx, const struct fb_mpi_kernel *k, enum fb_
                  int *exit_code);
 
 /* A barrier for ranks with nothing to do meanwhile (idle ranks of a two-rank kernel, the
- * matrix's ranks outside an isolated pair): MPI_Ibarrier, then MPI_Test every FB_PARK_NS
- * asleep, so they do not spin on a core the measured ranks may need. A rank leaves up to
- * one nap after the last arrival: never use it where ranks start a measurement together. */
+ * matrix's ranks outside an isolated pair): MPI_Ibarrier, then MPI_Test after naps that
+ * start at FB_PARK_NS and double up to FB_PARK_MAX_NS, so they do not spin on a core the
+ * measured ranks may need: at 50 us naps for good, a parked rank still took half the CPU
+ * time of a measured one on a loaded 2-core host (tests/native: test_parked_ranks_*). A rank
+ * leaves up to one long nap after the last arrival: never use it where ranks start a
+ * measurement together. */
 #define FB_PARK_NS 50000L
+#define FB_PARK_MAX_NS 2000000L
 void fb_mpi_parked_barrier(MPI_Comm comm);
 
 /* The end record on rank 0, MPI_Finalize, free. Returns the process exit code (0). */
