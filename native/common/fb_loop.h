@@ -46,7 +46,9 @@ int fb_pingpong(const struct fb_xfer *x, bool initiator, void *sbuf, void *rbuf,
  * same size follows into `next`: its receives are posted before this window's ack, so none
  * of its messages can arrive before its receive (osu_bw posts them after the ack, and a fast
  * sender's first messages then land unexpected). The call that follows must be the window
- * into `next`. 0 or -1. */
+ * into `next`. The kernels give `next` for large messages only: posting W small receives
+ * before the ack puts them on the sender's path (8 B windows 0.64x), while a large message
+ * arriving unexpected costs a rendezvous round or a copy. 0 or -1. */
 int fb_window(struct fb_xfer *x, bool sender, void *sbuf, void *rbuf, void *next, size_t stride,
               size_t size, int window, double *sample);
 

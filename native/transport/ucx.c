@@ -315,10 +315,12 @@ static int ucx_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *s
 {
     (void)timed;
     struct ucxst *u = t->priv;
-    /* the receiver posts the next window's receives before its ack when one follows;
+    /* the receiver posts the next window's receives before its ack when one follows (at
+     * --large-threshold and above, as mpi.bw: see fb_loop.h);
      * validating, the check then reads this window beside them, which is safe: the sender
      * sends again only after the engine's barrier, which follows the check */
-    void *next = t->index == 1 && iter + 1 < t->iter_end ? u->rbuf : NULL;
+    void *next = t->index == 1 && iter + 1 < t->iter_end &&
+                         size >= t->opts.large_threshold ? u->rbuf : NULL;
     return fb_window(&u->x, t->index == 0, u->sbuf, u->rbuf, next, 0, size, t->opts.window,
                      sample);
 }
