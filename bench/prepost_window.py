@@ -73,7 +73,7 @@ def main() -> int:
     ap.add_argument("--iterations", type=int, default=100)
     a = ap.parse_args()
     if a.native is None:
-        from fabench.native import native_root
+        from fabench.host.native import native_root
         a.native = native_root()
     tools = {"after": lambda: fabench(a.native / "openmpi" / "fb-mpi-bw", a.iterations)}
     if a.before_dir:
