@@ -180,6 +180,7 @@ def _accept(tmp_path: Path, spec: Path, *args: str, out: str = "out",
     return p.returncode, json.loads(p.stdout), junit.read_text()
 
 
+@pytest.mark.timing
 def test_local_acceptance_passes_fails_and_shows_its_evidence(openmpi: str,
                                                                tmp_path: Path) -> None:
     rc, j, junit = _accept(tmp_path, _local_spec(tmp_path, 0.001))
@@ -224,6 +225,7 @@ def test_a_failed_dependency_skips_what_depends_on_it(openmpi: str, tmp_path: Pa
     assert junit.count("<skipped") == 1 and j["checks"][1]["run_ids"] == []
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 def test_a_threshold_at_the_measured_value_is_inconclusive_then_measured_more(
         openmpi: str, tmp_path: Path) -> None:
@@ -264,6 +266,7 @@ def test_exit_status_is_3_on_a_fail_else_4_on_an_inconclusive_else_0() -> None:
     assert acc(SKIPPED, PASS).exit_code == 0
 
 
+@pytest.mark.timing
 def test_baseline_compares_each_metric_with_an_earlier_acceptance(openmpi: str,
                                                                    tmp_path: Path) -> None:
     spec = _local_spec(tmp_path, 1000)

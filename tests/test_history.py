@@ -36,6 +36,7 @@ def _night(spec: Path, store: Path, out: Path, env: dict[str, str]) -> None:
                 env=env, timeout=300)
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 def test_a_change_planted_at_night_7_is_called_there_and_nowhere_else(
         openmpi: str, tmp_path: Path) -> None:
