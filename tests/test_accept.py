@@ -294,7 +294,7 @@ checks:
     iterations: 200
   - check: bandwidth_MBps >= 5 @ 1M
     transport: tcp
-    iterations: 20
+    iterations: 5
   - check: allreduce_us <= 2500 @ 8
     transport: tcp
     iterations: 100
