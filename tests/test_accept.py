@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli, own_testbeds
+from conftest import fabench_cli, fabench_run, own_testbeds
 from fabench.accept.checks import METRIC_DEFS, Stage, parse_check
 from fabench.accept.session import Acceptance, dependencies
 from fabench.accept.spec import load_accept_spec, parse_accept_spec
@@ -85,7 +85,7 @@ def test_a_bad_spec_exits_2_naming_its_line(tmp_path: Path, body: str, line: int
     hosts = tmp_path / "hosts.txt"
     hosts.write_text("n1\nn2\n")
     spec = _spec_file(tmp_path, body)
-    p = fabench_cli("accept", str(spec), "--on", "hosts", str(hosts), "--out",
+    p = fabench_run("accept", str(spec), "--on", "hosts", str(hosts), "--out",
                     str(tmp_path / "out"), check=False, timeout=60)
     assert p.returncode == 2, p.stdout + p.stderr
     assert f"{spec} line {line}:" in p.stderr and words in p.stderr, p.stderr
@@ -173,7 +173,7 @@ checks:
 def _accept(tmp_path: Path, spec: Path, *args: str, out: str = "out",
             timeout: float = 600) -> tuple[int, dict, str]:
     junit = tmp_path / f"{out}.xml"
-    p = fabench_cli("accept", str(spec), "--out", str(tmp_path / out), "--junit", str(junit),
+    p = fabench_run("accept", str(spec), "--out", str(tmp_path / out), "--junit", str(junit),
                     "--json", *args, check=False, timeout=timeout)
     assert p.returncode in (0, 3, 4), p.stdout + p.stderr
     assert junit_errors(junit.read_text()) == []
@@ -278,7 +278,7 @@ def test_baseline_compares_each_metric_with_an_earlier_acceptance(openmpi: str,
     assert b["verdict"] in ("better", "worse", "equal", "inconclusive") and b["size"] == 8
     assert b["ratio_low"] <= b["ratio"] <= b["ratio_high"]
     assert any("mpi.latency" in s for s in j["baseline_summary"])
-    p = fabench_cli("accept", str(spec), "--out", str(tmp_path / "out"), "--baseline", "c999",
+    p = fabench_run("accept", str(spec), "--out", str(tmp_path / "out"), "--baseline", "c999",
                     check=False, timeout=60)
     assert p.returncode == 2 and "no campaign 999" in p.stderr
 
@@ -297,7 +297,7 @@ checks:
     iterations: 200
   - check: bandwidth_MBps >= 5 @ 1M
     transport: tcp
-    iterations: 20
+    iterations: 5
   - check: allreduce_us <= 2500 @ 8
     transport: tcp
     iterations: 100
