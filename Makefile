@@ -15,8 +15,9 @@ PY_DEPS := "scikit-build-core>=0.8" "pydantic>=2.5" "PyYAML>=6" "numpy>=1.24" "s
 # What the wheel is built from: a change to any of these reinstalls it, nothing else does.
 WHEEL_SOURCES := pyproject.toml CMakeLists.txt \
   $(shell find src native -type f -not -name '*.pyc' -not -path '*/__pycache__/*' 2>/dev/null)
-# The quick tier: what needs no testbed, no SimGrid, no HPCC, no browser, and is not slow.
-CHECK_MARKERS := not netns and not sim and not hpcc and not browser and not slow
+# The quick tier: what needs no testbed, no SimGrid, no HPCC, no browser, no MPI ranks, and is
+# not slow.
+CHECK_MARKERS := not netns and not sim and not hpcc and not browser and not mpi and not slow
 
 .PHONY: all setup deps venv install demo test check lint native-test clean
 
@@ -65,7 +66,7 @@ test: setup lint native-test
 	PYTEST_WORKERS=$(PYTEST_WORKERS) scripts/test-passes.sh $(BIN)/python "" -- $(PYTEST_ARGS)
 
 # The quick tier for the edit-test loop (about 2 minutes): lint, the C unit tests, and the
-# tests that need no testbed, SimGrid, HPCC or browser. It reinstalls only when sources changed.
+# tests that need no testbed, SimGrid, HPCC, browser or MPI ranks. It reinstalls only when sources changed.
 check: install lint native-test
 	PYTEST_WORKERS=$(PYTEST_WORKERS) scripts/test-passes.sh $(BIN)/python "$(CHECK_MARKERS)" \
 	  -- $(PYTEST_ARGS)

@@ -29,11 +29,11 @@ import time
 from pathlib import Path
 
 from fabench.matrix.measure import MatrixOptions, measure_matrix
+from fabench.matrix.stored import MatrixStore as Store
 from fabench.model.catalog import load_fabric
 from fabench.schedulers.simgrid import SimGridScheduler
 from fabench.sim.faulty import FatTree, PairFault, faulty_fat_tree
 from fabench.sim.smpi import SimSetup
-from fabench.store.database import Store
 
 
 def expected(hosts: list[str], slow: int, bad: tuple[int, int] | None,

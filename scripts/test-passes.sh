@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite in two passes (`make test`, `make check`): the tests that may share the CPU on
-# PYTEST_WORKERS workers (pytest-xdist), then the `serial` ones alone (they measure: timings,
-# ratios, MPI ranks that poll, testbeds, HPCC). Each pass prints its 30 slowest tests.
+# PYTEST_WORKERS workers (pytest-xdist), then the `serial` ones alone (they measure: `timing`
+# tests, testbeds, HPCC; functional MPI tests share the first pass). Each pass prints its 30 slowest tests.
 # Usage: scripts/test-passes.sh PYTHON [MARKER_EXPRESSION] [-- PYTEST ARGS...]
 set -uo pipefail
 python=$1

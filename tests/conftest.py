@@ -34,19 +34,29 @@ def pytest_configure(config: pytest.Config) -> None:
     # SIGTERM (a CI job cancelled, `kill` of the run) would end pytest without its finally
     # blocks and leave the tests' network namespaces behind; as Ctrl-C it runs them
     signal.signal(signal.SIGTERM, _terminated)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # A shared pass (scripts/test-passes.sh): Open MPI ranks yield when they wait (what
+        # Open MPI does itself when it knows it is oversubscribed); the runs record it as
+        # inherited environment. Tests that measure run in the serial pass, without it.
+        os.environ.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
 
 
-# Tests that must have the CPU to themselves without saying so: a testbed's links and HPCC
-# measure, and MPI ranks poll (two jobs of two ranks on two cores would crawl).
-SERIAL_MARKERS = ("netns", "hpcc")
-SERIAL_FIXTURES = ("openmpi", "mpich")
+# Tests that must have the CPU to themselves: a testbed's links and HPCC measure, and a test
+# marked `timing` judges a time or a ratio of times. They run after the others, alone.
+SERIAL_MARKERS = ("netns", "hpcc", "timing")
+# Tests that start MPI ranks get the `mpi` marker (the quick tier `make check` leaves them out).
+# Without `timing` they only check function (output parsed, records stored, errors) and share
+# the CPU in the first pass: its workers export mpi_yield_when_idle (pytest_configure), so two
+# 2-rank jobs on 2 cores take turns instead of busy-polling each other's time slices away.
+MPI_FIXTURES = ("openmpi", "mpich")
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects: `make test` runs `-m serial` apart
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if any(item.get_closest_marker(m) for m in SERIAL_MARKERS) or \
-                set(SERIAL_FIXTURES) & set(getattr(item, "fixturenames", ())):
+        if set(MPI_FIXTURES) & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.mpi)
+        if any(item.get_closest_marker(m) for m in SERIAL_MARKERS):
             item.add_marker(pytest.mark.serial)
     # Slow tests run in CI (which has 90 minutes) and when asked for; a developer's quick
     # `pytest` skips them.
@@ -200,6 +210,15 @@ def alive(procs: Procs) -> list[int]:
     return [p for p, s in procs if s is not None and proc_start(p) == s]
 
 
+def _exe(pid: int) -> str:
+    """The executable of pid; "" once it has ended (a short-lived child of mpirun can go
+    between listing and reading: a CI run failed on that race)."""
+    try:
+        return os.readlink(f"/proc/{pid}/exe")
+    except OSError:
+        return ""
+
+
 def wait_for_children(fb: "subprocess.Popen[str]", exe_suffix: str, count: int,
                       timeout_s: float = 120.0) -> Procs:
     """Every process below fb once `count` of them run an executable ending in exe_suffix
@@ -207,8 +226,7 @@ def wait_for_children(fb: "subprocess.Popen[str]", exe_suffix: str, count: int,
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         tree = descendants(fb.pid)
-        hits = [p for p, _ in tree if Path(f"/proc/{p}/exe").exists()
-                and os.readlink(f"/proc/{p}/exe").endswith(exe_suffix)]
+        hits = [p for p, _ in tree if _exe(p).endswith(exe_suffix)]
         if len(hits) >= count:
             return tree
         assert fb.poll() is None, fb.communicate()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli, own_testbeds
+from conftest import fabench_cli, fabench_run, own_testbeds
 from fabench.accept.checks import METRIC_DEFS, Stage, parse_check
 from fabench.accept.session import Acceptance, dependencies
 from fabench.accept.spec import load_accept_spec, parse_accept_spec
@@ -85,7 +85,7 @@ def test_a_bad_spec_exits_2_naming_its_line(tmp_path: Path, body: str, line: int
     hosts = tmp_path / "hosts.txt"
     hosts.write_text("n1\nn2\n")
     spec = _spec_file(tmp_path, body)
-    p = fabench_cli("accept", str(spec), "--on", "hosts", str(hosts), "--out",
+    p = fabench_run("accept", str(spec), "--on", "hosts", str(hosts), "--out",
                     str(tmp_path / "out"), check=False, timeout=60)
     assert p.returncode == 2, p.stdout + p.stderr
     assert f"{spec} line {line}:" in p.stderr and words in p.stderr, p.stderr
@@ -173,13 +173,14 @@ checks:
 def _accept(tmp_path: Path, spec: Path, *args: str, out: str = "out",
             timeout: float = 600) -> tuple[int, dict, str]:
     junit = tmp_path / f"{out}.xml"
-    p = fabench_cli("accept", str(spec), "--out", str(tmp_path / out), "--junit", str(junit),
+    p = fabench_run("accept", str(spec), "--out", str(tmp_path / out), "--junit", str(junit),
                     "--json", *args, check=False, timeout=timeout)
     assert p.returncode in (0, 3, 4), p.stdout + p.stderr
     assert junit_errors(junit.read_text()) == []
     return p.returncode, json.loads(p.stdout), junit.read_text()
 
 
+@pytest.mark.timing
 def test_local_acceptance_passes_fails_and_shows_its_evidence(openmpi: str,
                                                                tmp_path: Path) -> None:
     rc, j, junit = _accept(tmp_path, _local_spec(tmp_path, 0.001))
@@ -224,6 +225,7 @@ def test_a_failed_dependency_skips_what_depends_on_it(openmpi: str, tmp_path: Pa
     assert junit.count("<skipped") == 1 and j["checks"][1]["run_ids"] == []
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 def test_a_threshold_at_the_measured_value_is_inconclusive_then_measured_more(
         openmpi: str, tmp_path: Path) -> None:
@@ -264,6 +266,7 @@ def test_exit_status_is_3_on_a_fail_else_4_on_an_inconclusive_else_0() -> None:
     assert acc(SKIPPED, PASS).exit_code == 0
 
 
+@pytest.mark.timing
 def test_baseline_compares_each_metric_with_an_earlier_acceptance(openmpi: str,
                                                                    tmp_path: Path) -> None:
     spec = _local_spec(tmp_path, 1000)
@@ -275,7 +278,7 @@ def test_baseline_compares_each_metric_with_an_earlier_acceptance(openmpi: str,
     assert b["verdict"] in ("better", "worse", "equal", "inconclusive") and b["size"] == 8
     assert b["ratio_low"] <= b["ratio"] <= b["ratio_high"]
     assert any("mpi.latency" in s for s in j["baseline_summary"])
-    p = fabench_cli("accept", str(spec), "--out", str(tmp_path / "out"), "--baseline", "c999",
+    p = fabench_run("accept", str(spec), "--out", str(tmp_path / "out"), "--baseline", "c999",
                     check=False, timeout=60)
     assert p.returncode == 2 and "no campaign 999" in p.stderr
 
@@ -294,7 +297,7 @@ checks:
     iterations: 200
   - check: bandwidth_MBps >= 5 @ 1M
     transport: tcp
-    iterations: 20
+    iterations: 5
   - check: allreduce_us <= 2500 @ 8
     transport: tcp
     iterations: 100

@@ -38,6 +38,7 @@ def test_latency_over_shm_and_tcp(openmpi: str, tmp_path: Path, transport: str,
         assert selected in r["selected_transport"], r["selected_transport"]
 
 
+@pytest.mark.timing
 def test_tcp_is_slower_than_shared_memory(openmpi: str, tmp_path: Path) -> None:
     shm = _bench_json(tmp_path, "mpi.latency", "--transport", "shm", "--sizes", "8",
                       "--iterations", "500")

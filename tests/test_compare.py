@@ -24,6 +24,7 @@ def _compare(store: Path, *args: str) -> list[dict]:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.timing
 def test_two_runs_of_one_configuration_show_no_difference(store: Path) -> None:
     # Single runs of one configuration can differ far beyond any within-run interval on this
     # host (seen: 0.765 vs 0.804 us at 1 KiB; and Open MPI vader's 8 B ping-pong settles in
@@ -46,6 +47,7 @@ def test_two_runs_of_one_configuration_show_no_difference(store: Path) -> None:
         assert s["ci_method"] == "two-stage-bootstrap"
 
 
+@pytest.mark.timing
 def test_shm_against_tcp_is_a_significant_difference(store: Path) -> None:
     [c] = _compare(store, "shm", "tcp", "--tolerance", "0.10")
     assert c["runs_a"] == [1, 3, *range(5, 11)] and c["runs_b"] == [2, 4]  # pooled per side
@@ -56,6 +58,7 @@ def test_shm_against_tcp_is_a_significant_difference(store: Path) -> None:
     assert "slower by" in c["summary"] and "from 8 B to 1 KiB" in c["summary"]
 
 
+@pytest.mark.timing
 def test_text_output_and_selector_errors(store: Path) -> None:
     out = fabench_run("compare", "transport=shm", "transport=tcp", "--kernel", "mpi.latency",
                       "--store", str(store)).stdout
@@ -64,6 +67,7 @@ def test_text_output_and_selector_errors(store: Path) -> None:
     assert bad.returncode == 2 and "matches no run" in bad.stderr
 
 
+@pytest.mark.timing
 def test_adaptive_repetition_merges_batches_until_precise(openmpi: str, tmp_path: Path) -> None:
     from fabench.store.database import Store
 

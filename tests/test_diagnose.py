@@ -98,6 +98,7 @@ def test_hca_transports_are_swept_where_ucx_lists_them() -> None:
     assert {"ucx:rc_mlx5", "ucx:dc_mlx5"} <= {p.name for p in sweep_paths(caps, "inter")}
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 def test_cli_sweep_records_chosen_best_and_flags_the_nic(tmp_path: Path, openmpi: str) -> None:
     proc = fabench_cli(

@@ -265,6 +265,9 @@ def test_spec_ranks_beyond_slots_refused_before_the_first_run(tmp_path: Path) ->
     refused(fabench_run("run", str(spec), "--out", str(tmp_path), check=False), "timeout")
 
 
+# Serial: in the shared pass the kernel's sentence was once missing from stderr (only mpirun's
+# banner): a race in collecting the ranks' words, not yet fixed (issue 25's report).
+@pytest.mark.serial
 def test_kernel_own_error_is_shown(tmp_path: Path, openmpi: str) -> None:
     p = fabench_run("bench", "mpi.latency", "--sizes", "8", "--iterations", "5",
                     "--kernel-args", "--large-threshold x", "--out", str(tmp_path), check=False)

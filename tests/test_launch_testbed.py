@@ -45,7 +45,7 @@ def _results(out: Path, run: RunRow) -> list[ResultRecord]:
 def test_mpi_latency_and_bw_cross_the_link(openmpi: str, pair: str, tmp_path: Path) -> None:
     for kernel in ("mpi.latency", "mpi.bw"):
         run = _bench(tmp_path, kernel, "--on", "testbed", pair, "--transport", "tcp",
-                     "--sizes", "8,1M", "--iterations", "50", "--warmup", "5")
+                     "--sizes", "8,1M", "--iterations", "10", "--warmup", "2", "--window", "8")
         assert run.status == "ok", run.reason
         assert run.selected_transport == "ob1/tcp"
         assert run.flags == []
@@ -118,8 +118,10 @@ def test_rate_limit_holds(openmpi: str, prefix: str, tmp_path: Path) -> None:
     create("rate", TestbedConfig(hosts=2, rate="1gbit"))
     gbits = []
     for _ in range(3):
+        # 64 MiB a sample (mpi.bw's default window of 64 keeps the link full on a loaded
+        # host, 8 did not: 0.58 Gbit/s) is half a second at the limit: 6 samples a run
         run = _bench(tmp_path, "mpi.bw", "--on", "testbed", "rate", "--transport", "tcp",
-                     "--sizes", "1M", "--iterations", "20", "--warmup", "2")
+                     "--sizes", "1M", "--iterations", "6", "--warmup", "1")
         assert run.status == "ok" and run.flags == []
         gbits.append(_gbit(tmp_path, run))
     med = statistics.median(gbits)

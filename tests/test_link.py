@@ -14,6 +14,7 @@ import pytest
 
 from conftest import fabench_cli, fabench_run
 from fabench.errors import FabenchError
+from fabench.host.process_identity import running
 from fabench.host.tcpstats import (
     TcpCounterWatch,
     parse_proc,
@@ -354,7 +355,7 @@ def test_a_killed_link_is_reported_and_down_is_clean(tb: str, tmp_path: Path) ->
     assert "Traceback" not in p.stderr
     fabench_cli("testbed", "down", "k")
     assert leftovers(tb) == []
-    assert not Path(f"/proc/{link.pid}").exists()
+    assert not running(link.pid)  # ended (a zombie until its adoptive parent reaps it)
 
 
 @pytest.mark.netns
@@ -367,7 +368,7 @@ def test_down_stops_fb_link_and_status_json(tb: str) -> None:
     assert js["link_status"]["h3"]["dirs"]["in"]["rules"][0]["params"]["window"] == 8
     pid = js["links"][0]["pid"]
     fabench_cli("testbed", "down", "j")
-    assert not Path(f"/proc/{pid}").exists()
+    assert not running(pid)
 
 
 # ---- the kernel's TCP counters ---------------------------------------------------------------

@@ -401,16 +401,38 @@ def test_hpl_peak_and_trend() -> None:
     assert peak_gflops(2, 12, 2.7, 8) == pytest.approx(518.4)
     f = PRESETS["roce-100g"]()
     prm = HplParams(518.4, 0.7727, 64.0)
-    assert hpl_point(f, 1, prm).efficiency == pytest.approx(0.7727, abs=1e-4)
     effs = [hpl_point(f, n, prm).efficiency for n in (1, 8, 64, 240)]
     assert all(b < a for a, b in zip(effs, effs[1:], strict=False))
-    cv = fit_node_cv(f, 240, 0.7299, prm)
-    assert cv is not None and 0 < cv < 0.05
-    assert hpl_point(f, 240, replace(prm, node_cv=cv)).efficiency == pytest.approx(0.7299,
-                                                                                   abs=1e-4)
+    # The fit finds a spread planted in the model, not only the efficiency it was asked for
+    # (which it reproduces by construction: the old check).
+    planted = hpl_point(f, 240, replace(prm, node_cv=0.03)).efficiency
+    assert fit_node_cv(f, 240, planted, prm) == pytest.approx(0.03, rel=1e-6)
+    assert fit_node_cv(f, 240, 0.99, prm) is None  # above the no-spread efficiency
     # a slower fabric loses more at scale
     tcp = hpl_point(PRESETS["tcp-1g"](), 240, prm).efficiency
     assert tcp < hpl_point(f, 240, prm).efficiency
+
+
+def test_hpl_point_is_netlibs_scalability_formula_by_hand() -> None:
+    """netlib HPL's scalability analysis (www.netlib.org/benchmark/hpl/scalability.html):
+    T = 2n^3/(3 PQ gamma) + beta n^2 (3P + Q)/(2PQ) + alpha n ((NB + 1) log2 P + P)/NB, the
+    model with half the bandwidth term hidden (overlap 0.5) and 1.5 n^2 extra flops. Worked by
+    hand for 4 nodes (P = Q = 2), n = 10,000, NB = 100, alpha 10 us, beta 1 ns/B (8 ns a
+    double), 100 Gflop/s peak at 80 %:
+      flops = 2/3 1e12 + 1.5e8 = 666,816,666,666.7
+      T_comp = flops / (4 x 80e9) = 2.0838021 s
+      T_bw = 8e-9 x 1e8 x 8/8 = 0.8 s, half of it hidden: 0.4 s
+      T_lat = 1e-5 x 1e4 x (101 x 1 + 2)/100 = 0.103 s
+      efficiency = flops / (2.5868021 s x 4 x 100e9) = 0.644441"""
+    f = Fabric("hand", [Segment(0, 10.0, 0.001)], calibrated_hops=3, hop_latency_us=0.5)
+    prm = HplParams(100.0, 0.8, 1.0, nb=100, overlap=0.5)
+    pt = hpl_point(f, 4, prm, n=10_000)
+    assert pt.efficiency == pytest.approx(0.644441, abs=1e-6)
+    # with a spread of 2 % the 4 nodes wait for the slowest: gamma x (1 - 0.02 sqrt(2 ln 4))
+    slow = 1 - 0.02 * math.sqrt(2 * math.log(4))  # 0.966697
+    t = 2.0838021 / slow + 0.4 + 0.103
+    assert hpl_point(f, 4, replace(prm, node_cv=0.02), n=10_000).efficiency == pytest.approx(
+        666_816_666_666.7 / (t * 4e11), rel=1e-6)
 
 
 def test_fabric_time_adds_hops_beyond_the_calibrated_path() -> None:
@@ -546,11 +568,22 @@ def test_calibrated_model_predicts_4_host_collectives_on_a_testbed(openmpi: str,
     """Issue 7's validation, reduced (bench/model_validate.py is the full one, numbers in
     docs/model.md): calibrate from 2-host mpi.latency/bw/bibw over tcp on a rate-limited
     testbed, predict 4-host recursive-doubling allreduce and ring allgather (Open MPI pinned to
-    the same algorithms) at sizes where the link dominates, measure them. The full run gave
-    2-33 % per size there; three runs of this one (~50 s each, 2-core host shared with other
-    jobs) gave medians up to 30 % (recursive doubling) and 13-17 % (ring), hence the 40 %
-    bound on the median over the sizes. Fewer point-to-point sizes or iterations broke it: the
-    breakpoint search then cut at 128 KiB instead of the 64 KiB eager limit."""
+    the same algorithms), measure them at 1, 2 and 4 MiB.
+
+    Those sizes because the link dominates there: a step is 20-80 ms on the 400 Mbit/s link.
+    At 32 KiB (the sizes once judged were 32, 128, 512 KiB) a step is ~0.7 ms, as long as the
+    time slices four ranks on two cores and the host's other jobs get: measured 32 KiB times
+    ran 1.6-10x the prediction from run to run and 128 KiB ring times 20 or 74 ms in two runs
+    minutes apart; the median of three sizes is the middle row, so it swung past the bound.
+    512 KiB ring rows still measured 1.7-2.2x the prediction under load.
+
+    The judge is the median over the sizes of the signed error (predicted - measured) /
+    measured. The load and what the model lacks (sending and receiving at once costs 1.3-1.4x
+    at >= 128 KiB: the ring) only make the measurement slower: the lower bound is the 2.4x
+    the loaded full validation measured over the prediction (docs/model.md), -60 %. Nothing
+    here makes the testbed faster than the model, so a prediction 25 % above the measurement
+    is a fault. Three runs at load 12-23 (95-138 s each): recursive doubling -27, -21, +10 %,
+    ring -38, -33, -33 %."""
     from fabench.testbed import TestbedConfig, create
 
     with own_testbeds(_testbed_prefix()):
@@ -559,19 +592,20 @@ def test_calibrated_model_predicts_4_host_collectives_on_a_testbed(openmpi: str,
         env = '{OMPI_MCA_mpi_yield_when_idle: "1"'
         pin = env + ', OMPI_MCA_coll_tuned_use_dynamic_rules: "1"'
         spec = tmp_path / "val.yaml"
+        # 1 B..1 MiB: enough sizes for the breakpoint search; the judged sizes are all in the
+        # rendezvous segment, so 50 ping-pongs a size do (200 took 47-76 s under load).
         spec.write_text(
             "name: val\nrepeats: 1\nmpi: openmpi\nruns:\n"
-            # 1 B..1 MiB: enough sizes for the breakpoint search to find the eager limit
             "  - kernel: [mpi.latency]\n    transport: [tcp]\n"
-            f'    ranks: [2]\n    sizes: "1:1M"\n    iterations: 200\n    env: {env}}}\n'
+            f'    ranks: [2]\n    sizes: "1:1M"\n    iterations: 50\n    env: {env}}}\n'
             "  - kernel: [mpi.bw, mpi.bibw]\n    transport: [tcp]\n"
             f'    ranks: [2]\n    sizes: "1:1M"\n    iterations: 10\n    window: 8\n'
             f"    env: {env}}}\n"
             "  - kernel: [mpi.allreduce]\n    transport: [tcp]\n    ranks: [4]\n"
-            '    sizes: "32K,128K,512K"\n    iterations: 20\n'
+            '    sizes: "1M,2M,4M"\n    iterations: 6\n'
             f'    env: {pin}, OMPI_MCA_coll_tuned_allreduce_algorithm: "3"}}\n'
             "  - kernel: [mpi.allgather]\n    transport: [tcp]\n    ranks: [4]\n"
-            '    sizes: "32K,128K,512K"\n    iterations: 20\n'
+            '    sizes: "1M,2M,4M"\n    iterations: 6\n'
             f'    env: {pin}, OMPI_MCA_coll_tuned_allgather_algorithm: "4"}}\n')
         out = str(tmp_path / "res")
         fabench_run("run", str(spec), "--on", "testbed", "val", "--out", out,
@@ -586,10 +620,14 @@ def test_calibrated_model_predicts_4_host_collectives_on_a_testbed(openmpi: str,
                        str(runs["mpi.allgather"]), "--fabric", "tb", "--topology", "single",
                        "--cores", str(os.cpu_count()), "--out", out).stdout
     print(text)
-    errors = {m.group(1): float(m.group(2)) for m in re.finditer(
-        r"^\s+mpi\.\w+\s+(\w+)\s+\d+\s+\d+\s+([\d.]+)%", text, re.M)}
-    assert set(errors) == {"recursive_doubling", "ring"}, text
-    assert all(e <= 40.0 for e in errors.values()), errors
+    errors: dict[str, list[float]] = {}
+    for block in re.split(r"^# run \d+: ", text, flags=re.M)[1:]:
+        algo = block.split()[1]
+        errors[algo] = [float(e) for e in re.findall(
+            r"^\s+\d+[KM]\s+[\d,]+\s+[\d,]+\s+\S+\s+([-+\d.]+)%", block, re.M)]
+    assert {a: len(e) for a, e in errors.items()} == {"recursive_doubling": 3, "ring": 3}, text
+    medians = {a: float(np.median(e)) for a, e in errors.items()}
+    assert all(-60.0 <= m <= 25.0 for m in medians.values()), medians
 
 
 @pytest.mark.sim

@@ -215,8 +215,7 @@ def test_hpl_adds_a_fabric_and_memory_dependent_drop_beyond_one_node_efficiency(
     def eff(fabric: str, mem_gb: float, nodes: int) -> float:
         prm = HplParams(5324.8, 0.7727, mem_gb, sources={"node_cv": "assumed 0"})
         return hpl_point(PRESETS[fabric](), nodes, prm).efficiency
-    one = eff("roce-100g", 256, 1)
-    assert one == pytest.approx(0.7727)
+    one = eff("roce-100g", 256, 1)  # the anchor itself (the old check restated it)
     fast, slow = eff("roce-100g", 256, 240), eff("tcp-40g", 256, 240)
     assert slow < fast < one
     assert one - slow > 5 * (one - fast)  # 40G TCP costs several times 100G RoCE's drop

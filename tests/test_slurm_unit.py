@@ -91,3 +91,20 @@ def test_crossing_check_on_node_and_missing_copies(tmp_path: Path) -> None:
 def test_snapshot_line_quotes_the_stem() -> None:
     assert snapshot_line("run-001-mpi.bw", "before") == "fabench_netdev run-001-mpi.bw before"
     assert snapshot_line("a b;c", "after") == "fabench_netdev 'a b;c' after"
+
+
+def test_the_allocation_size_from_sbatch_options_and_sinfo() -> None:
+    from fabench.schedulers.slurm import nodes_asked, sbatch_option, usable_nodes, without_options
+    assert nodes_asked(["-N", "4", "-p", "batch"]) == 4
+    assert nodes_asked(["--nodes=2-8"]) == 2  # a range: the least Slurm guarantees
+    assert nodes_asked(["-N3"]) == 3 and nodes_asked(["-p", "x"]) is None
+    with pytest.raises(FabenchError, match="a number of nodes"):
+        nodes_asked(["-N", "many"])
+    assert sbatch_option(["-p", "a", "--partition=b"], ("-p", "--partition")) == "b"
+    assert without_options(["-N", "2", "--ntasks-per-node=4", "-p", "x", "-N3"],
+                           ("-N", "--nodes", "--ntasks-per-node")) == ["-p", "x"]
+    sinfo = ("n1 idle debug*\nn2 mix debug*\nn3 down* debug*\nn4 idle* debug*\n"
+             "n5 drain debug*\nn1 idle big\nn6 alloc big\n")
+    # the default partition's nodes that take jobs: n3 is down, n4 not responding, n5 drained
+    assert usable_nodes(sinfo, None) == 2
+    assert usable_nodes(sinfo, "big") == 2 and usable_nodes(sinfo, "none") == 0

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conftest import ROOT, fabench_cli
+from conftest import ROOT, fabench_cli, fabench_run
 from fabench.matrix.stored import MatrixStore
 from fabench.records import PairRecord, ResultRecord
 from fabench.store.copy import compare_stores
@@ -92,7 +92,7 @@ def test_wrong_password_or_no_server_is_one_message(pg: PgServer, pg_url: str,
              pg.url(db).replace(str(pg.dir), str(tmp_path)),  # no server on that socket
              "postgresql://fabench@[::1]:1/none?connect_timeout=2"]
     for url in cases:
-        proc = fabench_cli("report", "--store", url, "--output", str(tmp_path / "r.html"),
+        proc = fabench_run("report", "--store", url, "--output", str(tmp_path / "r.html"),
                            check=False)
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr and proc.stdout == ""
@@ -100,7 +100,7 @@ def test_wrong_password_or_no_server_is_one_message(pg: PgServer, pg_url: str,
         assert len(lines) == 1 and lines[0].startswith("fabench: error: cannot open the store")
         assert ":wrong@" not in proc.stderr and "fb-test-secret" not in proc.stderr
         print(lines[0])
-    assert "password authentication failed" in fabench_cli(
+    assert "password authentication failed" in fabench_run(
         "report", "--store", cases[0], check=False).stderr
 
 
@@ -212,10 +212,10 @@ def test_store_copy_both_ways_keeps_every_sample(pg_url: str, tmp_path: Path) ->
         _fill(st)
         before = _all_samples(st)
     assert len(before) >= 5 and sum(len(v[0]) for v in before.values()) > 800
-    proc = fabench_cli("store", "copy", str(sqlite.parent), pg_url)
+    proc = fabench_run("store", "copy", str(sqlite.parent), pg_url)
     assert "compared row by row: identical" in proc.stdout
     back = tmp_path / "b" / "fabench.sqlite"
-    fabench_cli("store", "copy", pg_url, str(back))
+    fabench_run("store", "copy", pg_url, str(back))
     with MatrixStore(sqlite) as a, Store(pg_url) as p, MatrixStore(back) as b:
         assert _all_samples(p) == before and _all_samples(b) == before
         assert compare_stores(a, b) == [] and compare_stores(a, p) == []
@@ -227,7 +227,7 @@ def test_store_copy_both_ways_keeps_every_sample(pg_url: str, tmp_path: Path) ->
                           mpi="openmpi", ranks=2, launcher="local", repeat=0, settings={})
         assert rid == max(before)[0] + 1
     # into a store that holds rows: refused, the target unchanged
-    proc = fabench_cli("store", "copy", str(sqlite), pg_url, check=False)
+    proc = fabench_run("store", "copy", str(sqlite), pg_url, check=False)
     assert proc.returncode == 2 and "only into an empty store" in proc.stderr
 
 
@@ -235,9 +235,9 @@ def test_a_report_of_a_server_store_reads_the_numbers_of_the_file(pg_url: str,
                                                                    tmp_path: Path) -> None:
     sqlite = tmp_path / "fabench.sqlite"
     shutil.copy(ROOT / "tests" / "fixtures" / "store" / "v1-4d08b82.sqlite", sqlite)
-    fabench_cli("store", "copy", str(sqlite), pg_url)
+    fabench_run("store", "copy", str(sqlite), pg_url)
     for store, name in ((sqlite, "file"), (pg_url, "server")):
-        fabench_cli("report", "--store", str(store), "-o", str(tmp_path / f"{name}.html"))
+        fabench_run("report", "--store", str(store), "-o", str(tmp_path / f"{name}.html"))
     file_csv = (tmp_path / "file.csv").read_text()
     assert file_csv == (tmp_path / "server.csv").read_text() and file_csv.count("\n") >= 5
 
@@ -246,14 +246,14 @@ def test_import_and_history_read_and_write_a_server_store(pg_url: str) -> None:
     """The commands that take --store take a URL: an import is one transaction there too
     (both files or neither), and history reads the series from the server."""
     fix = ROOT / "tests" / "fixtures" / "import"
-    bad = fabench_cli("import", "osu", str(fix / "osu_latency_z.txt"), str(fix / "imb_mpi1.txt"),
+    bad = fabench_run("import", "osu", str(fix / "osu_latency_z.txt"), str(fix / "imb_mpi1.txt"),
                       "--store", pg_url, check=False)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
     assert "imb_mpi1.txt: no osu results found" in bad.stderr
     with Store(pg_url) as st:
         assert st.campaigns() == [] and st.runs() == []  # nothing of the first file stayed
     for _ in range(2):
-        fabench_cli("import", "osu", str(fix / "osu_latency_z.txt"), "--store", pg_url)
+        fabench_run("import", "osu", str(fix / "osu_latency_z.txt"), "--store", pg_url)
     with Store(pg_url) as st:
         # PostgreSQL's sequences do not roll back: the failed import's id is a gap, not reused
         a, b = (r.id for r in st.runs())
@@ -261,5 +261,5 @@ def test_import_and_history_read_and_write_a_server_store(pg_url: str) -> None:
         assert [x.times for x in first] == [x.times for x in second] and len(first) > 10
     with Store(pg_url) as st:
         name = st.campaigns()[0]["name"]
-    proc = fabench_cli("history", name, "--store", pg_url, check=False)
+    proc = fabench_run("history", name, "--store", pg_url, check=False)
     assert proc.returncode == 0 and "2 campaigns" in proc.stdout

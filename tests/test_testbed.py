@@ -296,3 +296,27 @@ print("unprivileged ok")
         pytest.skip(f"user namespaces are not allowed here: {p.stderr[-300:]}")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "unprivileged ok" in p.stdout
+
+
+def test_a_zombie_is_not_running_and_wait_gone_does_not_wait_for_it() -> None:
+    """`down` from another process than `up` meets holders and links that nobody reaps at
+    once (a container's PID 1 may not): ended is ended, not 5 s more of waiting."""
+    from fabench.host.process_identity import running, wait_gone
+
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        assert running(child.pid)
+        os.kill(child.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while running(child.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # not reaped yet: the zombie's /proc entry is still there
+        assert Path(f"/proc/{child.pid}").exists() and not running(child.pid)
+        t = time.monotonic()
+        wait_gone(child.pid, timeout=5.0)
+        assert time.monotonic() - t < 2.0
+        assert not Path(f"/proc/{child.pid}").exists()  # our own child: reaped
+    finally:
+        child.kill()
+        child.wait()
+    assert not running(child.pid)

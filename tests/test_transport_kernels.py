@@ -75,6 +75,24 @@ def test_tcp_kernels_validated(kernel: str, per_msg: int, per_sample: int) -> No
                                           else r.bytes_per_sample) * 20
 
 
+@pytest.mark.parametrize("pattern", ["pingpong", "wwr"])
+def test_tcp_latency_batch(pattern: str) -> None:
+    """--batch N: an iteration is N round trips on both sides (a server that answered one would
+    leave the client waiting), the record says N, and the bytes moved count all of them."""
+    res = run("tcp.latency", "--sizes", "8,1K", "--iterations", "30", "--warmup", "2",
+              "--batch", "10", "--nodelay", "--pattern", pattern)
+    check_protocol(res, "tcp.latency", [8, 1024], 30)
+    for r in res.output.results:
+        assert r.extra["batch"] == 10 and r.extra["receive_mode"] == "blocking"
+        reply = 8 if pattern == "wwr" else r.size
+        assert r.extra["bytes_moved"] == (r.size + reply) * 10 * 30
+        # a sample is the mean of its 10 (half) round trips: the samples add up to the timed
+        # part, not to a tenth of it
+        per_rt = 1 if pattern == "wwr" else 2
+        assert sum(r.times) * per_rt * 10 <= r.extra["timed_s"] * 1e6 * 1.01
+        assert sum(r.times) * per_rt * 10 >= r.extra["timed_s"] * 1e6 * 0.5
+
+
 def test_tcp_streams_total_and_per_stream() -> None:
     res = run("tcp.streams", "--sizes", "64K", "--iterations", "10", "--warmup", "1",
               "--window", "16", "--streams", "3", "--validate")

@@ -105,7 +105,8 @@ def test_mtu_9000_without_offloads_raises_bandwidth(testbed: str, tmp_path: Path
     plan = ap.make_plan(prof, targets)
     # Both hosts and the switch's ports and bridge, else the switch drops the jumbo frames.
     assert len(plan.changes) == 5
-    res = run_ab(prof, targets, _planned("tcp.bw", "1M", 8), OnTestbed(
+    # 8 MiB samples (--window 8, not 64): a few ms each, an eighth of the traffic
+    res = run_ab(prof, targets, _planned("tcp.bw", "1M", 8, ["--window", "8"]), OnTestbed(
                  testbed=testbed), tmp_path / "s.sqlite", tmp_path / "j.json", rounds=2)
     assert not res.failed
     (d,) = res.deltas
@@ -114,7 +115,7 @@ def test_mtu_9000_without_offloads_raises_bandwidth(testbed: str, tmp_path: Path
 
 
 @pytest.mark.netns
-@pytest.mark.slow  # ~45 s
+@pytest.mark.slow
 def test_large_tcp_rmem_fills_a_rate_limited_link(tb_env: str, tmp_path: Path) -> None:
     """tcp_rmem (per network namespace) caps the receive window, and one TCP stream carries
     at most a window per round trip. No netem here: the round trip is the stack's own, 10-50 us
@@ -133,7 +134,10 @@ def test_large_tcp_rmem_fills_a_rate_limited_link(tb_env: str, tmp_path: Path) -
                                       "value: 4096 131072 16777216"))
         plan = ap.make_plan(prof, targets)
         assert [c.label for c in plan.changes] == ["net.ipv4.tcp_rmem"] * 2  # h1 and h2
-        res = run_ab(prof, targets, _planned("tcp.bw", "4M", 8),
+        # tcp.bw writes --window messages a sample (64 by default): at the A side's ~25 MB/s
+        # under load, 4 MiB x 64 x 10 samples x 2 rounds was 157 s in CI. 4 MiB samples take
+        # 10+ ms at the limit, far above the clock's and the scheduler's noise.
+        res = run_ab(prof, targets, _planned("tcp.bw", "1M", 6, ["--window", "4"]),
                      OnTestbed(testbed=state.name), tmp_path / "s.sqlite",
                      tmp_path / "j.json", rounds=2)
         assert not res.failed and res.changes == 2

@@ -5,58 +5,93 @@
 
 #include "fb_timer.h"
 
+/* Post `n` data messages one way, message k at buf + k * stride: every shape's window. */
+static int post_n(const struct fb_xfer *x, bool send, void *buf, size_t stride, size_t size,
+                  int n)
+{
+    for (int k = 0; k < n; k++) {
+        char *b = (char *)buf + (size_t)k * stride;
+        if (send ? x->post_send(x->c, b, size, FB_TAG_DATA)
+                 : x->post_recv(x->c, b, size, FB_TAG_DATA))
+            return -1;
+    }
+    return 0;
+}
+
+/* One message, completed before anything else starts (OSU's MPI_Send / MPI_Recv). */
+static int one(const struct fb_xfer *x, bool send, void *buf, size_t size, int tag)
+{
+    int rc = send ? x->post_send(x->c, buf, size, tag) : x->post_recv(x->c, buf, size, tag);
+    return rc || x->wait(x->c) ? -1 : 0;
+}
+
+static int start(const struct fb_xfer *x)
+{
+    return x->start ? x->start(x->c) : 0;
+}
+
 int fb_pingpong(const struct fb_xfer *x, bool initiator, void *sbuf, void *rbuf, size_t size,
                 long batch, double *sample)
 {
     double t0 = fb_now_us();
     for (long b = 0; b < batch; b++) {
-        if (initiator) {
-            if (x->prepost) {
-                if (x->post_recv(x->c, rbuf, size, FB_TAG_DATA) ||
-                    x->post_send(x->c, sbuf, size, FB_TAG_DATA) || x->wait(x->c))
-                    return -1;
-            } else if (x->post_send(x->c, sbuf, size, FB_TAG_DATA) || x->wait(x->c) ||
-                       x->post_recv(x->c, rbuf, size, FB_TAG_DATA) || x->wait(x->c)) {
-                return -1;
-            }
-        } else if (x->post_recv(x->c, rbuf, size, FB_TAG_DATA) || x->wait(x->c) ||
-                   x->post_send(x->c, sbuf, size, FB_TAG_DATA) || x->wait(x->c)) {
+        int rc;
+        if (!initiator)
+            rc = one(x, false, rbuf, size, FB_TAG_DATA) ||
+                 one(x, true, sbuf, size, FB_TAG_DATA);
+        else if (x->prepost) /* the pong's receive before the ping: it can never be early */
+            rc = post_n(x, false, rbuf, 0, size, 1) || post_n(x, true, sbuf, 0, size, 1) ||
+                 x->wait(x->c);
+        else
+            rc = one(x, true, sbuf, size, FB_TAG_DATA) ||
+                 one(x, false, rbuf, size, FB_TAG_DATA);
+        if (rc)
             return -1;
-        }
     }
     if (initiator)
         *sample = (fb_now_us() - t0) / (2.0 * (double)batch);
     return 0;
 }
 
-static int post_window_recvs(const struct fb_xfer *x, char *rbuf, size_t stride, size_t size,
-                             int window)
+int fb_window_post(struct fb_xfer *x, void *rbuf, size_t stride, size_t size, int window)
 {
-    for (int k = 0; k < window; k++)
-        if (x->post_recv(x->c, rbuf + (size_t)k * stride, size, FB_TAG_DATA))
-            return -1;
+    if (post_n(x, false, rbuf, stride, size, window) || start(x))
+        return -1;
+    x->ahead = true;
     return 0;
 }
 
-int fb_window(const struct fb_xfer *x, bool sender, void *sbuf, void *rbuf, size_t stride,
-              size_t size, int window, double *sample)
+/* The receiver's side of a window: its receives (posted now, or ahead by the last call),
+ * the next window's receives when one follows, then the ack. With a next window the ack is
+ * left in flight: the next call's wait completes it with that window's receives, so the
+ * receiver never waits on a 1-byte send between windows. */
+static int window_receive(struct fb_xfer *x, void *rbuf, void *next, size_t stride, size_t size,
+                          int window)
 {
-    char ack = 'a';
-    if (!sender) {
-        if (post_window_recvs(x, rbuf, stride, size, window) || x->wait(x->c) ||
-            x->post_send(x->c, &ack, 1, FB_TAG_ACK) || x->wait(x->c))
-            return -1;
-        return 0;
-    }
-    double t0 = fb_now_us();
-    if (x->prepost && x->post_recv(x->c, &ack, 1, FB_TAG_ACK))
+    if (!x->ahead && post_n(x, false, rbuf, stride, size, window))
         return -1;
-    for (int k = 0; k < window; k++)
-        if (x->post_send(x->c, sbuf, size, FB_TAG_DATA))
-            return -1;
+    x->ahead = false;
     if (x->wait(x->c))
         return -1;
-    if (!x->prepost && (x->post_recv(x->c, &ack, 1, FB_TAG_ACK) || x->wait(x->c)))
+    if (next && fb_window_post(x, next, stride, size, window))
+        return -1;
+    x->ack = 'a';
+    if (x->post_send(x->c, &x->ack, 1, FB_TAG_ACK))
+        return -1;
+    return next ? start(x) : x->wait(x->c);
+}
+
+int fb_window(struct fb_xfer *x, bool sender, void *sbuf, void *rbuf, void *next, size_t stride,
+              size_t size, int window, double *sample)
+{
+    if (!sender)
+        return window_receive(x, rbuf, next, stride, size, window);
+    double t0 = fb_now_us();
+    if (x->prepost && x->post_recv(x->c, &x->ack, 1, FB_TAG_ACK))
+        return -1;
+    if (post_n(x, true, sbuf, 0, size, window) || x->wait(x->c))
+        return -1;
+    if (!x->prepost && one(x, false, &x->ack, 1, FB_TAG_ACK))
         return -1;
     *sample = fb_now_us() - t0;
     return 0;
@@ -66,12 +101,8 @@ int fb_window_bidir(const struct fb_xfer *x, void *sbuf, void *rbuf, size_t stri
                     int window, double *sample)
 {
     double t0 = fb_now_us();
-    if (post_window_recvs(x, rbuf, stride, size, window))
-        return -1;
-    for (int k = 0; k < window; k++)
-        if (x->post_send(x->c, sbuf, size, FB_TAG_DATA))
-            return -1;
-    if (x->wait(x->c))
+    if (post_n(x, false, rbuf, stride, size, window) || post_n(x, true, sbuf, 0, size, window) ||
+        x->wait(x->c))
         return -1;
     *sample = fb_now_us() - t0;
     return 0;

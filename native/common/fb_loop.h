@@ -1,12 +1,13 @@
 /* fb_loop.h - the timing engine: one implementation of each loop shape, parameterised by the
  * transport's hooks, used by every point-to-point kernel (mpi/pt2pt.c, mpi/matrix.c,
- * transport/ucx.c), so a change to the timing policy is made once.
+ * transport/ucx.c, transport/sock_tcp.c), so a change to the timing policy is made once.
  *
- * A transport starts operations (post_recv, post_send) and completes all it started (wait).
- * `prepost` says whether the transport wants the reply's receive posted before the send that
- * provokes it (UCX: an unexpected tag costs a copy); without it, a shape completes each
- * message in turn, so an MPI transport whose wait() runs a lone operation as the blocking call
- * (fb_mpi_xfer) keeps OSU's MPI_Send / MPI_Recv ping-pong and its Isend/Waitall + Recv window.
+ * A transport posts operations (post_recv, post_send), may start what it holds back (start),
+ * and completes every operation posted since its last wait (wait). `prepost` says whether the
+ * transport wants the reply's receive posted before the send that provokes it (UCX: an
+ * unexpected tag costs a copy); without it, a shape completes each message in turn, so an MPI
+ * transport whose wait() runs a lone operation as the blocking call (fb_mpi_xfer) keeps OSU's
+ * MPI_Send / MPI_Recv ping-pong and its Isend/Waitall + Recv window.
  */
 #ifndef FB_LOOP_H
 #define FB_LOOP_H
@@ -17,9 +18,17 @@
 struct fb_xfer {
     int (*post_recv)(void *c, void *buf, size_t len, int tag);
     int (*post_send)(void *c, void *buf, size_t len, int tag);
-    int (*wait)(void *c); /* every operation started since the last wait; 0 or -1 */
+    /* Start the operations posted and not yet started, without waiting for them; NULL where
+     * posting starts an operation (UCX, blocking sockets). 0 or -1. */
+    int (*start)(void *c);
+    int (*wait)(void *c); /* every operation posted since the last wait; 0 or -1 */
     void *c;
     bool prepost;
+    /* The engine's own, per transfer: the receiver's next window already has its receives
+     * posted (fb_window_post), and the window's 1-byte ack, which may still be in flight
+     * when fb_window returns (so it cannot live on fb_window's stack). */
+    bool ahead;
+    char ack;
 };
 
 #define FB_TAG_DATA 100
@@ -33,9 +42,20 @@ int fb_pingpong(const struct fb_xfer *x, bool initiator, void *sbuf, void *rbuf,
 
 /* One window of `window` messages from the sender, acknowledged by one byte. Sender: *sample
  * is the window's time in us. The receiver puts message k at rbuf + k * stride (stride 0: one
- * slot for all, as OSU). 0 or -1. */
-int fb_window(const struct fb_xfer *x, bool sender, void *sbuf, void *rbuf, size_t stride,
+ * slot for all, as OSU). With `next` (receiver; NULL on the sender), another window of the
+ * same size follows into `next`: its receives are posted before this window's ack, so none
+ * of its messages can arrive before its receive (osu_bw posts them after the ack, and a fast
+ * sender's first messages then land unexpected). The call that follows must be the window
+ * into `next`. The kernels give `next` for large messages only: posting W small receives
+ * before the ack puts them on the sender's path (8 B windows 0.64x), while a large message
+ * arriving unexpected costs a rendezvous round or a copy. 0 or -1. */
+int fb_window(struct fb_xfer *x, bool sender, void *sbuf, void *rbuf, void *next, size_t stride,
               size_t size, int window, double *sample);
+
+/* Receiver: post the coming window's receives now, where fb_window's `next` could not be given
+ * (an MPI receive buffer may not be read while a receive into it is pending: a validating
+ * kernel checks the last window first, then posts the next one's). */
+int fb_window_post(struct fb_xfer *x, void *rbuf, size_t stride, size_t size, int window);
 
 /* Windows both ways at once (bibw): each side receives `window` messages (at rbuf + k * stride)
  * while it sends as many. *sample: the time until both directions completed. */

@@ -213,10 +213,13 @@ void fb_mpi_parked_barrier(MPI_Comm comm)
     MPI_Request req;
     int done = 0;
     MPI_Ibarrier(comm, &req);
-    const struct timespec nap = {0, FB_PARK_NS};
+    long ns = FB_PARK_NS;
     for (MPI_Test(&req, &done, MPI_STATUS_IGNORE); !done;
-         MPI_Test(&req, &done, MPI_STATUS_IGNORE))
+         MPI_Test(&req, &done, MPI_STATUS_IGNORE)) {
+        const struct timespec nap = {0, ns};
         nanosleep(&nap, NULL);
+        ns = ns * 2 > FB_PARK_MAX_NS ? FB_PARK_MAX_NS : ns * 2;
+    }
 }
 
 int fb_mpi_finish(struct fb_mpi_ctx *ctx)
@@ -450,26 +453,39 @@ static int xfer_post_send(void *c, void *buf, size_t len, int tag)
     return xfer_post(c, buf, len, tag, true);
 }
 
+/* Operations [started, n) as MPI_Isend / MPI_Irecv, in the order posted. */
+static void xfer_issue(struct fb_mpi_xfer *m)
+{
+    for (int k = m->started; k < m->n; k++) {
+        struct fb_mpi_op *o = &m->ops[k];
+        if (o->send)
+            MPI_Isend(o->buf, o->len, MPI_CHAR, m->peer, o->tag, m->comm, &m->reqs[k]);
+        else
+            MPI_Irecv(o->buf, o->len, MPI_CHAR, m->peer, o->tag, m->comm, &m->reqs[k]);
+    }
+    m->started = m->n;
+}
+
+static int xfer_start(void *c)
+{
+    xfer_issue(c);
+    return 0;
+}
+
 static int xfer_wait(void *c)
 {
     struct fb_mpi_xfer *m = c;
     int rc = MPI_SUCCESS;
-    if (m->n == 1) {
+    if (m->n == 1 && m->started == 0) {
         struct fb_mpi_op *o = &m->ops[0];
         rc = o->send ? MPI_Send(o->buf, o->len, MPI_CHAR, m->peer, o->tag, m->comm)
                      : MPI_Recv(o->buf, o->len, MPI_CHAR, m->peer, o->tag, m->comm,
                                 MPI_STATUS_IGNORE);
-    } else if (m->n > 1) {
-        for (int k = 0; k < m->n; k++) {
-            struct fb_mpi_op *o = &m->ops[k];
-            if (o->send)
-                MPI_Isend(o->buf, o->len, MPI_CHAR, m->peer, o->tag, m->comm, &m->reqs[k]);
-            else
-                MPI_Irecv(o->buf, o->len, MPI_CHAR, m->peer, o->tag, m->comm, &m->reqs[k]);
-        }
+    } else if (m->n > 0) {
+        xfer_issue(m);
         rc = MPI_Waitall(m->n, m->reqs, m->stats);
     }
-    m->n = 0;
+    m->n = m->started = 0;
     return rc == MPI_SUCCESS ? 0 : -1;
 }
 
@@ -480,7 +496,7 @@ int fb_mpi_xfer_init(struct fb_mpi_xfer *m, struct fb_xfer *x, MPI_Comm comm, in
     m->reqs = malloc(sizeof(*m->reqs) * (size_t)cap);
     m->stats = malloc(sizeof(*m->stats) * (size_t)cap);
     *x = (struct fb_xfer){.post_recv = xfer_post_recv, .post_send = xfer_post_send,
-                          .wait = xfer_wait, .c = m, .prepost = false};
+                          .start = xfer_start, .wait = xfer_wait, .c = m, .prepost = false};
     return m->ops && m->reqs && m->stats ? 0 : -1;
 }
 

@@ -42,10 +42,14 @@ int fb_mpi_start(struct fb_mpi_ctx *ctx, const struct fb_mpi_kernel *k, enum fb_
                  int *exit_code);
 
 /* A barrier for ranks with nothing to do meanwhile (idle ranks of a two-rank kernel, the
- * matrix's ranks outside an isolated pair): MPI_Ibarrier, then MPI_Test every FB_PARK_NS
- * asleep, so they do not spin on a core the measured ranks may need. A rank leaves up to
- * one nap after the last arrival: never use it where ranks start a measurement together. */
+ * matrix's ranks outside an isolated pair): MPI_Ibarrier, then MPI_Test after naps that
+ * start at FB_PARK_NS and double up to FB_PARK_MAX_NS, so they do not spin on a core the
+ * measured ranks may need: at 50 us naps for good, a parked rank still took half the CPU
+ * time of a measured one on a loaded 2-core host (tests/native: test_parked_ranks_*). A rank
+ * leaves up to one long nap after the last arrival: never use it where ranks start a
+ * measurement together. */
 #define FB_PARK_NS 50000L
+#define FB_PARK_MAX_NS 2000000L
 void fb_mpi_parked_barrier(MPI_Comm comm);
 
 /* The end record on rank 0, MPI_Finalize, free. Returns the process exit code (0). */
@@ -106,7 +110,9 @@ void fb_mpi_reduce_max(MPI_Comm comm, const double *local, size_t n, double *out
 
 /* The MPI side of the loop engine (fb_loop.h): operations are queued and run by wait(), a lone
  * one as the blocking call (MPI_Send / MPI_Recv, as OSU's ping-pong and acks), several as
- * Isend/Irecv in the order posted and one MPI_Waitall (OSU's windows). */
+ * Isend/Irecv in the order posted and one MPI_Waitall (OSU's windows); start() issues the
+ * queued ones as Isend/Irecv at once (a window's receives posted ahead), and the next wait()
+ * completes them with the rest. */
 struct fb_mpi_op {
     void *buf;
     int len, tag;
@@ -116,6 +122,7 @@ struct fb_mpi_xfer {
     MPI_Comm comm;
     int peer;
     int n, cap;
+    int started; /* ops[0, started) are issued (start) and have their request */
     struct fb_mpi_op *ops;
     MPI_Request *reqs;
     MPI_Status *stats; /* not MPI_STATUSES_IGNORE: GCC 12 misreads MPICH's access attributes */

@@ -337,6 +337,7 @@ static int measure_count(struct fb_tp *t, size_t size, long round, double durati
     if (duration_s > 0 && m->warm < 1)
         m->warm = 1;
     double w0 = fb_now_us();
+    t->iter_end = m->warm;
     for (long i = 0; i < m->warm; i++)
         if (iteration(t, size, i, false, &sample))
             return -1;
@@ -360,6 +361,7 @@ static int measure_count(struct fb_tp *t, size_t size, long round, double durati
 
     struct rusage r0, r1;
     getrusage(RUSAGE_SELF, &r0);
+    t->iter_end = m->warm + m->iters;
     double t0 = fb_now_us();
     for (long i = 0; i < m->iters; i++)
         if (iteration(t, size, m->warm + i, true, &m->times[i]))

@@ -124,6 +124,10 @@ struct fb_tp {
     struct fb_json json;
     double t_start_us;
     char host[2][256];
+    /* The index one past the last iteration of the loop now running (warm-up, then timed),
+     * so an iteration knows whether another follows (ucx.bw's receiver posts the next
+     * window's receives ahead only then). */
+    long iter_end;
     /* Set by begin_size. */
     double bytes_per_sample, messages_per_sample, bytes_per_iteration;
     /* Extra per-sample series the kernel may fill (e.g. per-stream times), n per timed

@@ -178,6 +178,20 @@ int recv_all_qa(const struct fb_tp *t, int fd, void *buf, size_t len)
     return 0;
 }
 
+ssize_t recv_ready(int fd, void *buf, size_t len, int k)
+{
+    ssize_t n = recv(fd, buf, len, MSG_DONTWAIT);
+    if (n == 0) {
+        fprintf(stderr, "recv: the peer closed connection %d\n", k);
+        return -1;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        perror("recv");
+        return -1;
+    }
+    return n < 0 ? 0 : n;
+}
+
 /* Completions of MSG_ZEROCOPY sends from the error queue; wait for at least one if `block`. */
 void zc_reap(struct sockst *sk, int fd, bool block)
 {
@@ -297,15 +311,9 @@ int multiplex(struct fb_tp *t, struct sockst *sk, size_t size, size_t *spend,
                         if (chunk > rpend[k])
                             chunk = rpend[k];
                     }
-                    ssize_t n = recv(sk->fd[k], dst, chunk, MSG_DONTWAIT);
-                    if (n == 0) {
-                        fprintf(stderr, "recv: the peer closed connection %d\n", k);
+                    ssize_t n = recv_ready(sk->fd[k], dst, chunk, k);
+                    if (n < 0)
                         return -1;
-                    }
-                    if (n < 0 && errno != EAGAIN && errno != EINTR) {
-                        perror("recv");
-                        return -1;
-                    }
                     if (n > 0) {
                         roff[k] += (size_t)n;
                         rpend[k] -= (size_t)n;
@@ -315,11 +323,9 @@ int multiplex(struct fb_tp *t, struct sockst *sk, size_t size, size_t *spend,
                     }
                 } else if (ackwait[k] && !spend[k]) {
                     char a;
-                    ssize_t n = recv(sk->fd[k], &a, 1, MSG_DONTWAIT);
-                    if (n == 0) {
-                        fprintf(stderr, "recv: the peer closed connection %d\n", k);
+                    ssize_t n = recv_ready(sk->fd[k], &a, 1, k);
+                    if (n < 0)
                         return -1;
-                    }
                     if (n == 1)
                         ackwait[k] = false;
                 }
@@ -378,7 +384,9 @@ static int pingpong_begin(struct fb_tp *t, size_t size)
     struct sockst *sk = t->priv;
     t->bytes_per_sample = (double)size;
     t->messages_per_sample = 1;
-    t->bytes_per_iteration = sk->wwr ? (double)size + 8 : 2.0 * (double)size;
+    /* an iteration is --batch round trips (tcp.latency; 1 for udp.latency) */
+    t->bytes_per_iteration = (sk->wwr ? (double)size + 8 : 2.0 * (double)size) *
+                             (double)t->opts.batch;
     return sock_buffers(t, sk, size, 1);
 }
 
@@ -576,7 +584,8 @@ void udp_stream_result(struct fb_tp *t, struct fb_json *j, size_t size, long ite
 
 static const struct fb_tp_kernel KERNELS[] = {
     {.name = "tcp.latency", .cls = FB_CLASS_LATENCY,
-     .opts = TCP_OPTS | FB_OPT_QUICKACK | FB_OPT_PATTERN | FB_OPT_POLL, TCP_COMMON,
+     .opts = TCP_OPTS | FB_OPT_QUICKACK | FB_OPT_PATTERN | FB_OPT_POLL | FB_SC_BATCH,
+     TCP_COMMON,
      .begin_size = pingpong_begin, .iterate = tcp_latency, .fill = fill_message,
      .check = check_pingpong, .result = tcp_result},
     {.name = "tcp.bw", .cls = FB_CLASS_BANDWIDTH, .opts = TCP_OPTS, TCP_COMMON,

@@ -84,6 +84,9 @@ void echo_until_peer_moves_on(struct fb_tp *t, struct sockst *sk, size_t size, d
 int log_seq(struct sockst *sk, uint32_t seq);
 int multiplex(struct fb_tp *t, struct sockst *sk, size_t size, size_t *spend, size_t *rpend,
     bool acks, double *stamp);
+/* A non-blocking read of what connection k has now: bytes read, 0 when nothing is there yet
+ * (EAGAIN, EINTR), -1 with a message when the peer closed it or it failed. */
+ssize_t recv_ready(int fd, void *buf, size_t len, int k);
 int recv_all_qa(const struct fb_tp *t, int fd, void *buf, size_t len);
 int reorder_begin(struct fb_tp *t, size_t size);
 void reorder_end(struct fb_tp *t, size_t size, struct fb_tp_side *me);

@@ -1,36 +1,67 @@
 /* sock_tcp.c - tcp.latency, tcp.bw, tcp.bibw and tcp.streams (sock.h). */
 #include "sock.h"
 
+#include "fb_loop.h"
+
 /* ---- TCP kernels ------------------------------------------------------------------------- */
 
+/* The engine's hooks over the one connection: a blocking socket moves the bytes as they are
+ * posted, so there is nothing to start or wait for. */
+static int tcp_post_send(void *c, void *buf, size_t len, int tag)
+{
+    struct fb_tp *t = c;
+    struct sockst *sk = t->priv;
+    (void)tag;
+    return send_msg(t, sk, sk->fd[0], buf, len);
+}
+
+static int tcp_post_recv(void *c, void *buf, size_t len, int tag)
+{
+    struct fb_tp *t = c;
+    (void)tag;
+    return recv_all_qa(t, ((struct sockst *)t->priv)->fd[0], buf, len);
+}
+
+static int tcp_done(void *c)
+{
+    (void)c;
+    return 0;
+}
+
+/* --pattern wwr: a request written as header + body, the reply (8 B) read at once: Nagle
+ * holds the second write until the first is ACKed, and the server delays that ACK. The sample
+ * is the full round trip (of --batch round trips, their mean). */
+static int tcp_wwr(struct fb_tp *t, struct sockst *sk, size_t size, double *sample)
+{
+    int fd = sk->fd[0];
+    size_t half = size / 2;
+    double t0 = fb_now_us();
+    for (long b = 0; b < t->opts.batch; b++) {
+        if (t->index == 1) {
+            if (recv_all_qa(t, fd, sk->rbuf, size) || send_msg(t, sk, fd, sk->sbuf, 8))
+                return -1;
+        } else if ((half && send_msg(t, sk, fd, sk->sbuf, half)) ||
+                   send_msg(t, sk, fd, sk->sbuf + half, size - half) ||
+                   recv_all_qa(t, fd, sk->rbuf, 8)) {
+            return -1;
+        }
+    }
+    if (t->index == 0)
+        *sample = (fb_now_us() - t0) / (double)t->opts.batch;
+    return 0;
+}
+
+/* The ping-pong is the engine's (fb_pingpong), --batch included: a sample is the half round
+ * trip of --batch round trips timed together, as mpi.latency's and ucx.latency's. */
 int tcp_latency(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
     (void)iter, (void)timed;
     struct sockst *sk = t->priv;
-    int fd = sk->fd[0];
-    size_t reply = sk->wwr ? 8 : size;
-    if (t->index == 0) {
-        double t0 = fb_now_us();
-        if (sk->wwr) {
-            /* a request written as header + body, the reply read at once: Nagle holds the
-             * second write until the first is ACKed, and the server delays that ACK */
-            size_t half = size / 2;
-            if ((half && send_msg(t, sk, fd, sk->sbuf, half)) ||
-                send_msg(t, sk, fd, sk->sbuf + half, size - half))
-                return -1;
-            if (recv_all_qa(t, fd, sk->rbuf, reply))
-                return -1;
-        } else {
-            if (send_msg(t, sk, fd, sk->sbuf, size) || recv_all_qa(t, fd, sk->rbuf, reply))
-                return -1;
-        }
-        double t1 = fb_now_us();
-        *sample = sk->wwr ? t1 - t0 : (t1 - t0) / 2.0;
-        return 0;
-    }
-    if (recv_all_qa(t, fd, sk->rbuf, size))
-        return -1;
-    return send_msg(t, sk, fd, sk->sbuf, reply);
+    if (sk->wwr)
+        return tcp_wwr(t, sk, size, sample);
+    struct fb_xfer x = {.post_recv = tcp_post_recv, .post_send = tcp_post_send,
+                        .wait = tcp_done, .c = t};
+    return fb_pingpong(&x, t->index == 0, sk->sbuf, sk->rbuf, size, t->opts.batch, sample);
 }
 
 int tcp_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
@@ -225,16 +256,10 @@ static int stream_receive_for(struct fb_tp *t, struct sockst *sk, size_t size,
             if (!(p[k].revents & (POLLIN | POLLERR | POLLHUP)))
                 continue;
             for (int b = 0; b < BURST; b++) { /* until the socket is empty, as the sender */
-                ssize_t n = recv(sk->fd[k], sk->rbuf, size, MSG_DONTWAIT);
-                if (n == 0) {
-                    fprintf(stderr, "recv: the peer closed connection %d\n", k);
+                ssize_t n = recv_ready(sk->fd[k], sk->rbuf, size, k);
+                if (n < 0)
                     return -1;
-                }
-                if (n < 0 && errno != EAGAIN && errno != EINTR) {
-                    perror("recv");
-                    return -1;
-                }
-                if (n <= 0)
+                if (n == 0)
                     break;
                 got[k] += (double)n;
                 cur[k] += (double)n;

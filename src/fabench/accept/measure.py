@@ -155,6 +155,9 @@ def _p2p_series(ctx: Context, pc: PlannedCheck) -> Series:
             names = list(hosts) or ctx.hosts()[:2]
             on = names[:1] if planned.transport.on_node or len(names) < 2 else names
             sched = OnNodes(sched, on)
+        elif not planned.transport.on_node and (sched.allocation_nodes() or 1) >= 2:
+            # a batch system would place both ranks on one node where it has the cores
+            sched = sched.spread(2, 1)
         return Series(planned, sched, LATENCY if kernel == "mpi.latency" else BANDWIDTH)
 
     return _series(ctx, ("p2p", kernel, transport, hosts), make)
@@ -172,12 +175,24 @@ def measure_p2p(ctx: Context, pc: PlannedCheck, more: bool = False) -> Measured:
 
 
 # ---- collectives against the model ----------------------------------------------------------
+def allocation_shape(ctx: Context, ranks_per_node: int | None) -> tuple[int, int]:
+    """(nodes, ranks per node) of a run over the whole allocation: every host the scheduler
+    places ranks on, or every node a batch system allocates (Slurm: -N, else the partition's
+    nodes that take jobs); one rank per node unless the check or the job says otherwise, two
+    on a single node, so that there is a collective to time."""
+    nodes = len(ctx.hosts()) or ctx.scheduler.allocation_nodes() or 2
+    asked = ctx.scheduler.ranks_per_node_asked()
+    return nodes, ranks_per_node or asked or (2 if nodes == 1 else 1)
+
+
 def _coll_series(ctx: Context, pc: PlannedCheck) -> tuple[Series, int, int]:
     coll = pc.check.collective
     transport = pc.item.transport
-    nodes = len(ctx.hosts()) or 2
-    # one rank per host; on one host (local) two, so that there is a collective to time
-    ppn = pc.item.ranks_per_node or (2 if nodes == 1 else 1)
+    key = ("shape", pc.item.ranks_per_node)
+    shape = ctx.cache.get(key)
+    if not isinstance(shape, tuple):  # a batch system's size is asked once per acceptance
+        shape = ctx.cache[key] = allocation_shape(ctx, pc.item.ranks_per_node)
+    nodes, ppn = shape
 
     def same(o: PlannedCheck) -> bool:
         return o.check.kind == "collective" and o.check.collective == coll and \
@@ -189,7 +204,10 @@ def _coll_series(ctx: Context, pc: PlannedCheck) -> tuple[Series, int, int]:
         planned = plan_run(f"mpi.{coll}", transport=transport, ranks=nodes * ppn, mpi=ctx.mpi,
                            settings=settings, timeout_s=ctx.spec.model.timeout_s,
                            label="accept")
-        return Series(planned, ctx.scheduler, LATENCY)
+        # a batch system is told the shape, else it may pack the ranks onto fewer nodes
+        sched = ctx.scheduler if isinstance(ctx.scheduler, DirectScheduler) else \
+            ctx.scheduler.spread(nodes, ppn)
+        return Series(planned, sched, LATENCY)
 
     return _series(ctx, ("coll", coll, transport, ppn), make), nodes, ppn
 
@@ -215,7 +233,7 @@ def measure_collective(ctx: Context, pc: PlannedCheck, more: bool = False) -> Me
     assert pc.check.size is not None
     m = s.at(pc.check.size)
     m.detail.append(f"{s.planned.kernel.name} {s.planned.transport} at {s.planned.ranks} ranks "
-                    f"({nodes} x {ppn}) on {ctx.scheduler.describe()}")
+                    f"({nodes} x {ppn}) on {s.scheduler.describe()}")
     if not pc.check.relative:
         return m
     p = predicted_us(ctx, pc.check.collective, pc.check.size, nodes, ppn)

@@ -20,6 +20,7 @@ from ..report.build import report_for
 from ..report.html import render_html
 from ..store.database import Store
 from ..util.textable import Col, header, row
+from .baseline import baseline_text, shown
 from .session import Acceptance
 from .verdict import ERROR, FAIL, INCONCLUSIVE, PASS, SKIPPED, Verdict
 
@@ -40,9 +41,7 @@ def text_lines(acc: Acceptance) -> list[str]:
             out.append(f"#   first {v.first}; {v.extra_runs} more run(s) within the budget")
         if m is not None and v.status in (FAIL, ERROR, INCONCLUSIVE):
             out += [f"#   {d}" for d in m.detail[:6]]
-        for b in v.baseline:
-            out.append(f"#   vs baseline c{b['campaign']}: {b['verdict']} (ratio "
-                       f"{b['ratio']:.3f} [{b['ratio_low']:.3f}, {b['ratio_high']:.3f}])")
+        out += [f"#   {baseline_text(b)}" for b in shown(v.baseline)]
     counts = ", ".join(f"{sum(v.status == s for v in acc.verdicts)} {s}"
                        for s in (PASS, FAIL, INCONCLUSIVE, SKIPPED, ERROR)
                        if any(v.status == s for v in acc.verdicts))
@@ -117,7 +116,7 @@ def verdict_table_html(acc: Acceptance) -> str:
         m = v.measured
         ev = escape(v.evidence_text() or "-")
         notes = [*(m.detail[:4] if m else []), *([v.reason] if v.reason else []),
-                 *(f"vs baseline c{b['campaign']}: {b['verdict']}" for b in v.baseline)]
+                 *(baseline_text(b) for b in shown(v.baseline))]
         rows.append(
             f"<tr><td class='l {escape(v.status)}'>{escape(v.status.upper())}</td>"
             f"<td class=l>{escape(v.check.text)}</td>"

@@ -9,17 +9,16 @@ measures the nodes (document 000 runs node consistency first for that reason).
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..analysis.compare import Comparison, compare_selections
 from ..errors import FabenchError
 from ..host.provenance import host_provenance
 from ..schedulers import Scheduler
 from ..store.database import Store
+from .baseline import attach_baseline
 from .checks import Stage
 from .measure import MEASURES, MORE, Context, Say, _say
 from .spec import AcceptSpec, PlannedCheck
@@ -166,49 +165,3 @@ def _spend_budget(ctx: Context, spec: AcceptSpec, verdicts: dict[str, Verdict],
                 verdicts[o.ident] = Verdict(
                     o.check, st2, m2, why2, v.wall_s, first=INCONCLUSIVE,
                     extra_runs=max(0, (m2.runs if m2 else 0) - spec.model.repeats))
-
-
-def saved_path(store_path: Path, campaign_id: int) -> Path:
-    return store_path.parent / f"accept-c{campaign_id}.json"
-
-
-def attach_baseline(acc: Acceptance, store_path: Path, base: int) -> None:
-    """Each measured metric against the same metric of an earlier acceptance, by
-    analysis/compare.py's verdicts (better, worse, equal within noise, inconclusive): the
-    acceptance's own runs (p2p, collectives) and the node-consistency HPL runs, paired by
-    configuration."""
-    pairs = [(f"c{base}", f"c{acc.campaign_id}")]
-    old = saved_path(store_path, base)
-    if old.exists():
-        before = json.loads(old.read_text(encoding="utf-8"))
-        hpl_then = _hpl_campaigns(before.get("checks", []))
-        hpl_now = _hpl_campaigns([v.to_json() for v in acc.verdicts])
-        if hpl_then and hpl_now:
-            pairs.append((f"c{hpl_then}", f"c{hpl_now}"))
-    comps: list[Comparison] = []
-    with Store(store_path) as store:
-        for a, b in pairs:
-            try:
-                comps += compare_selections(store, [a], [b])
-            except FabenchError as exc:
-                acc.baseline_summary.append(f"{a} vs {b}: {exc}")
-    for c in comps:
-        acc.baseline_summary.append(c.sentence())
-    for v in acc.verdicts:
-        m = v.measured
-        if m is None or not m.run_ids:
-            continue
-        for c in comps:
-            if not {r.id for r in c.b.runs} & set(m.run_ids):
-                continue
-            for sc in c.sizes:
-                if v.check.size is None or sc.size == v.check.size:
-                    v.baseline.append({"campaign": base, "kernel": c.kernel,
-                                       "label": c.b.label, **sc.as_dict()})
-
-
-def _hpl_campaigns(checks: list[dict[str, Any]]) -> int | None:
-    for c in checks:
-        if c.get("kind") == "hpl" and c.get("run_ids"):
-            return None if not c.get("campaign_ids") else int(c["campaign_ids"][-1])
-    return None

@@ -5,8 +5,9 @@ import json
 import sys
 from pathlib import Path
 
+from ..accept.baseline import saved_path
 from ..accept.output import junit_xml, text_lines, write_html
-from ..accept.session import run_acceptance, saved_path
+from ..accept.session import run_acceptance
 from ..accept.spec import check_scheduler, load_accept_spec
 from ..errors import FabenchError
 from ..schedulers import split_on

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..choices import DEFAULT_TOLERANCE
 from ..errors import FabenchError
 from ..host.probe import sides_differ
@@ -128,23 +130,44 @@ def compare_series(a: Series, b: Series, tolerance: float = DEFAULT_TOLERANCE) -
         pb = b.at(pa.size)
         if pb is None:
             continue
-        # With repeats on either side the interval must carry the run-to-run spread.
-        if max(len(pa.per_run), len(pb.per_run)) >= 2:
-            two = compare_medians_runs(pa.per_run, pb.per_run)
-        else:
-            two = compare_medians(pa.values, pb.values)
-        verdict, note = _verdict(two, a.metric, tolerance, pa.run_medians, pb.run_medians)
-        if "one side fixed" in two.diff_ci.method:
-            note = "; ".join(x for x in (note, "one side is a single aggregate (held fixed)")
-                             if x)
-        band = max(tolerance, 2 * repeat_spread(pa.run_medians),
-                   2 * repeat_spread(pb.run_medians))
-        if band > tolerance:
-            note = "; ".join(x for x in (note, f"no-change band widened to +-{band:.1%} by "
-                                               "the repeats' spread") if x)
-        comp.sizes.append(SizeComparison(pa.size, two, verdict, len(pa.run_medians),
-                                         len(pb.run_medians), note))
+        comp.sizes.append(compare_samples(pa.size, pa.per_run, pb.per_run, a.metric, tolerance,
+                                          pa.run_medians, pb.run_medians))
     return comp
+
+
+def compare_samples(size: int, per_run_a: Sequence[Sequence[float]],
+                    per_run_b: Sequence[Sequence[float]], metric: Metric, tolerance: float,
+                    meds_a: list[float], meds_b: list[float]) -> SizeComparison:
+    """One size of B against A: samples in runs (or any clusters a two-stage bootstrap should
+    draw first), judged with the run medians `meds_a`/`meds_b` (empty: no repeats, the band
+    is the tolerance alone)."""
+    # With repeats on either side the interval must carry the run-to-run spread.
+    if max(len(per_run_a), len(per_run_b)) >= 2:
+        two = compare_medians_runs(per_run_a, per_run_b)
+    else:
+        two = compare_medians(_pooled(per_run_a), _pooled(per_run_b))
+    sc = judge_two(size, two, metric, tolerance, meds_a, meds_b)
+    if "one side fixed" in two.diff_ci.method:
+        sc.note = "; ".join(x for x in (sc.note, "one side is a single aggregate (held fixed)")
+                            if x)
+    return sc
+
+
+def _pooled(per_run: Sequence[Sequence[float]]) -> np.ndarray:
+    return np.concatenate([np.asarray(r, dtype=float) for r in per_run]) if per_run else \
+        np.array([])
+
+
+def judge_two(size: int, two: TwoSample, metric: Metric, tolerance: float,
+              meds_a: list[float], meds_b: list[float]) -> SizeComparison:
+    """The verdict on a two-sample difference (any TwoSample: medians, or ratios such as an
+    impact factor before and after), with the band widened by the repeats' spread."""
+    verdict, note = _verdict(two, metric, tolerance, meds_a, meds_b)
+    band = max(tolerance, 2 * repeat_spread(meds_a), 2 * repeat_spread(meds_b))
+    if band > tolerance:
+        note = "; ".join(x for x in (note, f"no-change band widened to +-{band:.1%} by "
+                                           "the repeats' spread") if x)
+    return SizeComparison(size, two, verdict, max(1, len(meds_a)), max(1, len(meds_b)), note)
 
 
 def _pair_key(s: Series, fields: list[str]) -> tuple[Any, ...]:

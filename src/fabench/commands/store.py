@@ -20,9 +20,12 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         description="Read the store without changing it: SQLite's integrity check, then "
                     "fabench's invariants (results refer to runs, runs to campaigns, sample "
                     "counts match their data, statuses and JSON columns are ones fabench "
-                    "writes, ok runs hold results). Exit status: 0 sound, 3 problems found, "
-                    "2 unreadable (not a store, damaged beyond reading, or written by a newer "
-                    "fabench).")
+                    "writes, ok runs hold results, no row written twice). On a PostgreSQL "
+                    "store (--store postgresql://...), what SQL checks there, read-only: "
+                    "schema version, orphan rows, duplicates, statuses, runs left running. "
+                    "Exit status: 0 sound, 3 problems found, 2 unreadable (not a store, "
+                    "damaged beyond reading, written by a newer fabench, or a server that "
+                    "refuses the connection).")
     add_store_argument(c)
     c.add_argument("--json", action="store_true", help="the findings as one JSON object")
     c.set_defaults(func="fabench.actions.store:check_main")

@@ -140,11 +140,14 @@ def _sum(counters: list[dict[str, int]]) -> dict[str, int]:
     return dict(out)
 
 
-def impact_rows(runs: list[RunRow], results: dict[int, list[ResultRecord]]) -> list[ImpactRow]:
-    """Every (campaign, aggressor, victim) of the congestion runs among `runs` (ok ones)."""
-    # (campaign, kernel, size, ranks) -> phase -> [(run, records)]
-    groups: dict[tuple[Any, ...], dict[str, list[tuple[RunRow, list[ResultRecord]]]]] = \
-        defaultdict(lambda: defaultdict(list))
+Group = dict[str, list[tuple[RunRow, list[ResultRecord]]]]  # phase -> [(run, records)]
+
+
+def _groups(runs: list[RunRow], results: dict[int, list[ResultRecord]]
+            ) -> dict[tuple[Any, ...], Group]:
+    """(campaign, kernel, size, ranks) -> phase -> the ok victim runs of that phase, in run
+    order (a round's runs come one after the other)."""
+    groups: dict[tuple[Any, ...], Group] = defaultdict(lambda: defaultdict(list))
     for run in runs:
         phase = phase_of(str(run.settings.get("label") or ""))
         if phase is None or run.status != "ok":
@@ -154,9 +157,53 @@ def impact_rows(runs: list[RunRow], results: dict[int, list[ResultRecord]]) -> l
                 continue
             groups[(run.campaign_id, run.kernel, rec.size, run.ranks)][phase].append(
                 (run, [rec]))
+    return groups
+
+
+def _times(group: list[tuple[RunRow, list[ResultRecord]]]) -> list[np.ndarray]:
+    """One sample array per run (round)."""
+    return [np.asarray([t for r in recs for t in r.times]) for _, recs in group]
+
+
+@dataclass(frozen=True)
+class RoundSamples:
+    """A victim metric under one aggressor: its times alone and congested, one array per
+    round (what an impact factor is computed from, kept for comparing two tests)."""
+
+    victim: str
+    aggressor: str
+    kernel: str
+    size: int
+    ranks: int
+    isolated: list[np.ndarray]
+    congested: list[np.ndarray]
+    run_ids: list[int]
+
+
+def round_samples(runs: list[RunRow], results: dict[int, list[ResultRecord]]
+                  ) -> list[RoundSamples]:
+    out = []
+    for (_, kernel, size, ranks), phases in sorted(_groups(runs, results).items(),
+                                                   key=lambda kv: (kv[0][0] or 0, kv[0][1],
+                                                                   kv[0][2])):
+        alone = phases.get(ISOLATED, [])
+        victim = victim_of(kernel, size)
+        if not alone or victim is None:
+            continue
+        for pattern, congested in sorted(phases.items()):
+            if pattern != ISOLATED:
+                out.append(RoundSamples(victim.name, pattern, kernel, size, ranks,
+                                        _times(alone), _times(congested),
+                                        sorted(r.id for r, _ in (*alone, *congested))))
+    return out
+
+
+def impact_rows(runs: list[RunRow], results: dict[int, list[ResultRecord]]) -> list[ImpactRow]:
+    """Every (campaign, aggressor, victim) of the congestion runs among `runs` (ok ones)."""
     rows = []
-    for (cid, kernel, size, ranks), phases in sorted(groups.items(), key=lambda kv: (
-            kv[0][0] or 0, kv[0][1], kv[0][2])):
+    for (cid, kernel, size, ranks), phases in sorted(_groups(runs, results).items(),
+                                                     key=lambda kv: (kv[0][0] or 0, kv[0][1],
+                                                                     kv[0][2])):
         alone = phases.get(ISOLATED, [])
         if not alone:
             continue
@@ -165,13 +212,11 @@ def impact_rows(runs: list[RunRow], results: dict[int, list[ResultRecord]]) -> l
         for pattern, congested in sorted(phases.items()):
             if pattern == ISOLATED:
                 continue
-            iso = [np.asarray([t for r in recs for t in r.times]) for _, recs in alone]
-            con = [np.asarray([t for r in recs for t in r.times]) for _, recs in congested]
             bw = victim.name == "bandwidth"
             rows.append(ImpactRow(
                 cid, pattern, victim.name, kernel, size, ranks,
                 bottleneck_of(congested[0][0]), min(len(alone), len(congested)),
-                impact_factors(iso, con),
+                impact_factors(_times(alone), _times(congested)),
                 _bandwidth([r for _, recs in alone for r in recs]) if bw else None,
                 _bandwidth([r for _, recs in congested for r in recs]) if bw else None,
                 _sum([run_counters(r) for r, _ in congested]),
@@ -185,3 +230,9 @@ def impact_rows_from_store(store: Store, campaign_id: int) -> list[ImpactRow]:
     runs = store.runs(campaign_id)
     return impact_rows(runs, {r.id: list(store.results(r.id)) for r in runs
                               if r.status == "ok"})
+
+
+def round_samples_from_store(store: Store, campaign_id: int) -> list[RoundSamples]:
+    runs = store.runs(campaign_id)
+    return round_samples(runs, {r.id: list(store.results(r.id)) for r in runs
+                                if r.status == "ok"})

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .fanout import on_each
 from .process import run_capture
 
 # The counters a TCP run's record carries by name (all others that moved go in `moved`).
@@ -173,8 +174,9 @@ class TcpCounterWatch:
         self.before: dict[str, TcpCounters] = {}
 
     def start(self) -> None:
-        self.before = {h: read_tcp_counters(e) for h, e in self.enters.items()}
+        self.before = on_each(lambda h: read_tcp_counters(self.enters[h]), self.enters)
 
     def finish(self) -> dict[str, TcpCounterDelta]:
-        return {h: tcp_delta(self.before[h], read_tcp_counters(e))
-                for h, e in self.enters.items() if h in self.before}
+        after = on_each(lambda h: read_tcp_counters(self.enters[h]),
+                        [h for h in self.enters if h in self.before])
+        return {h: tcp_delta(self.before[h], a) for h, a in after.items()}

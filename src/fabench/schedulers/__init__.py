@@ -124,6 +124,22 @@ class Scheduler(ABC):
         """What the place does to its links on purpose (an emulated testbed's impairments)."""
         return ()
 
+    # -- a run over the whole allocation (an acceptance's collectives at full size)
+    def allocation_nodes(self) -> int | None:
+        """How many nodes a run over the whole allocation spans: the hosts this place offers,
+        or what a batch system will allocate; None where it cannot say."""
+        names = self.host_names()
+        return len(names) if names else None
+
+    def ranks_per_node_asked(self) -> int | None:
+        """Ranks per node the user asked the place for (a job's --ntasks-per-node); None."""
+        return None
+
+    def spread(self, nodes: int, per_node: int) -> "Scheduler":
+        """The same place with a run's ranks `per_node` on each of `nodes` nodes. A place
+        that puts ranks on hosts itself places them in order already: itself."""
+        return self
+
 
 class DirectScheduler(Scheduler):
     """A scheduler whose starter runs from here: it places the ranks on the hosts it offers

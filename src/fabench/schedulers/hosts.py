@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import FabenchError
+from ..host.fanout import on_each
 from ..host.netcounters import IfCounters, read_host_counters
 from ..host.placement import Allocation, HostExec, HostSlots, place_ranks
 from ..host.process import run_once
@@ -137,7 +138,7 @@ class HostsScheduler(DirectScheduler):
         return bad
 
     def counters(self, hosts: list[str]) -> dict[str, IfCounters]:
-        return {n: read_host_counters(self._exec(n).prefix, self._ifname) for n in hosts}
+        return on_each(lambda n: read_host_counters(self._exec(n).prefix, self._ifname), hosts)
 
     def counters_where(self) -> str:
         return self._ifname or "all but lo"

@@ -10,6 +10,7 @@ lines. Scripts go to `<results dir>/slurm/` (the `--out` of `fabench run`), else
 nodes (it is the job's working directory), as the results directory usually is.
 """
 
+import copy
 import math
 import os
 import re
@@ -71,6 +72,72 @@ def _header(job_name: str, ranks: int, minutes: int, sbatch_args: list[str]) -> 
     ]
 
 
+_NODE_OPTS = ("-N", "--nodes")
+_PER_NODE_OPTS = ("--ntasks-per-node",)
+_PARTITION_OPTS = ("-p", "--partition")
+# sinfo's short states of a node that takes jobs ("idle*": not responding, left out)
+_USABLE = {"idle", "mix", "mixed", "alloc", "allocated", "comp", "completing", "plnd",
+           "planned"}
+
+
+def sbatch_option(args: list[str], names: tuple[str, ...]) -> str | None:
+    """The value of an sbatch option among `args` (`-N 3`, `--nodes=3`, `-N3`); the last
+    one given, as sbatch reads them."""
+    found = None
+    for i, a in enumerate(args):
+        for n in names:
+            if a == n and i + 1 < len(args):
+                found = args[i + 1]
+            elif a.startswith(n + "=") and n.startswith("--"):
+                found = a[len(n) + 1:]
+            elif len(n) == 2 and a.startswith(n) and len(a) > 2 and not a.startswith("--"):
+                found = a[2:]
+    return found
+
+
+def without_options(args: list[str], names: tuple[str, ...]) -> list[str]:
+    out, skip = [], False
+    for a in args:
+        if skip:
+            skip = False
+            continue
+        if a in names:
+            skip = True
+            continue
+        if any(a.startswith(n + "=") or (len(n) == 2 and a.startswith(n) and
+                                         not a.startswith("--")) for n in names):
+            continue
+        out.append(a)
+    return out
+
+
+def nodes_asked(args: list[str]) -> int | None:
+    """The nodes `-N`/`--nodes` asks for; of a range (`2-4`) the least, which Slurm
+    guarantees."""
+    v = sbatch_option(args, _NODE_OPTS)
+    if v is None:
+        return None
+    try:
+        return int(v.split("-", 1)[0])
+    except ValueError:
+        raise FabenchError(f"sbatch -N {v!r}: a number of nodes (or a range MIN-MAX)") from None
+
+
+def usable_nodes(sinfo_out: str, partition: str | None) -> int:
+    """Nodes that take jobs in a partition (None: the default one, marked `*`), from
+    `sinfo -h -N -o "%N %t %P"`: one line per node and partition."""
+    names = set()
+    for line in sinfo_out.splitlines():
+        parts = line.split()
+        if len(parts) != 3:
+            continue
+        node, state, part = parts
+        here = part.rstrip("*") == partition if partition else part.endswith("*")
+        if here and state in _USABLE:
+            names.add(node)
+    return len(names)
+
+
 def parse_job_state(scontrol_out: str) -> tuple[str, int, int]:
     """(state, exit code, nodes) from `scontrol show job -o`; ("UNKNOWN", 0, 0) when the job
     is gone from the controller's memory (MinJobAge): it ended, and its files tell how. A
@@ -100,9 +167,13 @@ class SlurmScheduler(Scheduler):
                  poll_s: float = 0.5, starter: str | None = None) -> None:
         super().__init__(starter)
         self.sbatch_args = list(sbatch_args or [])
+        # the job-wide shape of a run over the whole allocation (spread()): (nodes, per node)
+        self.shape: tuple[int, int] | None = None
         self._workdir = Path(workdir) if workdir else None
         self.poll_s = poll_s
-        self._steps: list[tuple[int, list[str]]] = []
+        # every run of the campaign: (ranks, its shape's sbatch options, its step's lines);
+        # shared with spread() views, so campaign.sbatch holds them all
+        self._steps: list[tuple[int, list[str], list[str]]] = []
         for tool in ("sbatch", "scontrol", "scancel"):
             if shutil.which(tool) is None:
                 raise FabenchError(f"--on slurm: {tool} not found (install slurm-client, or "
@@ -127,6 +198,32 @@ class SlurmScheduler(Scheduler):
             return Path(self.results_dir) / "slurm"
         return Path(os.environ.get("FABENCH_SLURM_DIR", "fabench-slurm"))
 
+    def allocation_nodes(self) -> int | None:
+        """`-N` where the job asks for nodes; else every node of the partition that takes
+        jobs now (sinfo): an acceptance's collectives run over the whole of it."""
+        asked = nodes_asked(self.sbatch_args)
+        if asked is not None:
+            return asked
+        out = run_capture(["sinfo", "-h", "-N", "-o", "%N %t %P"], timeout=60)
+        if out.returncode != 0:
+            raise FabenchError(f"sinfo failed: {(out.stderr or out.stdout).strip()[:300]}")
+        n = usable_nodes(out.stdout, sbatch_option(self.sbatch_args, _PARTITION_OPTS))
+        return n or None
+
+    def ranks_per_node_asked(self) -> int | None:
+        v = sbatch_option(self.sbatch_args, _PER_NODE_OPTS)
+        return int(v) if v and v.isdigit() else None
+
+    def spread(self, nodes: int, per_node: int) -> "SlurmScheduler":
+        """A view whose jobs ask for `nodes` nodes and `per_node` tasks on each (the user's
+        own -N and --ntasks-per-node give way), so Slurm cannot pack the ranks onto fewer
+        nodes; its runs join this scheduler's campaign script."""
+        view = copy.copy(self)
+        view.shape = (nodes, per_node)
+        view.sbatch_args = [*without_options(self.sbatch_args, _NODE_OPTS + _PER_NODE_OPTS),
+                            f"--nodes={nodes}", f"--ntasks-per-node={per_node}"]
+        return view
+
     def describe(self) -> str:
         extra = f" {shlex.join(self.sbatch_args)}" if self.sbatch_args else ""
         return f"slurm (sbatch{extra}, {self.starter} inside; scripts in {self.workdir})"
@@ -137,9 +234,11 @@ class SlurmScheduler(Scheduler):
             raise FabenchError(f"{run.kernel.name}: the slurm scheduler starts MPI kernels; "
                                "transport kernels need two hosts of an allocation "
                                "(use --on hosts with the job's nodes)")
-        # The job's own allocation: the starter takes its nodes from Slurm.
-        launch = starter.batch_command(run, Allocation(placed=[HostSlots("slurm", run.ranks)],
-                                                       execs={}))
+        # The job's own allocation: the starter takes its nodes from Slurm; a shaped run
+        # says how many ranks go on each (one entry per node).
+        placed = [HostSlots("slurm", self.shape[1])] * self.shape[0] if self.shape else \
+            [HostSlots("slurm", run.ranks)]
+        launch = starter.batch_command(run, Allocation(placed=placed, execs={}))
         env = {**launch.env, **run.env}
         lines = [f"# {run.kernel.name} transport={run.transport} np={run.ranks} mpi={run.mpi}",
                  snapshot_line(stem, "before")]
@@ -154,10 +253,13 @@ class SlurmScheduler(Scheduler):
         return lines, env, launch.notes
 
     def _write_campaign_script(self) -> Path:
-        ranks = max(r for r, _ in self._steps)
-        body = _header("fabench-campaign", ranks, 60 * len(self._steps), self.sbatch_args)
+        ranks = max(r for r, _, _ in self._steps)
+        # the job as large as its largest shaped run (its srun asks for the same shape)
+        shaped = [a for _, a, _ in self._steps if a]
+        args = max(shaped, key=lambda a: nodes_asked(a) or 0) if shaped else self.sbatch_args
+        body = _header("fabench-campaign", ranks, 60 * len(self._steps), args)
         body.append("# Every run of the campaign, one after the other, in one allocation.")
-        for _, lines in self._steps:
+        for _, _, lines in self._steps:
             body += ["", *lines, '[ "$fabench_rc" = 0 ] || fabench_failed=$fabench_rc']
         body += ["", "exit ${fabench_failed:-0}"]
         path = self.workdir / "campaign.sbatch"
@@ -170,7 +272,7 @@ class SlurmScheduler(Scheduler):
         step, env, notes = self._step(run, starter, stem)
         wd = self.workdir.resolve()
         wd.mkdir(parents=True, exist_ok=True)
-        self._steps.append((run.ranks, step))
+        self._steps.append((run.ranks, self.sbatch_args if self.shape else [], step))
         campaign = self._write_campaign_script()
         minutes = max(1, math.ceil(run.timeout_s / 60))
         script = "\n".join([*_header(f"fabench-{run.kernel.name}", run.ranks, minutes,

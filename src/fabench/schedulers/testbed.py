@@ -18,6 +18,7 @@ from types import FrameType
 from typing import ClassVar
 
 from ..errors import FabenchError
+from ..host.fanout import on_each
 from ..host.launched import LaunchResult, RecordCallback
 from ..host.netcounters import IfCounters, read_host_counters
 from ..host.placement import Allocation, HostExec, HostSlots, cpu_count, place_ranks
@@ -183,8 +184,8 @@ class TestbedScheduler(DirectScheduler):
             oversubscribe=run.ranks > cpu_count())
 
     def counters(self, hosts: list[str]) -> dict[str, IfCounters]:
-        return {h.name: read_host_counters(h.enter, h.ifname) for h in self.state.hosts
-                if h.name in hosts}
+        by = {h.name: h for h in self.state.hosts if h.name in hosts}
+        return on_each(lambda n: read_host_counters(by[n].enter, by[n].ifname), by)
 
     def counters_where(self) -> str:
         return self.state.hosts[0].ifname

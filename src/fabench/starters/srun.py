@@ -34,7 +34,11 @@ class SrunStarter(Starter):
         except UnsupportedTransport as exc:
             raise FabenchError(f"{flavour.name}: {exc}") from exc
         exe = kernel_executable(run.kernel, flavour.name)
-        argv = ["srun", f"--mpi={flavour.pmi}", f"--ntasks={run.ranks}", str(exe),
+        # a run shaped over nodes (one placed entry per node) says so to srun as well: in a
+        # job of several steps (campaign.sbatch) the job's own shape may be another step's
+        shape = [f"--nodes={len(alloc.placed)}", f"--ntasks-per-node={alloc.placed[0].slots}"] \
+            if len(alloc.placed) > 1 else []
+        argv = ["srun", f"--mpi={flavour.pmi}", f"--ntasks={run.ranks}", *shape, str(exe),
                 *run.kernel_argv()]
         return StartCommand(argv, {**env, **alloc.extra_env},
                             [f"started by srun --mpi={flavour.pmi}"])

@@ -16,6 +16,7 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .. import __version__
 from ..host.process_identity import ProcessOwner
@@ -33,6 +34,18 @@ _JSON_COLUMNS = {"campaigns": ("spec", "provenance", "owner"),
                  "results": ("extra",)}
 
 
+class Reader:
+    """What the invariants read through: a connection's `execute` (`?` parameters, rows by
+    column name) and the store's tables with their columns, read once."""
+
+    def __init__(self, db: Any, cols: dict[str, tuple[str, ...]]) -> None:
+        self.db = db
+        self.cols = cols
+
+    def execute(self, sql: str, parameters: Any = ()) -> Any:
+        return self.db.execute(sql, parameters)
+
+
 @dataclass
 class Finding:
     check: str
@@ -42,8 +55,9 @@ class Finding:
 
 @dataclass
 class CheckReport:
-    path: Path
+    path: Path | str  # a file, or a server store's URL without its password
     readable: bool = True
+    server: bool = False  # a PostgreSQL store
     version: int | None = None
     counts: dict[str, int] = field(default_factory=dict)
     checks: list[str] = field(default_factory=list)
@@ -60,7 +74,8 @@ class CheckReport:
         return PROBLEMS if self.problems else OK
 
     def to_json(self) -> dict[str, object]:
-        return {"store": str(self.path), "readable": self.readable,
+        return {"store": str(self.path), "backend": "postgresql" if self.server else "sqlite",
+                "readable": self.readable,
                 "schema_version": self.version, "reads_up_to": SCHEMA_VERSION,
                 "counts": self.counts, "checks": self.checks,
                 "findings": [vars(f) for f in self.findings], "exit_status": self.exit_code}
@@ -168,8 +183,17 @@ def _check(db: sqlite3.Connection, rep: CheckReport) -> None:
     if "meta" not in have:
         _unreadable(rep, "an SQLite database, but not a fabench store (no `meta` table)")
         return
-    if not _version(db, rep):
+    if not read_schema_version(db, rep):
         return
+    if not schema_complete(have, rep):
+        return  # the invariants below name those columns
+    run_invariants(Reader(db, have), rep, INVARIANTS)
+    _wal_note(rep)
+
+
+def schema_complete(have: dict[str, tuple[str, ...]], rep: CheckReport) -> bool:
+    """Every table and column of the store's schema version is there (a finding each that
+    is not)."""
     want = schema_columns(rep.version or SCHEMA_VERSION)
     rep.checks.append("tables and columns")
     complete = True
@@ -183,27 +207,29 @@ def _check(db: sqlite3.Connection, rep: CheckReport) -> None:
             rep.findings.append(Finding("tables and columns", "problem",
                                         f"table `{table}` lacks {', '.join(missing)}"))
             complete = False
-    if not complete:
-        return  # the invariants below name those columns
-    checks: list[tuple[str, Callable[[sqlite3.Connection, CheckReport], None]]] = [
-        ("counts", _counts), ("references", _references), ("statuses", _statuses),
-        ("json columns", _json_columns), ("samples", _samples),
-        ("result samples", _results_have_times),
-        ("results of ok runs", _ok_runs_have_results), ("running runs", _running)]
+    return complete
+
+
+Invariant = tuple[str, Callable[[Reader, CheckReport], None]]
+
+
+def run_invariants(db: Reader, rep: CheckReport, checks: tuple[Invariant, ...],
+                   errors: tuple[type[BaseException], ...] = (sqlite3.DatabaseError,)) -> None:
     for name, fn in checks:
         rep.checks.append(name)
         try:
             fn(db, rep)
-        except sqlite3.DatabaseError as exc:
+        except errors as exc:
             rep.findings.append(Finding(name, "problem", f"could not be read: {exc}"))
-    _wal_note(rep)
 
 
-def _version(db: sqlite3.Connection, rep: CheckReport) -> bool:
+def read_schema_version(db: Any, rep: CheckReport,
+                        errors: tuple[type[BaseException], ...] = (sqlite3.DatabaseError,)
+                        ) -> bool:
     rep.checks.append("schema version")
     try:
         row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    except sqlite3.DatabaseError as exc:
+    except errors as exc:
         rep.findings.append(Finding("schema version", "problem", f"meta unreadable: {exc}"))
         return False
     if row is None:
@@ -226,26 +252,31 @@ def _version(db: sqlite3.Connection, rep: CheckReport) -> bool:
                                     f"schema_version {rep.version} was never written"))
         return False
     if rep.version < SCHEMA_VERSION:
+        kept = "in one transaction (PostgreSQL's DDL is transactional)" if rep.server else \
+            f"keeping a copy ({Path(rep.path).name}.schema{rep.version}.bak)"
         rep.findings.append(Finding(
             "schema version", "note",
             f"schema version {rep.version}, older than this fabench's {SCHEMA_VERSION}: the "
-            "next fabench command that opens it migrates it, keeping a copy "
-            f"({rep.path.name}.schema{rep.version}.bak)"))
+            f"next fabench command that opens it migrates it, {kept}"))
     return True
 
 
-def _counts(db: sqlite3.Connection, rep: CheckReport) -> None:
+def _counts(db: Reader, rep: CheckReport) -> None:
     for table in ("campaigns", "runs", "results", "samples"):
         rep.counts[table] = int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
 
-def _references(db: sqlite3.Connection, rep: CheckReport) -> None:
+def _references(db: Reader, rep: CheckReport) -> None:
     # The same as PRAGMA foreign_key_check, spelt out so the message names the rows.
     pairs = (("results", "run_id", "runs", "result", "run"),
              ("samples", "result_id", "results", "sample series of result", "result"),
-             ("runs", "campaign_id", "campaigns", "run", "campaign"))
+             ("runs", "campaign_id", "campaigns", "run", "campaign"),
+             ("matrix_pairs", "run_id", "runs", "matrix pair", "run"),
+             ("matrices", "campaign_id", "campaigns", "matrix of campaign", "campaign"))
     for table, col, parent, what, pwhat in pairs:
-        key = "result_id" if table == "samples" else "id"
+        if table not in db.cols:
+            continue
+        key = {"samples": "result_id", "matrices": "campaign_id"}.get(table, "id")
         rows = db.execute(
             f"SELECT t.{key} AS id, t.{col} AS ref FROM {table} t WHERE t.{col} IS NOT NULL "
             f"AND NOT EXISTS (SELECT 1 FROM {parent} p WHERE p.id = t.{col})").fetchall()
@@ -256,7 +287,30 @@ def _references(db: sqlite3.Connection, rep: CheckReport) -> None:
                 + _ids([f"{r['id']} -> {pwhat} {r['ref']}" for r in rows])))
 
 
-def _statuses(db: sqlite3.Connection, rep: CheckReport) -> None:
+# Rows that must be unique. Results and matrix pairs have no unique key in the schema (only
+# an index), so a writer that wrote one twice (a resumed or retried write) would go unseen.
+_UNIQUE = (("results", ("run_id", "size"), "result(s) of one run at one size"),
+           ("samples", ("result_id", "series"), "sample series of one result"),
+           ("matrix_pairs", ("run_id", "src", "dst", "round", "mode"),
+            "matrix direction(s) of one pass and round"))
+
+
+def _duplicates(db: Reader, rep: CheckReport) -> None:
+    for table, key, what in _UNIQUE:
+        if table not in db.cols:
+            continue
+        cols = ", ".join(key)
+        rows = db.execute(f"SELECT {cols}, count(*) AS n FROM {table} GROUP BY {cols} "
+                          "HAVING count(*) > 1 ORDER BY " + cols).fetchall()
+        if rows:
+            rep.findings.append(Finding(
+                "duplicates", "problem",
+                f"{len(rows)} {what} written more than once: "
+                + _ids(["(" + ", ".join(f"{k} {r[k]}" for k in key) + f") x{r['n']}"
+                        for r in rows])))
+
+
+def _statuses(db: Reader, rep: CheckReport) -> None:
     bad = [(r["id"], r["status"]) for r in db.execute("SELECT id, status FROM runs")
            if r["status"] not in RUN_STATUSES]
     if bad:
@@ -274,9 +328,9 @@ def _statuses(db: sqlite3.Connection, rep: CheckReport) -> None:
             + _ids([f"{i} ({s!r})" for i, s in bad])))
 
 
-def _json_columns(db: sqlite3.Connection, rep: CheckReport) -> None:
+def _json_columns(db: Reader, rep: CheckReport) -> None:
     for table, cols in _JSON_COLUMNS.items():
-        present = [c for c in cols if c in table_columns_of(db, table)]
+        present = [c for c in cols if c in db.cols.get(table, ())]
         for col in present:
             bad = []
             for r in db.execute(f"SELECT id, {col} AS v FROM {table}"):
@@ -292,13 +346,9 @@ def _json_columns(db: sqlite3.Connection, rep: CheckReport) -> None:
                     f"{table}.{col} is not JSON in {len(bad)} row(s): ids {_ids(bad)}"))
 
 
-def table_columns_of(db: sqlite3.Connection, table: str) -> tuple[str, ...]:
-    return tuple(r[1] for r in db.execute("SELECT * FROM pragma_table_info(?)", (table,)))
-
-
-def _samples(db: sqlite3.Connection, rep: CheckReport) -> None:
+def _samples(db: Reader, rep: CheckReport) -> None:
     torn, unknown, nonfinite, short, changed = [], [], [], [], []
-    crc = "s.crc32" if "crc32" in table_columns_of(db, "samples") else "NULL"
+    crc = "s.crc32" if "crc32" in db.cols.get("samples", ()) else "NULL"
     rows = db.execute(
         f"SELECT s.result_id, s.series, s.n, s.data, {crc} AS crc32, r.iterations, u.launcher"
         " FROM samples s LEFT JOIN results r ON r.id = s.result_id"
@@ -337,7 +387,7 @@ def _samples(db: sqlite3.Connection, rep: CheckReport) -> None:
                                         f"{len(items)} {text}: {_ids(list(items))}"))
 
 
-def _results_have_times(db: sqlite3.Connection, rep: CheckReport) -> None:
+def _results_have_times(db: Reader, rep: CheckReport) -> None:
     # add_result writes a result and its samples in one transaction: one without the other
     # is a torn write or a deleted row.
     rows = db.execute("SELECT id FROM results WHERE iterations > 0 AND NOT EXISTS (SELECT 1 "
@@ -349,10 +399,10 @@ def _results_have_times(db: sqlite3.Connection, rep: CheckReport) -> None:
                                     f"{_ids([r['id'] for r in rows])}"))
 
 
-def _ok_runs_have_results(db: sqlite3.Connection, rep: CheckReport) -> None:
+def _ok_runs_have_results(db: Reader, rep: CheckReport) -> None:
     # A matrix pass keeps what it measured as pairs (`matrix_pairs`), not as results.
     pairs = (" AND NOT EXISTS (SELECT 1 FROM matrix_pairs m WHERE m.run_id = runs.id)"
-             if "matrix_pairs" in table_columns(db) else "")
+             if "matrix_pairs" in db.cols else "")
     rows = db.execute("SELECT id FROM runs WHERE status = 'ok' AND NOT EXISTS "
                       "(SELECT 1 FROM results r WHERE r.run_id = runs.id)" + pairs).fetchall()
     if rows:
@@ -361,10 +411,10 @@ def _ok_runs_have_results(db: sqlite3.Connection, rep: CheckReport) -> None:
                                     f"ids {_ids([r['id'] for r in rows])}"))
 
 
-def _running(db: sqlite3.Connection, rep: CheckReport) -> None:
+def _running(db: Reader, rep: CheckReport) -> None:
     """A `running` row is no damage: a live writer has one; a dead one's is marked
     `interrupted` by the next fabench that opens the store. Said, not counted."""
-    has_owner = "owner" in table_columns_of(db, "runs")
+    has_owner = "owner" in db.cols.get("runs", ())
     rows = db.execute("SELECT id, " + ("owner" if has_owner else "NULL AS owner")
                       + " FROM runs WHERE status = 'running'").fetchall()
     for r in rows:
@@ -386,6 +436,17 @@ def _running(db: sqlite3.Connection, rep: CheckReport) -> None:
                     "command that opens the store marks it interrupted")
         rep.findings.append(Finding("running runs", "note", f"run {r['id']} is running: "
                                                             f"{text}"))
+
+
+INVARIANTS: tuple[Invariant, ...] = (
+    ("counts", _counts), ("references", _references), ("duplicates", _duplicates),
+    ("statuses", _statuses), ("json columns", _json_columns), ("samples", _samples),
+    ("result samples", _results_have_times), ("results of ok runs", _ok_runs_have_results),
+    ("running runs", _running))
+# On a server: what SQL answers there; not the sample bytes and JSON columns (every blob
+# across the network: `fabench store copy URL FILE` and a check of FILE reads them).
+SERVER_INVARIANTS: tuple[Invariant, ...] = tuple(
+    (n, f) for n, f in INVARIANTS if n not in ("json columns", "samples"))
 
 
 def _wal_note(rep: CheckReport) -> None:

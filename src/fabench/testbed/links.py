@@ -21,7 +21,7 @@ from typing import Any
 from ..errors import FabenchError
 from ..host.native import native_root
 from ..host.process import popen, run_once
-from ..host.process_identity import proc_start, wait_gone
+from ..host.process_identity import proc_start, running, wait_gone
 from .impair import Impairment, parse_impairs
 from .state import HostState, LinkState, TestbedConfig, TestbedState, burst_for, queue_us
 
@@ -305,7 +305,7 @@ def stop_link(link: LinkState) -> None:
     except ProcessLookupError:
         return
     wait_gone(link.pid, timeout=2.0)
-    if proc_start(link.pid) == link.start:
+    if running(link.pid) and proc_start(link.pid) == link.start:
         try:
             os.kill(link.pid, signal.SIGKILL)
         except ProcessLookupError:

@@ -389,3 +389,75 @@ def quantile_ratio_runs(runs_a: Sequence[Sequence[float] | np.ndarray],
     nb = int(min(min(a.size for a in arrs) * len(arrs) for arrs in (arrs_a, arrs_b)))
     return QuantileRatio(q, va, vb, ratio, _percentile_interval(
         ratios, ratio, confidence, "two-stage-bootstrap", n, nb))
+
+
+def compare_ratio_runs(den_a: Sequence[Sequence[float] | np.ndarray],
+                       num_a: Sequence[Sequence[float] | np.ndarray],
+                       den_b: Sequence[Sequence[float] | np.ndarray],
+                       num_b: Sequence[Sequence[float] | np.ndarray], q: float = 0.5,
+                       confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
+                       max_samples: int = MAX_TAIL_BOOTSTRAP_SAMPLES) -> TwoSample:
+    """A ratio of quantiles measured twice, B against A: r = quantile_q(num) / quantile_q(den)
+    on each side (a congestion impact factor before and after), as a TwoSample of r_a and r_b.
+    Each of the four groups is resampled by the two-stage bootstrap (runs, then samples), so
+    the interval of r_b - r_a and of r_b / r_a carries every group's round-to-round spread."""
+    if not 0 < q < 1:
+        raise ValueError(f"quantile {q} outside (0, 1)")
+    groups = [[a for a in (_finite(r) for r in g) if a.size] for g in (den_a, num_a, den_b, num_b)]
+    nan = float("nan")
+    if not all(groups):
+        return TwoSample(nan, nan, nan, NO_INTERVAL, nan, NO_INTERVAL)
+    pooled = [np.concatenate(g) for g in groups]
+    v = [float(np.quantile(p, q)) for p in pooled]
+    ra = v[1] / v[0] if v[0] else nan
+    rb = v[3] / v[2] if v[2] else nan
+    diff, ratio = rb - ra, (rb / ra if ra else nan)
+    if all(np.ptp(p) == 0 for p in pooled):
+        return TwoSample(ra, rb, diff, NO_INTERVAL, ratio, NO_INTERVAL)
+    rng = np.random.default_rng(SEED)
+    s = [_two_stage_quantiles(g, q, rng, n_resamples, max_samples) for g in groups]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sa, sb = s[1] / s[0], s[3] / s[2]
+        diffs, ratios = sb - sa, sb / sa
+    n = int(min(p.size for p in pooled))
+    nb = int(min(min(a.size for a in g) * len(g) for g in groups))
+    method = "two-stage-bootstrap"
+    return TwoSample(ra, rb, diff, _percentile_interval(diffs, diff, confidence, method, n, nb),
+                     ratio, _percentile_interval(ratios, ratio, confidence, method, n, nb))
+
+
+def compare_medians_paired(clusters_a: Sequence[Sequence[float] | np.ndarray],
+                           clusters_b: Sequence[Sequence[float] | np.ndarray],
+                           confidence: float = CONFIDENCE, n_resamples: int = N_RESAMPLES,
+                           max_samples: int = MAX_BOOTSTRAP_SAMPLES) -> TwoSample:
+    """Like compare_medians_runs, for clusters measured on both sides (the same directions of
+    two matrices): each replicate draws one set of clusters for both sides, then samples
+    within each side's cluster. Drawing them apart would put the spread *between* clusters
+    (one link 10 % faster than another, on both days) into the difference, which it is not."""
+    both = [(a, b) for a, b in ((_finite(x), _finite(y)) for x, y in
+                                zip(clusters_a, clusters_b, strict=True)) if a.size and b.size]
+    if len(both) < 2:
+        return compare_medians(both[0][0] if both else [], both[0][1] if both else [],
+                               confidence, n_resamples, max_samples)
+    pa = np.concatenate([a for a, _ in both])
+    pb = np.concatenate([b for _, b in both])
+    ma, mb = float(np.median(pa)), float(np.median(pb))
+    diff, ratio = mb - ma, (mb / ma if ma else float("nan"))
+    if np.ptp(pa) == 0 and np.ptp(pb) == 0:
+        return TwoSample(ma, mb, diff, NO_INTERVAL, ratio, NO_INTERVAL)
+    rng = np.random.default_rng(SEED)
+    k = len(both)
+    which = rng.integers(0, k, (n_resamples, k))
+    reps = []
+    for side in (0, 1):
+        arrs = [pair[side] for pair in both]
+        m = max(1, min(min(a.size for a in arrs), max_samples // k))
+        subs = np.stack([subsample(a, m) for a in arrs])
+        within = rng.integers(0, m, (n_resamples, k, m))
+        reps.append(np.median(subs[which[..., None], within].reshape(n_resamples, -1), axis=1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        diffs, ratios = reps[1] - reps[0], reps[1] / reps[0]
+    n = int(min(pa.size, pb.size))
+    method = "paired-two-stage-bootstrap"
+    return TwoSample(ma, mb, diff, _percentile_interval(diffs, diff, confidence, method, n, n),
+                     ratio, _percentile_interval(ratios, ratio, confidence, method, n, n))
