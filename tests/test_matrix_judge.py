@@ -237,3 +237,22 @@ def test_node_retest_in_units_of_its_references_scatter() -> None:
     assert "slow node h4" in names(judge(first, retest(0.0), sus))
     busy = judge(first, retest(0.1), sus)
     assert "slow node h4" not in names(busy) and "node h4" in busy.cleared
+
+
+def test_a_link_of_a_host_called_slow_stays_suspect_for_the_next_retest() -> None:
+    """Recorded on a 5-host tcp testbed with h2 -> h4 at 50 Mbit: retest 1 called h2 slow by
+    latency noise (so its link was not judged: the host explains it), retest 2 cleared h2. The
+    link must still be retested and judged then, not dropped with the host's verdict."""
+    from types import SimpleNamespace
+
+    from fabench.matrix.judge import Suspects, Verdict
+    from fabench.matrix.measure import survivors
+
+    asked = Suspects(frozenset({(1, 3), (0, 2)}), frozenset({1}), ((0, 3), (4, 0)))
+    retest1 = SimpleNamespace(hosts=["h1", "h2", "h3", "h4", "h5"], groups=None,
+                              verdicts=[Verdict("slow node", "h2", None, (), ("h2",))])
+    kept = survivors(retest1, asked)  # type: ignore[arg-type]
+    assert kept.nodes == {1} and kept.links == {(1, 3)}  # (0, 2) was cleared: not kept
+    assert (1, 3) in kept.retest_pairs(5)
+    cleared = SimpleNamespace(hosts=retest1.hosts, groups=None, verdicts=[])
+    assert survivors(cleared, kept).links == frozenset()  # type: ignore[arg-type]
