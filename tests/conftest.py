@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -269,3 +270,16 @@ def refused(proc: "subprocess.CompletedProcess[str]", *words: str) -> str:
     for w in words:
         assert w in proc.stderr, (w, proc.stderr)
     return proc.stderr
+
+
+@pytest.fixture(scope="session")
+def pg() -> Iterator[Any]:
+    """One real PostgreSQL server (tests/pgserver.py) for every store test that needs one,
+    started on first use and stopped at the end of the session."""
+    from pgserver import PgServer  # only the tests that need a server pay for its module
+
+    server = PgServer()
+    try:
+        yield server
+    finally:
+        server.close()

@@ -7,10 +7,7 @@ password with one message."""
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from conftest import fabench_cli
 from fabench.records import ResultRecord
@@ -18,15 +15,6 @@ from fabench.store.check_server import check_server_store
 from fabench.store.database import Store
 from fabench.store.schema import SCHEMA_VERSION
 from pgserver import PgServer
-
-
-@pytest.fixture(scope="module")
-def pg() -> Iterator[PgServer]:
-    server = PgServer()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 def _fill(url: str) -> tuple[int, int]:

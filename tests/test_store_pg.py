@@ -6,7 +6,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +18,6 @@ from fabench.store.copy import compare_stores
 from fabench.store.database import Store
 from fabench.store.schema import SCHEMA_VERSION, schema_columns
 from pgserver import PgServer
-
-
-@pytest.fixture(scope="session")
-def pg() -> Iterator[PgServer]:
-    server = PgServer()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 @pytest.fixture
