@@ -11,7 +11,7 @@ import pytest
 
 from conftest import fabench_cli, fabench_run, own_testbeds
 from fabench.accept.checks import METRIC_DEFS, Stage, parse_check
-from fabench.accept.session import Acceptance, dependencies
+from fabench.accept.session import dependencies
 from fabench.accept.spec import load_accept_spec, parse_accept_spec
 from fabench.accept.verdict import (
     ERROR,
@@ -19,6 +19,7 @@ from fabench.accept.verdict import (
     INCONCLUSIVE,
     PASS,
     SKIPPED,
+    Acceptance,
     Measured,
     Verdict,
     decide,

@@ -14,8 +14,7 @@ import pytest
 from fabench.accept.baseline import attach_baseline, compare_congestion, saved_path
 from fabench.accept.checks import parse_check
 from fabench.accept.output import text_lines, verdict_table_html
-from fabench.accept.session import Acceptance
-from fabench.accept.verdict import PASS, Measured, Verdict
+from fabench.accept.verdict import PASS, Acceptance, Measured, Verdict
 from fabench.congestion.victims import label
 from fabench.matrix.judge import Matrix, judge
 from fabench.matrix.stored import MatrixStore as Store

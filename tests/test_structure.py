@@ -34,14 +34,6 @@ def resolve(mod: str, is_pkg: bool, node: ast.ImportFrom, modules: set[str]) -> 
     return ([target] if takes_names else []) + subs
 
 
-def in_type_checking(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
-    while node in parents:
-        node = parents[node]
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            return True
-    return False
-
-
 def inside_function(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
     while node in parents:
         node = parents[node]
@@ -65,7 +57,9 @@ def import_graph() -> tuple[dict[str, set[str]], list[str]]:
             else:
                 continue
             targets = [t for t in targets if t in files]
-            if not targets or in_type_checking(node, parents):
+            # an import for annotations only still ties the two modules' concepts together:
+            # it counts for cycles like any other
+            if not targets:
                 continue
             if inside_function(node, parents):
                 local.append(f"{mod}:{node.lineno} {ast.unparse(node)}")

@@ -21,7 +21,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -38,9 +38,7 @@ from ..matrix.diff import diff
 from ..matrix.stored import MatrixStore as Store
 from ..metrics import BANDWIDTH, LATENCY, Better, Metric
 from ..util.stats import compare_medians_paired, compare_ratio_runs
-
-if TYPE_CHECKING:
-    from .session import Acceptance
+from .verdict import Acceptance
 
 IMPACT = Metric("impact_factor", "x", Better.LOWER, "time")
 _COMPARED = ("better", "worse", "equal", "inconclusive", "no-ci")

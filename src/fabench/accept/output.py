@@ -21,8 +21,7 @@ from ..report.html import render_html
 from ..store.database import Store
 from ..util.textable import Col, header, row
 from .baseline import baseline_text, shown
-from .session import Acceptance
-from .verdict import ERROR, FAIL, INCONCLUSIVE, PASS, SKIPPED, Verdict
+from .verdict import ERROR, FAIL, INCONCLUSIVE, PASS, SKIPPED, Acceptance, Verdict
 
 _COLS = (Col("verdict", 12, text=True), Col("check", 38, text=True),
          Col("measured [95% CI]", 34, text=True), Col("evidence", 24, text=True))

@@ -10,9 +10,7 @@ measures the nodes (document 000 runs node consistency first for that reason).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..errors import FabenchError
 from ..host.provenance import host_provenance
@@ -22,57 +20,19 @@ from .baseline import attach_baseline
 from .checks import Stage
 from .measure import MEASURES, MORE, Context, Say, _say
 from .spec import AcceptSpec, PlannedCheck
-from .verdict import ERROR, FAIL, INCONCLUSIVE, PASS, SKIPPED, Measured, Verdict, decide
+from .verdict import (
+    ERROR,
+    INCONCLUSIVE,
+    PASS,
+    SKIPPED,
+    Acceptance,
+    Measured,
+    Verdict,
+    decide,
+)
 
-EXIT_PASS, EXIT_FAIL, EXIT_INCONCLUSIVE = 0, 3, 4
 MAX_EXTRA_RUNS = 20  # per check: a threshold exactly at the true value never decides
 _FABRIC = (Stage.MATRIX, Stage.P2P, Stage.COLLECTIVES)
-
-
-@dataclass
-class Acceptance:
-    name: str
-    source: str
-    campaign_id: int
-    where: str
-    verdicts: list[Verdict]
-    budget_s: float
-    spent_s: float = 0.0  # of the budget, on extra measurements
-    wall_s: float = 0.0
-    baseline: int | None = None
-    baseline_summary: list[str] = field(default_factory=list)
-
-    @property
-    def exit_code(self) -> int:
-        st = {v.status for v in self.verdicts}
-        if st & {FAIL, ERROR}:
-            return EXIT_FAIL
-        if INCONCLUSIVE in st:
-            return EXIT_INCONCLUSIVE
-        return EXIT_PASS
-
-    @property
-    def outcome(self) -> str:
-        return {EXIT_PASS: "pass", EXIT_FAIL: "fail", EXIT_INCONCLUSIVE: "inconclusive"}[
-            self.exit_code]
-
-    def campaign_ids(self) -> list[int]:
-        ids = {self.campaign_id}
-        for v in self.verdicts:
-            if v.measured:
-                ids.update(v.measured.campaign_ids)
-        return sorted(ids)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"type": "acceptance", "name": self.name, "spec": self.source,
-                "campaign_id": self.campaign_id, "campaign_ids": self.campaign_ids(),
-                "on": self.where, "outcome": self.outcome, "exit_status": self.exit_code,
-                "budget_s": self.budget_s, "budget_spent_s": round(self.spent_s, 3),
-                "wall_s": round(self.wall_s, 3), "baseline": self.baseline,
-                "baseline_summary": self.baseline_summary,
-                "counts": {s: sum(v.status == s for v in self.verdicts)
-                           for s in (PASS, FAIL, INCONCLUSIVE, SKIPPED, ERROR)},
-                "checks": [v.to_json() for v in self.verdicts]}
 
 
 def dependencies(pc: PlannedCheck, before: list[PlannedCheck]) -> list[str]:

@@ -108,3 +108,53 @@ def decide(check: Check, m: Measured) -> str:
     else:  # == on a measured value: the interval must hold the threshold and nothing else
         good, bad = lo == hi == t, not lo <= t <= hi
     return PASS if good else FAIL if bad else INCONCLUSIVE
+
+
+# `fabench accept`'s exit statuses (docs/accept.md)
+EXIT_PASS, EXIT_FAIL, EXIT_INCONCLUSIVE = 0, 3, 4
+
+
+@dataclass
+class Acceptance:
+    name: str
+    source: str
+    campaign_id: int
+    where: str
+    verdicts: list[Verdict]
+    budget_s: float
+    spent_s: float = 0.0  # of the budget, on extra measurements
+    wall_s: float = 0.0
+    baseline: int | None = None
+    baseline_summary: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        st = {v.status for v in self.verdicts}
+        if st & {FAIL, ERROR}:
+            return EXIT_FAIL
+        if INCONCLUSIVE in st:
+            return EXIT_INCONCLUSIVE
+        return EXIT_PASS
+
+    @property
+    def outcome(self) -> str:
+        return {EXIT_PASS: "pass", EXIT_FAIL: "fail", EXIT_INCONCLUSIVE: "inconclusive"}[
+            self.exit_code]
+
+    def campaign_ids(self) -> list[int]:
+        ids = {self.campaign_id}
+        for v in self.verdicts:
+            if v.measured:
+                ids.update(v.measured.campaign_ids)
+        return sorted(ids)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": "acceptance", "name": self.name, "spec": self.source,
+                "campaign_id": self.campaign_id, "campaign_ids": self.campaign_ids(),
+                "on": self.where, "outcome": self.outcome, "exit_status": self.exit_code,
+                "budget_s": self.budget_s, "budget_spent_s": round(self.spent_s, 3),
+                "wall_s": round(self.wall_s, 3), "baseline": self.baseline,
+                "baseline_summary": self.baseline_summary,
+                "counts": {s: sum(v.status == s for v in self.verdicts)
+                           for s in (PASS, FAIL, INCONCLUSIVE, SKIPPED, ERROR)},
+                "checks": [v.to_json() for v in self.verdicts]}
