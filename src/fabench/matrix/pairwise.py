@@ -166,6 +166,9 @@ def run_job(starter: Starter, alloc: Allocation, planned: PlannedRun, job: Job,
     return job
 
 
+PAIR_THREADS = "matrix-pair"  # the name of the pair jobs' threads (_end_started)
+
+
 def phase(starter: Starter, alloc: Allocation, planned: PlannedRun, jobs: list[Job],
           hosts: Sequence[HostExec], deadline: float, concurrent: bool) -> list[Job]:
     """One phase: every job at once (concurrent) or one after the other."""
@@ -173,7 +176,7 @@ def phase(starter: Starter, alloc: Allocation, planned: PlannedRun, jobs: list[J
         return [run_job(starter, alloc, planned, j, hosts, deadline) for j in jobs]
     # Not `with`: its exit waits for every job, and an interrupted pass must get to end the
     # jobs' processes (run_tcp_pass) instead of waiting for them.
-    ex = ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="matrix-pair")
+    ex = ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix=PAIR_THREADS)
     try:
         futures = [ex.submit(run_job, starter, alloc, planned, j, hosts, deadline)
                    for j in jobs]
@@ -223,13 +226,26 @@ def measure_round(starter: Starter, alloc: Allocation, plans: PairPlans, rnd: in
 
 def _end_started(before: set[tuple[int, int | None]]) -> None:
     """End the processes this pass started (descendants of this process that were not there
-    when it began), by PID and start time: a thread's pair job has no handle here."""
-    mine = [p for p in descendants(os.getpid()) if p not in before and p[1] is not None]
-    kill_same(mine, signal.SIGTERM)
+    when it began), by PID and start time: a thread's pair job has no handle here.
+
+    Swept again while pair-job threads live: a job between its two sides starts its client
+    after the first sweep (its server already ended), and the client then waits for a peer
+    that is gone while the interpreter waits for the thread (a SIGINT'd matrix did not exit
+    within 60 s)."""
     end = time.monotonic() + TEARDOWN_GRACE_S
-    while time.monotonic() < end and any(proc_start(p) == s for p, s in mine):
+    while True:
+        mine = [p for p in descendants(os.getpid()) if p not in before and p[1] is not None]
+        kill_same(mine, signal.SIGTERM)
+        while time.monotonic() < end and any(proc_start(p) == s for p, s in mine):
+            time.sleep(0.05)
+        kill_same(mine, signal.SIGKILL)
+        if not _pair_threads_alive() or time.monotonic() >= end + TEARDOWN_GRACE_S:
+            return
         time.sleep(0.05)
-    kill_same(mine, signal.SIGKILL)
+
+
+def _pair_threads_alive() -> bool:
+    return any(t.name.startswith(PAIR_THREADS) and t.is_alive() for t in threading.enumerate())
 
 
 def run_tcp_pass(store: MatrixStore, scheduler: Scheduler, plans: PairPlans, n: int, mode: str,
