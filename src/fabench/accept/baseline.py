@@ -38,7 +38,7 @@ from ..matrix.diff import diff
 from ..matrix.stored import MatrixStore as Store
 from ..metrics import BANDWIDTH, LATENCY, Better, Metric
 from ..util.stats import compare_medians_paired, compare_ratio_runs
-from .verdict import Acceptance
+from .verdict import Acceptance, Verdict
 
 IMPACT = Metric("impact_factor", "x", Better.LOWER, "time")
 _COMPARED = ("better", "worse", "equal", "inconclusive", "no-ci")
@@ -208,15 +208,22 @@ def compare_matrices(store: Store, cid_a: int, cid_b: int, base: int,
     return links, nodes, f"matrix c{cid_a} -> c{cid_b}: " + "; ".join(parts)
 
 
+def _comparable(acc: Acceptance, kind: str, then: int | None, now: int | None,
+                missing: str) -> list[Verdict]:
+    """The acceptance's checks of a kind, when both acceptances measured it; else none, and
+    the summary says which side did not."""
+    checks = [v for v in acc.verdicts if v.check.kind == kind]
+    if checks and (then is None or now is None):
+        side = "the baseline" if then is None else "this acceptance"
+        acc.baseline_summary.append(f"{kind}: {side} {missing}: nothing to compare")
+        return []
+    return checks
+
+
 def _attach_matrix(acc: Acceptance, store: Store, base: int, then: int | None,
                    now: int | None, tolerance: float) -> None:
-    checks = [v for v in acc.verdicts if v.check.kind == "matrix"]
-    if not checks:
-        return
-    if then is None or now is None:
-        acc.baseline_summary.append(
-            f"matrix: {'the baseline' if then is None else 'this acceptance'} measured no "
-            "matrix: nothing to compare")
+    checks = _comparable(acc, "matrix", then, now, "measured no matrix")
+    if not checks or then is None or now is None:
         return
     try:
         links, nodes, sentence = compare_matrices(store, then, now, base, tolerance)
@@ -259,13 +266,8 @@ def compare_congestion(store: Store, cid_a: int, cid_b: int, base: int,
 
 def _attach_congestion(acc: Acceptance, store: Store, base: int, then: int | None,
                        now: int | None, tolerance: float) -> None:
-    checks = [v for v in acc.verdicts if v.check.kind == "congestion"]
-    if not checks:
-        return
-    if then is None or now is None:
-        acc.baseline_summary.append(
-            f"congestion: {'the baseline' if then is None else 'this acceptance'} ran no "
-            "congestion test: nothing to compare")
+    checks = _comparable(acc, "congestion", then, now, "ran no congestion test")
+    if not checks or then is None or now is None:
         return
     entries = compare_congestion(store, then, now, base, tolerance)
     if not entries:
