@@ -136,8 +136,10 @@ def fabench_cli(*args: str, check: bool = True, timeout: float = 600,
 @contextmanager
 def _as_if_started(cwd: Path | None, env: dict[str, str] | None) -> Iterator[None]:
     """cwd and environment as a process started with them would have; the test's own, and
-    pytest's signal handlers (main() installs fabench's), come back afterwards."""
+    pytest's signal handlers and unraisable hook (main() installs fabench's), come back
+    afterwards."""
     handlers = {s: signal.getsignal(s) for s in CAUGHT}
+    unraisable = sys.unraisablehook
     old_cwd = os.getcwd()
     old_env = dict(os.environ)
     try:
@@ -151,6 +153,7 @@ def _as_if_started(cwd: Path | None, env: dict[str, str] | None) -> Iterator[Non
         os.environ.update(old_env)
         for s, h in handlers.items():
             signal.signal(s, h)
+        sys.unraisablehook = unraisable
 
 
 def fabench_run(*args: str, check: bool = True, timeout: float = 600, cwd: Path | None = None,

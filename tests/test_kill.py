@@ -4,7 +4,9 @@ ranks, hpcc, aggressors inside testbed hosts), no temporary directory of it, no 
 record. SIGKILL cannot be caught: what ends the children is their parent-death signal and the
 supervisor that outlives fabench (fabench.host.process), not fabench's own teardown."""
 
+import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -175,3 +177,38 @@ def test_every_program_starts_through_process_popen() -> None:
                  if "subprocess.Popen(" in line or "subprocess.run(" in line
                  or "subprocess.call(" in line or "subprocess.check_output(" in line]
     assert offenders == []
+
+
+def test_a_dead_owners_undo_runs_once_and_only_from_its_own_directory(tmp_path: Path) -> None:
+    """What a killed fabench registered to undo (tune ab's revert) runs at the next start,
+    once; a registration anybody else could have written (a 0777 directory, a link) in the
+    shared /tmp never runs as root. The registered command here copies a store: its copy
+    shows that it ran."""
+    from fabench.store.database import Store
+
+    src = tmp_path / "s.sqlite"
+    Store(src).close()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    regs = []
+    for i, (mode, link) in enumerate([(0o700, False), (0o777, False), (0o700, True)]):
+        d = Path(tempfile.mkdtemp(prefix=f"fabench-undo-o{dead.pid}.1-"))
+        args = json.dumps(["store", "copy", str(src), str(tmp_path / f"copy{i}.sqlite")])
+        if link:
+            (tmp_path / "elsewhere.json").write_text(args)
+            (d / "undo.json").symlink_to(tmp_path / "elsewhere.json")
+        else:
+            (d / "undo.json").write_text(args)
+        d.chmod(mode)
+        regs.append(d)
+    try:
+        said = reap_orphans()
+        assert (tmp_path / "copy0.sqlite").exists(), said
+        assert not (tmp_path / "copy1.sqlite").exists(), said
+        assert not (tmp_path / "copy2.sqlite").exists(), said
+        assert not any(d.exists() for d in regs)
+        assert sum("ran fabench store copy" in s for s in said) == 1, said
+    finally:
+        for d in regs:
+            if d.exists():
+                shutil.rmtree(d)

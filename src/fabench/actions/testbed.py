@@ -3,9 +3,7 @@
 import argparse
 import json
 import os
-import signal
 import sys
-from types import FrameType
 
 from ..errors import FabenchError
 from ..testbed import TestbedConfig, create, destroy, destroy_all, list_states, load_state
@@ -23,10 +21,6 @@ def _parse_sysctls(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt  # create() removes what it made on any exception
-
-
 def up_main(args: argparse.Namespace) -> int:
     if args.queue is not None and args.rate is None:
         # Without a rate there is no tbf, hence no queue to size: say so, not ignore it.
@@ -37,7 +31,8 @@ def up_main(args: argparse.Namespace) -> int:
                            sysctls=_parse_sysctls(args.sysctl), switches=args.switches,
                            uplink_rate=args.uplink_rate, impairs=list(args.impair),
                            link_impl=args.link_impl, sshd=args.sshd)
-    signal.signal(signal.SIGTERM, _interrupt)
+    # SIGTERM, SIGHUP and Ctrl-C raise Interrupted (cli.main): create() removes what it made
+    # on any exception, and the exit status names the signal (143 for SIGTERM, not 130)
     state = create(args.name, config)
     for line in status_lines(state):
         print(line)

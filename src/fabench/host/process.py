@@ -14,10 +14,12 @@ too.
 """
 
 import ctypes
+import json
 import os
 import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -167,6 +169,18 @@ def own_tempdir(what: str) -> str:
     return tempfile.mkdtemp(prefix=f"fabench-{what}-o{pid}.{proc_start(pid)}-")
 
 
+_session_base: str | None = None
+
+
+def own_session_base() -> str:
+    """One directory of this process's own (:func:`own_tempdir`) for MPI runtimes' session
+    directories, made on first use."""
+    global _session_base
+    if _session_base is None or not Path(_session_base).is_dir():
+        _session_base = own_tempdir("mpi")
+    return _session_base
+
+
 def _end(procs: list[tuple[int, int | None]]) -> None:
     kill_same(procs, signal.SIGTERM)
     deadline = time.monotonic() + TERM_GRACE_S
@@ -175,17 +189,80 @@ def _end(procs: list[tuple[int, int | None]]) -> None:
     kill_same(procs, signal.SIGKILL)
 
 
+UNDO_WHAT = "undo"
+UNDO_FILE = "undo.json"
+UNDO_TIMEOUT_S = 300.0
+
+
+def undo_if_killed(fabench_args: Sequence[str]) -> Path:
+    """Have the supervisor, or the next fabench start, run ``fabench ARGS`` should this
+    process die before :func:`undone` (tuning applied for a measurement: SIGKILL left it
+    applied inside the testbed hosts with the journal pending). Returns the registration."""
+    reg = Path(own_tempdir(UNDO_WHAT))
+    (reg / UNDO_FILE).write_text(json.dumps([str(a) for a in fabench_args]))
+    return reg
+
+
+def undone(reg: Path) -> None:
+    shutil.rmtree(reg, ignore_errors=True)
+
+
+def _owned_by_me(path: Path, kind: int) -> bool:
+    # /tmp is everybody's: run only what this user wrote, in a directory nobody else can
+    # write (mkdtemp's 0700), never through a link
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return (stat.S_IFMT(st.st_mode) == kind and st.st_uid == os.geteuid()
+            and not st.st_mode & 0o022)
+
+
+def _run_undo(reg: Path) -> str | None:
+    if not _owned_by_me(reg, stat.S_IFDIR):
+        return None
+    claimed = reg / f"{UNDO_FILE}.{os.getpid()}"
+    try:  # the supervisor and a next start may both sweep: one of them runs it
+        os.rename(reg / UNDO_FILE, claimed)
+    except OSError:
+        return None
+    if not _owned_by_me(claimed, stat.S_IFREG):
+        return None
+    try:
+        args = json.loads(claimed.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        return None
+    argv = [sys.executable, "-m", "fabench", *args]
+    try:
+        done = run_once(argv, outlive=True, timeout=UNDO_TIMEOUT_S, capture_output=True,
+                        text=True, errors="replace", check=False)
+        code = str(done.returncode)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        code = type(exc).__name__
+    return f"ran fabench {' '.join(args)} (exit {code})"
+
+
 def sweep(tags: set[str]) -> list[str]:
-    """End every process tagged with one of ``tags`` and remove their temporary
-    directories; what was ended or removed, in words."""
+    """End every process tagged with one of ``tags``, run what they left to undo and remove
+    their temporary directories; what was ended, run or removed, in words."""
     procs = [(pid, start) for pid, (tag, start) in tagged().items() if tag in tags]
     _end(procs)
     said = [f"ended pid {p}" for p, _ in procs]
+    dirs = []
     for d in Path(tempfile.gettempdir()).glob("fabench-*"):
         m = _TEMP_RE.match(d.name)
         if m and f"{m.group(1)}:{m.group(2)}" in tags and d.is_dir():
-            shutil.rmtree(d, ignore_errors=True)
-            said.append(f"removed {d}")
+            dirs.append(d)
+    for d in dirs:
+        if d.name.startswith(f"fabench-{UNDO_WHAT}-"):
+            ran = _run_undo(d)
+            if ran:
+                said.append(ran)
+    for d in dirs:
+        shutil.rmtree(d, ignore_errors=True)
+        said.append(f"removed {d}")
     return said
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 
 from ..host.placement import HostSlots
-from ..host.process import is_root, run_capture
+from ..host.process import is_root, own_session_base, run_capture
 from ..kernels.transport_request import Transport
 from .base import (
     UNKNOWN,
@@ -36,6 +37,7 @@ BTL_VERBOSE = ["--mca", "btl_base_verbose", "1"]
 MTL_OFI_VERBOSE = ["--mca", "mtl_ofi_verbose", "1"]
 UCX_VERBOSE_ENV = {"UCX_LOG_LEVEL": "info", "UCX_LOG_FILE": "stderr"}
 
+SESSION_BASE = "OMPI_MCA_orte_tmpdir_base"
 ROOT_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 _PML_SELECTED_RE = re.compile(r"selected (\S+) best priority")
@@ -202,6 +204,11 @@ class OpenMpi(MpiFlavour):
             argv += ["-x", key]
         if is_root():
             env.update(ROOT_ENV)
+        if not hosts and SESSION_BASE not in os.environ:
+            # mpirun's session directory (TMPDIR/ompi.HOST.UID/...) stays when mpirun is
+            # SIGKILLed with fabench; under fabench's own temporary directory it goes with
+            # the sweep. Not forwarded (no -x): a remote host would make the path anew.
+            env[SESSION_BASE] = own_session_base()
         argv += list(extra_mpirun_args)
         argv += [exe, *args]
         return MpiLaunch(argv=argv, env=env, notes=notes)

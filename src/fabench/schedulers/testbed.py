@@ -22,6 +22,8 @@ from ..host.fanout import on_each
 from ..host.launched import LaunchResult, RecordCallback
 from ..host.netcounters import IfCounters, read_host_counters
 from ..host.placement import Allocation, HostExec, HostSlots, cpu_count, place_ranks
+from ..host.process import own_session_base
+from ..mpi.openmpi import SESSION_BASE
 from ..plan.plan import PlannedRun
 from ..testbed import (
     HostState,
@@ -177,7 +179,12 @@ class TestbedScheduler(DirectScheduler):
             launch_prefix=tuple(st.host(placed[0].name).enter),
             agent=str(st.agent), iface=ifname, subnet=st.subnet,
             # UCX would otherwise also offer loopback as a network device between hosts.
-            extra_env={"UCX_NET_DEVICES": ifname} if crosses else {},
+            extra_env={**({"UCX_NET_DEVICES": ifname} if crosses else {}),
+                       # the hosts share this machine's /tmp: Open MPI's session directories
+                       # (mpirun's and each host's orted's) under fabench's own temporary
+                       # directory go with it even when mpirun is SIGKILLed
+                       **({SESSION_BASE: own_session_base()} if run.kernel.needs_mpi
+                          and SESSION_BASE not in os.environ else {})},
             # Every testbed host runs on this machine's cores: a host's slots say nothing
             # about them, and 4 busy-polling ranks on 2 cores take 100-1000x longer unless
             # they yield.

@@ -1,13 +1,13 @@
 """smpirun: SimGrid's SMPI runs the kernels built with smpicc on a simulated platform."""
 
 import os
-import tempfile
+import shutil
 from pathlib import Path
 
 from ..errors import FabenchError
 from ..host.launched import LaunchResult, RecordCallback
 from ..host.placement import Allocation
-from ..host.process import run_streaming
+from ..host.process import own_tempdir, run_streaming
 from ..kernels.native import kernel_executable
 from ..plan.plan import PlannedRun
 from ..sim.smpi import FLAVOUR, SimSetup, build_command, parse_memory
@@ -35,13 +35,17 @@ class SmpirunStarter(Starter):
             raise FabenchError(f"{run.ranks} ranks asked, the platform places "
                                f"{setup.nodes} x {setup.ppn} = {setup.ranks}")
         exe = kernel_executable(run.kernel, FLAVOUR)
-        with tempfile.TemporaryDirectory(prefix="fabench-sim-") as tmp:
-            workdir = Path(tmp)
+        # Named for this process: a SIGKILLed fabench's supervisor (or the next start)
+        # removes it; a TemporaryDirectory's cleanup never runs then.
+        workdir = Path(own_tempdir("sim"))
+        try:
             argv, cfg, notes = build_command(setup, exe, run.kernel.name, run.kernel_argv(),
                                              workdir)
             env = {**os.environ, **run.env}
             outcome = run_streaming(argv, env, run.timeout_s, on_record, cwd=str(workdir))
             platform_xml = (workdir / "platform.xml").read_text()
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
         memory = parse_memory(outcome.stderr)
         if memory:
             notes.append(f"simulator peak RssAnon {memory['peak_rss_anon_mb']:.0f} MB")

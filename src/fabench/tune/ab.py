@@ -12,6 +12,7 @@ from typing import Any
 
 from ..analysis.compare import compare_selections
 from ..errors import FabenchError
+from ..host.process import undo_if_killed, undone
 from ..host.provenance import host_provenance
 from ..host.target import Target
 from ..plan.plan import PlannedRun
@@ -121,14 +122,17 @@ def _measure_b(store: Store, launcher: Scheduler, cid: int,
                journal_path: Path, result: AbResult, rnd: int, say: Callable[[str], None]
                ) -> None:
     plan = ap.make_plan(profile, targets, ifaces=ifaces)
-    if plan.changes:
-        ap.apply(plan, journal_path)
-        say(f"round {rnd + 1}: applied {len(plan.changes)} change(s)")
+    # A SIGKILL cannot be caught: the supervisor (or the next start) reverts instead.
+    reg = undo_if_killed(["tune", "revert", "--journal", str(journal_path.resolve())])
     try:
+        if plan.changes:
+            ap.apply(plan, journal_path)
+            say(f"round {rnd + 1}: applied {len(plan.changes)} change(s)")
         for _, b in sides:
             _record(result, "B", b, execute_run(store, launcher, b, cid), rnd, say)
     finally:
         rep = ap.revert(journal_path)
+        undone(reg)
         if rep.failed:
             raise FabenchError("revert after the B runs failed: " + "; ".join(rep.failed)
                                + f" (journal kept: {journal_path})")

@@ -4,10 +4,15 @@ and its campaign are stored as `interrupted`. The default SIGTERM/SIGHUP action 
 fabench at once and leave mpirun and its busy ranks running under PID 1 (their own session
 keeps a terminal's hang-up from reaching them)."""
 
+import os
 import signal
+import sys
+import threading
 from types import FrameType
+from typing import Any
 
 CAUGHT = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+REDELIVER_S = 0.05
 
 
 class Interrupted(KeyboardInterrupt):
@@ -30,9 +35,33 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise Interrupted(signum)
 
 
+_armed: tuple[signal.Signals, ...] = ()
+_next_hook = sys.unraisablehook
+
+
+def _deliver_again(unraisable: Any) -> None:
+    """An Interrupted raised where Python cannot propagate it is only printed: in an at-fork
+    hook (logging's lock release runs in the parent after every fork, so a SIGTERM during a
+    Popen landed there), a finalizer or a weakref callback. The handlers were already set to
+    ignore, so fabench went on with the next kernel and never ended (1 in ~9 SIGTERMs between
+    two kernels of a run). Re-arm and send the signal again from another thread, a moment
+    later: sent from here it would be raised inside this hook and be lost again."""
+    exc = unraisable.exc_value
+    if isinstance(exc, Interrupted):
+        for sig in _armed:
+            signal.signal(sig, _on_signal)
+        again = threading.Timer(REDELIVER_S, os.kill, (os.getpid(), exc.signum))
+        again.daemon = True
+        again.start()
+        return
+    _next_hook(unraisable)
+
+
 def raise_on_signals() -> None:
     """From now on each caught signal raises Interrupted in the main thread. A signal that is
     ignored already (nohup's SIGHUP, a background job's SIGINT) stays ignored."""
-    for sig in CAUGHT:
-        if signal.getsignal(sig) is not signal.SIG_IGN:
-            signal.signal(sig, _on_signal)
+    global _armed
+    _armed = tuple(sig for sig in CAUGHT if signal.getsignal(sig) is not signal.SIG_IGN)
+    for sig in _armed:
+        signal.signal(sig, _on_signal)
+    sys.unraisablehook = _deliver_again
