@@ -14,6 +14,7 @@ import io
 import os
 import random
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -296,9 +297,141 @@ def _impair_case(rng: random.Random, tmp: Path) -> list[str]:
     return ["testbed", "up", "--name", "fz", "--hosts", "2", "--impair", spec]
 
 
+# --- the rest of the command line (issue 31): every command has hostile cases ---------------
+
+def _label(rng: random.Random) -> str:
+    return rng.choice(["", " ", "a\nb", "a\x1b[31mred", "a" * 300, "x\ty", "\x00"])
+
+
+def _path(rng: random.Random, tmp: Path) -> str:
+    return rng.choice([str(tmp / "missing" / "x.sqlite"), "a" * 300, str(tmp / "plain.txt"),
+                       str(tmp), "postgresql://u:p@127.0.0.1:1/db", "postgresql://;id@h/d",
+                       "postgresql://" + "a" * 300])
+
+
+def _store_case(rng: random.Random, tmp: Path) -> list[str]:
+    (tmp / "plain.txt").write_text("not a store")
+    s = _path(rng, tmp)
+    return rng.choice([
+        ["store", "check", "--store", s],
+        ["store", "copy", s, str(tmp / "copy.sqlite")],
+        ["store", "export", rng.choice(["parquet", "openmetrics"]), str(tmp / "exp"),
+         "--store", s],
+        ["report", "--store", s, "-o", str(tmp / "r.html")],
+        ["history", "nightly", "--store", s],
+        ["compare", "1", "2", "--store", s],
+    ])
+
+
+def _read_case(rng: random.Random, tmp: Path) -> list[str]:
+    """history, compare and report over a real (empty) store, one hostile value each."""
+    from fabench.store.database import Store
+
+    store = tmp / "s.sqlite"
+    if not store.exists():
+        Store(store).close()
+    st = ["--store", str(store)]
+    return rng.choice([
+        lambda: ["history", _label(rng), *st],
+        lambda: ["history", "n", "--last", _bad_int(rng, 2), *st],
+        lambda: ["history", "n", "--tolerance", _bad_float(rng), *st],
+        lambda: ["history", "n", "--alpha", rng.choice(["0", "1", "1.5", "nan", "x"]), *st],
+        lambda: ["history", "n", "--min-nights", _bad_int(rng, 1), *st],
+        lambda: ["history", "n", "--permutations", _bad_int(rng, 1), *st],
+        lambda: ["compare", _junk(rng) + "zz", "2", *st],
+        lambda: ["compare", "1", "2", "--tolerance", _bad_float(rng), *st],
+        lambda: ["report", _junk(rng) + "zz", *st, "-o", str(tmp / "r.html")],
+        lambda: ["report", "--fabric", "zz" + _junk(rng, 4), *st, "-o", str(tmp / "r.html")],
+    ])()
+
+
+ACCEPT_BAD = [
+    "checks: 5", "name: x\nchecks: []", "a: &a [*a]",
+    'name: "a\\nb\\x1b[31m"\nchecks: [\'latency_us <= 1 @ 8\']',
+    "checks:\n - check: 'latency_us <= nan @ 8'", "checks:\n - check: 'zz <= 1 @ 8'",
+    "checks:\n - check: 'latency_us <= 1 @ -8'",
+    "checks:\n - check: 'latency_us <= 1 @ 8'\n   transport: ';id'",
+    "checks:\n - check: 'latency_us <= 1 @ 8'\n   iterations: 0",
+    "checks:\n - check: 'latency_us <= 1 @ 8'\n   hosts: [a, b, c]",
+    "checks:\n - check: 'latency_us <= 1 @ 8'\n   after: [nothing]",
+    "checks:\n - check: 'latency_us <= 1 x predicted @ 8'",
+    "repeats: 0\nchecks: ['latency_us <= 1 @ 8']",
+    "timeout_s: nan\nchecks: ['latency_us <= 1 @ 8']",
+]
+
+
+def _accept_case(rng: random.Random, tmp: Path) -> list[str]:
+    (tmp / "plain.txt").write_text("not a store")
+    spec = tmp / f"a{rng.randrange(10**6)}.yaml"
+    if rng.random() < 0.7:
+        spec.write_text(rng.choice(ACCEPT_BAD))
+        return ["accept", str(spec), "--out", str(tmp / "out")]
+    spec.write_text("checks: ['latency_us <= 1000 @ 8']\n")
+    return ["accept", str(spec), "--out", str(tmp / "out"), *rng.choice([
+        ["--budget", rng.choice(["nan", "-1", "x", "1e999"])],
+        ["--baseline", "zz" + _junk(rng, 6)],
+        ["--on", "zz" + _junk(rng, 6)],
+        ["--on", "testbed", rng.choice(["../x", "-x", "zz\n"])],
+        ["--on", "hosts", str(tmp / "missing-hosts")],
+        # not a missing directory: a store given there is made
+        ["--store", rng.choice(["a" * 300, str(tmp / "plain.txt"), "postgresql://;id@h/d"])],
+    ])]
+
+
+def _tune_case(rng: random.Random, tmp: Path) -> list[str]:
+    (tmp / "plain.txt").write_text("not a journal")
+    prof = tmp / f"p{rng.randrange(10**6)}.yaml"
+    prof.write_text(rng.choice(["settings: 5", "a: &a [*a]", "name: x\nsettings:\n - {kind: zz}",
+                                "name: x\nsettings:\n - {kind: sysctl, name: ';id', value: 1}"]))
+    target = ["--netns", "fbfz-none-" + _junk(rng, 3).replace(" ", "")]
+    return rng.choice([
+        lambda: ["tune", "check", "--profile", rng.choice([str(prof), "zz" + _junk(rng, 4),
+                                                           "a" * 300])],
+        lambda: ["tune", "check", "--profile", "tcp-throughput", "--iface", _label(rng)],
+        lambda: ["tune", "check", "--profile", "tcp-throughput", "--iface", "zz$(id)"],
+        lambda: ["tune", "check", "--window", rng.choice(["nan", "-1", "1e9", "x"])],
+        lambda: ["tune", "apply", str(prof), *target, "--dry-run"],
+        lambda: ["tune", "apply", "tcp-throughput", *target, "--dry-run"],
+        lambda: ["tune", "revert", "--journal", str(tmp / "plain.txt")],
+        lambda: ["tune", "ab", "tcp-throughput", "--bench", "zz" + _junk(rng, 3), *target],
+        lambda: ["tune", "ab", "tcp-throughput", "--bench", "tcp.latency", "--rounds",
+                 _bad_int(rng, 1), *target],
+    ])()
+
+
+def _testbed_case(rng: random.Random, tmp: Path) -> list[str]:
+    return rng.choice([
+        lambda: ["testbed", "up", "--name", rng.choice(["", "a" * 300, "A-B", "x\n", "../x",
+                                                        "-x", "a b"])],
+        lambda: ["testbed", "up", "--name", "fz", "--hosts", _bad_int(rng, 1)],
+        lambda: ["testbed", "up", "--name", "fz", "--mtu", rng.choice(["0", "-1", "x",
+                                                                       "100000"])],
+        lambda: ["testbed", "up", "--name", "fz", "--rate", "zz" + _junk(rng, 4)],
+        lambda: ["testbed", "up", "--name", "fz", "--rate", "1gbit", "--burst", "-1"],
+        lambda: ["testbed", "up", "--name", "fz", "--rate", "1gbit", "--queue", "xms"],
+        lambda: ["testbed", "up", "--name", "fz", "--sysctl", rng.choice(["x", "=1", "a/b=1",
+                                                                          "net.x=1;id"])],
+        lambda: ["testbed", "up", "--name", "fz", "--switches", _bad_int(rng, 1)],
+        lambda: ["testbed", "down", rng.choice(["a" * 300, "x\n", "../x"])],
+    ])()
+
+
+def _doctor_case(rng: random.Random, tmp: Path) -> list[str]:
+    return ["doctor", rng.choice(["--zz", "--json=x", _junk(rng) + "zz"])]
+
+
 NEWER = {"matrix": _matrix_case, "congestion": _congestion_case, "hpl": _hpl_case,
          "diagnose": _diagnose_case, "model": _model_case, "sim": _sim_case,
-         "impair": _impair_case}
+         "impair": _impair_case, "store": _store_case, "read": _read_case,
+         "accept": _accept_case, "tune": _tune_case, "testbed": _testbed_case,
+         "doctor": _doctor_case}
+# Which kinds reach each command of `fabench --help` (the older three kinds included):
+# a command added without hostile cases fails test_fuzz_covers_every_command.
+COVERS = {"bench": "bench", "run": "spec", "import": "peer", "matrix": "matrix",
+          "congestion": "congestion", "hpl": "hpl", "diagnose": "diagnose", "model": "model",
+          "sim": "sim", "testbed": "impair testbed", "store": "store", "report": "store read",
+          "history": "store read", "compare": "store read", "accept": "accept",
+          "tune": "tune", "doctor": "doctor"}
 NEWER_CASES = int(os.environ.get("FABENCH_FUZZ_NEWER_CASES", "6"))
 
 
@@ -312,19 +445,20 @@ def test_fuzz_refuses_hostile_input_to_newer_commands(tmp_path: Path, kind: str)
             argv = NEWER[kind](rng, tmp_path)
             where = f"seed {SEED} case {n}: fabench {argv!r}"
             try:
-                code, err = _run(argv)
+                code, err, out = _run(argv)
             except BaseException as exc:
                 raise AssertionError(f"{where} raised {type(exc).__name__}: {exc}") from exc
             assert "Traceback" not in err, f"{where}\n{err}"
             assert code == 2, f"{where} exited {code}\n{err}"
-            assert "error:" in err, f"{where}: no message\n{err}"
+            # `store check` reports its finding as its report's PROBLEM line
+            assert "error:" in err or "PROBLEM" in out, f"{where}: no message\n{err}"
     print(f"fuzz {kind}: {NEWER_CASES} inputs, seed {SEED}")
 
 
 @contextlib.contextmanager
 def _testbeds_of(kind: str) -> Iterator[None]:
     """`testbed up --impair`: a testbed an accepted input would make is the test's own."""
-    if kind != "impair":
+    if kind not in ("impair", "testbed"):
         yield
         return
     with own_testbeds("fbfz" + str(os.getpid() % 10000)):
@@ -335,22 +469,23 @@ def _testbeds_of(kind: str) -> Iterator[None]:
 def _own_signals() -> Iterator[None]:
     """main() installs fabench's signal handlers; pytest's own come back after each call."""
     saved = {s: signal.getsignal(s) for s in CAUGHT}
+    unraisable = sys.unraisablehook
     try:
         yield
     finally:
         for s, h in saved.items():
             signal.signal(s, h)
+        sys.unraisablehook = unraisable
 
 
-def _run(argv: list[str]) -> tuple[int, str]:
-    err = io.StringIO()
-    with _own_signals(), contextlib.redirect_stderr(err), \
-            contextlib.redirect_stdout(io.StringIO()):
+def _run(argv: list[str]) -> tuple[int, str, str]:
+    err, out = io.StringIO(), io.StringIO()
+    with _own_signals(), contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
         try:
             code = main(argv)
         except SystemExit as exc:  # argparse's own refusals
             code = exc.code if isinstance(exc.code, int) else 2
-    return code, err.getvalue()
+    return code, err.getvalue(), out.getvalue()
 
 
 @pytest.mark.parametrize("kind", ["bench", "spec", "peer"])
@@ -361,7 +496,7 @@ def test_fuzz_refuses_hostile_input(tmp_path: Path, kind: str) -> None:
     while n < CASES:
         argv = make(rng, tmp_path)
         try:
-            code, err = _run(argv)
+            code, err, _ = _run(argv)
         except BaseException as exc:  # what the user would see as a traceback
             raise AssertionError(f"seed {SEED} case {n}: fabench {argv!r} raised "
                                  f"{type(exc).__name__}: {exc}") from exc
@@ -374,3 +509,16 @@ def test_fuzz_refuses_hostile_input(tmp_path: Path, kind: str) -> None:
         assert "error:" in err and len(err.strip()) > 10, f"{where}: no message\n{err}"
         n += 1
     print(f"fuzz {kind}: {n} inputs, seed {SEED}")
+
+
+def test_fuzz_covers_every_command() -> None:
+    """Every command of the parser has hostile cases here (COVERS names their kinds)."""
+    from fabench.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    commands = set(sub.choices)  # type: ignore[union-attr]
+    assert commands == set(COVERS), (sorted(commands - set(COVERS)),
+                                     sorted(set(COVERS) - commands))
+    kinds = set(NEWER) | {"bench", "spec", "peer"}
+    assert {k for v in COVERS.values() for k in v.split()} <= kinds

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli, missing, own_testbeds, refused
+from conftest import fabench_cli, fabench_run, missing, own_testbeds, refused
 from fabench.host.placement import cpu_count
 from fabench.matrix.stored import MatrixStore
 from fabench.records import PairRecord
@@ -283,3 +283,45 @@ def test_a_deeply_nested_iperf3_file_is_refused(tmp_path: Path) -> None:
     refused(fabench_cli("import", "iperf3", str(deep), "--store", str(tmp_path),
                         check=False), "deep")
     assert os.path.exists(deep)
+
+
+# --- found by this round's own audit of the commands (closing note: before/after) ------------
+
+def test_an_acceptance_check_with_a_bad_transport_is_refused_before_measuring(
+        tmp_path: Path) -> None:
+    """It ran every other check and then failed the acceptance (exit 3), as if the cluster
+    had failed, for a typo in the spec."""
+    spec = tmp_path / "a.yaml"
+    spec.write_text("checks:\n - check: 'latency_us <= 1 @ 8'\n   transport: ';id'\n")
+    refused(fabench_run("accept", str(spec), "--out", str(tmp_path / "out"), check=False),
+            "line 2", "transport ';id'")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("cmd", ["run", "accept"])
+def test_a_name_with_control_characters_is_refused(tmp_path: Path, cmd: str) -> None:
+    """An escape sequence in a campaign's name reached the terminal of whoever ran `history`
+    or read the report; a newline forged a line of output."""
+    spec = tmp_path / "s.yaml"
+    body = ("runs:\n  - kernel: mpi.latency\n    sizes: '8'\n" if cmd == "run"
+            else "checks: ['latency_us <= 1000 @ 8']\n")
+    spec.write_text('name: "nightly\\x1b[2J\\nfake: ok"\n' + body)
+    refused(fabench_run(cmd, str(spec), "--out", str(tmp_path / "out"), check=False),
+            "name", "control character")
+
+
+def test_an_iface_pattern_that_matches_nothing_is_refused() -> None:
+    """`tune check/apply/ab --iface` with a pattern that matched no interface left the
+    interface settings out and exited 0."""
+    refused(fabench_run("tune", "check", "--profile", "tcp-throughput", "--iface", "zz$(id)",
+                        check=False), "matches no interface")
+
+
+@pytest.mark.parametrize("argv", [["store", "check", "--store", "a" * 300],
+                                  ["testbed", "down", "a" * 300],
+                                  ["tune", "check", "--profile", "a" * 300]])
+def test_a_name_too_long_for_the_filesystem_is_an_error_not_a_traceback(argv: list[str]
+                                                                        ) -> None:
+    proc = fabench_run(*argv, check=False)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "too long" in proc.stderr + proc.stdout, (proc.stdout, proc.stderr)

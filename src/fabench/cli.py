@@ -77,6 +77,12 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        # A path the system refuses (a name too long, a directory where a file belongs) that
+        # no check before it caught: still one line that names it, not a traceback.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"fabench: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -11,6 +11,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import FabenchError, SpecError
+from ..kernels.transport_request import parse_transport
+from ..util.labels import Label
 from ..util.textfile import read_text
 from ..util.units import parse_sizes
 from ..util.yamlconf import line_of, parse_yaml_model
@@ -41,7 +43,7 @@ class CheckItem(BaseModel):
 class AcceptSpecModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = "acceptance"
+    name: Label = "acceptance"
     description: str = ""
     launcher: str = "local"  # default for --on
     mpi: str = "openmpi"
@@ -122,6 +124,8 @@ def parse_accept_spec(text: str, source: str = "<spec>",
             check = parse_check(item.check, line)
             if item.sizes is not None:
                 parse_sizes(item.sizes)
+            if item.transport is not None:  # a typo is refused before anything is measured
+                parse_transport(item.transport)
         except (FabenchError, ValueError) as exc:
             raise fail(str(exc)) from None
         ident = item.id or check.text

@@ -12,7 +12,7 @@ from ..plan.plan import make_plan, plan_run, settings_from_args
 from ..plan.spec import load_spec
 from ..schedulers import split_on
 from ..tune.ab import deltas_json, run_ab
-from ..tune.apply import apply, revert
+from ..tune.apply import apply, check_ifaces, revert
 from ..tune.apply import make_plan as changes_plan
 from ..tune.audit import check
 from ..tune.journal import default_journal_path
@@ -26,8 +26,11 @@ def _resolve(args: argparse.Namespace, default_host: bool = False):  # type: ign
 
     on = split_on(args.on) if args.on else None
     if default_host and on is None and not args.netns:
-        return [Target.host()]
-    return resolve(on, args.netns, args.host_wide)
+        targets = [Target.host()]
+    else:
+        targets = resolve(on, args.netns, args.host_wide)
+    check_ifaces(targets, args.iface)
+    return targets
 
 
 def _journal(args: argparse.Namespace) -> Path:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model,
 from ..errors import FabenchError, SpecError
 from ..kernels import get_kernel
 from ..kernels.transport_request import transport_for
+from ..util.labels import Label
 from ..util.textfile import read_text
 from ..util.units import parse_sizes
 from ..util.yamlconf import parse_yaml_model
@@ -143,7 +144,7 @@ class CongestionBlock(BaseModel):
 class CampaignSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = "campaign"
+    name: Label = "campaign"
     description: str = ""
     repeats: int = Field(default=1, ge=1)
     mpi: str = "openmpi"

@@ -70,6 +70,20 @@ def _iface_ok(t: Target, s: Any, iface: str, ifaces: list[str] | None) -> bool:
     return bool(s.matches(iface))
 
 
+def check_ifaces(targets: list[Target], patterns: list[str] | None) -> None:
+    """Every --iface pattern names an interface of some target: one that matches nothing
+    would leave the interface settings out without a word (a typo looked like a clean run)."""
+    import fnmatch
+
+    names = {i for t in targets for i in readers.interfaces(t)}
+    for p in patterns or []:
+        if not p or any(not c.isprintable() or c.isspace() for c in p):
+            raise FabenchError(f"--iface {p!r}: an interface name or glob pattern")
+        if not any(fnmatch.fnmatchcase(n, p) for n in names):
+            raise FabenchError(f"--iface {p!r} matches no interface of the targets "
+                               f"(they have: {', '.join(sorted(names))[:300]})")
+
+
 def make_plan(profile: Profile, targets: list[Target], *, ifaces: list[str] | None = None
               ) -> Plan:
     plan = Plan(profile.name)
