@@ -361,8 +361,6 @@ def run_streaming(argv: list[str], env: dict[str, str], timeout_s: float,
                      text=True, bufsize=1, start_new_session=True, cwd=cwd)
     except OSError as exc:
         raise KernelError(f"cannot start {argv[0]}: {exc}") from exc
-    with _live_lock:
-        _live.add(proc)
     out = KernelOutput()
     err_chunks: list[str] = []
 
@@ -372,10 +370,17 @@ def run_streaming(argv: list[str], env: dict[str, str], timeout_s: float,
             err_chunks.append(line)
 
     t = threading.Thread(target=drain_stderr, daemon=True)
-    t.start()
+    # Daemon, and everything after popen inside the try: a signal between starting the timer
+    # and the try left a live timer that kept the interpreter from exiting until the run's
+    # timeout, and the launch untouched (the kill matrix: `run` did not end in 90 s of a
+    # Ctrl-C it had already reported).
     timer = threading.Timer(min(timeout_s, threading.TIMEOUT_MAX), terminate, args=(proc,))
-    timer.start()
+    timer.daemon = True
     try:
+        with _live_lock:
+            _live.add(proc)
+        t.start()
+        timer.start()
         assert proc.stdout is not None
         out.add_lines(proc.stdout, on_record)
         proc.wait()
@@ -384,7 +389,8 @@ def run_streaming(argv: list[str], env: dict[str, str], timeout_s: float,
         raise
     finally:
         timer.cancel()
-        t.join(timeout=5)
+        if t.is_alive():
+            t.join(timeout=5)
         with _live_lock:
             _live.discard(proc)
     stderr = "".join(err_chunks)

@@ -26,6 +26,7 @@ from typing import Any
 from ..errors import FabenchError, StoreDamagedError, StoreError
 from ..host.process_identity import ProcessOwner
 from ..records import SERIES, ResultRecord
+from ..util.interrupts import enter_critical, leave_critical
 from . import postgres
 from .schema import (
     SCHEMA_VERSION,
@@ -125,13 +126,17 @@ def _translate(exc: sqlite3.Error, path: Path) -> StoreError:
 @contextmanager
 def _guard(path: Path) -> Iterator[None]:
     """SQLite's errors as one message naming the file, not a traceback. Programming errors
-    (wrong SQL, wrong parameters) stay exceptions: they are fabench's bugs, not the file's."""
+    (wrong SQL, wrong parameters) stay exceptions: they are fabench's bugs, not the file's.
+    A signal during the statement is raised after it (util.interrupts.enter_critical)."""
+    enter_critical()
     try:
         yield
     except (sqlite3.ProgrammingError, sqlite3.NotSupportedError, sqlite3.InterfaceError):
         raise
     except sqlite3.Error as exc:
         raise _translate(exc, path) from exc
+    finally:
+        leave_critical()
 
 
 class _Cursor(sqlite3.Cursor):
@@ -153,6 +158,11 @@ class _Cursor(sqlite3.Cursor):
         with _guard(self._path()):
             return super().fetchall()
 
+    def executemany(self, sql: str, seq_of_parameters: Any, /) -> "_Cursor":
+        with _guard(self._path()):
+            super().executemany(sql, seq_of_parameters)
+        return self
+
     def fetchmany(self, size: int | None = None) -> list[Any]:
         with _guard(self._path()):
             return super().fetchmany(self.arraysize if size is None else size)
@@ -171,6 +181,9 @@ class _Connection(sqlite3.Connection):
 
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
         return self.cursor().execute(sql, parameters)
+
+    def executemany(self, sql: str, seq_of_parameters: Any, /) -> Any:
+        return self.cursor().executemany(sql, seq_of_parameters)
 
     def executescript(self, script: str, /) -> Any:
         with _guard(self.store_path):

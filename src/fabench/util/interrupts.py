@@ -28,10 +28,32 @@ class Interrupted(KeyboardInterrupt):
         return 128 + self.signum
 
 
+_local = threading.local()  # .depth: critical sections the thread is in
+_pending: list[int] = []
+
+
+def enter_critical() -> None:
+    """A store statement starts: a signal now is raised when it is done (:func:`leave_critical`),
+    not inside it. Raised inside SQLite's C code, it left the statement active: the run could
+    then not be marked interrupted ("cannot commit transaction - SQL statements in progress")
+    and fabench exited 2 on a store error instead of 130 on the Ctrl-C."""
+    _local.depth = getattr(_local, "depth", 0) + 1
+
+
+def leave_critical() -> None:
+    _local.depth -= 1
+    if (not _local.depth and _pending
+            and threading.current_thread() is threading.main_thread()):
+        raise Interrupted(_pending.pop())
+
+
 def _on_signal(signum: int, frame: FrameType | None) -> None:
     # Once: a second signal during the teardown (which is bounded) would cut it short.
     for sig in CAUGHT:
         signal.signal(sig, signal.SIG_IGN)
+    if getattr(_local, "depth", 0):  # the handler runs in the main thread: its sections
+        _pending.append(signum)
+        return
     raise Interrupted(signum)
 
 
