@@ -108,6 +108,9 @@ def test_hpl_nodes_killed_leaves_nothing(tmp_path: Path, openmpi: str, sig: int)
         kill_left(fb, tree)
 
 
+# Serial: reap_orphans ends every dead owner's leftovers on the host, so either test, beside the
+# other in a second worker, reaps what the other planted before the other looks.
+@pytest.mark.serial
 def test_a_dead_owners_leftovers_are_reaped_at_the_next_start(tmp_path: Path) -> None:
     """Should the supervisor be killed too, the next fabench start ends what carries a dead
     owner's tag and removes its temporary directories; a live owner's are left alone."""
@@ -179,6 +182,7 @@ def test_every_program_starts_through_process_popen() -> None:
     assert offenders == []
 
 
+@pytest.mark.serial
 def test_a_dead_owners_undo_runs_once_and_only_from_its_own_directory(tmp_path: Path) -> None:
     """What a killed fabench registered to undo (tune ab's revert) runs at the next start,
     once; a registration anybody else could have written (a 0777 directory, a link) in the
