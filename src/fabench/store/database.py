@@ -15,6 +15,7 @@ import json
 import sqlite3
 import sys
 import time
+import weakref
 import zlib
 from array import array
 from collections.abc import Iterator
@@ -177,7 +178,11 @@ class _Connection(sqlite3.Connection):
     deferred = False  # inside Store.transaction(): the writes commit together at its end
 
     def cursor(self, factory: Any = None) -> Any:
-        return super().cursor(factory or _Cursor)
+        c = super().cursor(factory or _Cursor)
+        if not hasattr(self, "live_cursors"):
+            self.live_cursors: weakref.WeakSet[Any] = weakref.WeakSet()
+        self.live_cursors.add(c)
+        return c
 
     def execute(self, sql: str, parameters: Any = (), /) -> Any:
         return self.cursor().execute(sql, parameters)
@@ -193,7 +198,18 @@ class _Connection(sqlite3.Connection):
         if self.deferred:
             return
         with _guard(self.store_path):
-            super().commit()
+            try:
+                super().commit()
+            except sqlite3.OperationalError as exc:
+                if "statements in progress" not in str(exc):
+                    raise
+                # A loop over rows left by an exception (a signal between two rows) keeps
+                # its statement open while the traceback holds the cursor; nothing reads it
+                # any more: close those, then commit (the run is marked interrupted, not a
+                # store error).
+                for c in list(getattr(self, "live_cursors", ())):
+                    c.close()
+                super().commit()
 
 
 def json_field(value: Any, default: Any, what: str) -> Any:
