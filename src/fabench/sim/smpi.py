@@ -128,7 +128,11 @@ def build_command(setup: SimSetup, exe: Path, kernel_name: str, kernel_args: lis
     cfg.update(setup.extra_cfg)
     argv = [sys.executable, "-m", "fabench.sim.rss", "--", smpirun_path(),
             "-np", str(setup.ranks), "-platform", str(pxml), "-hostfile", str(hfile),
-            *[f"--cfg={k}:{v}" for k, v in cfg.items()], str(exe), *kernel_args]
+            *[f"--cfg={k}:{v}" for k, v in cfg.items()],
+            # SMPI copies the kernel once per rank for dlopen privatization, into /tmp by
+            # default: a signal between copy and unlink left the copies there. The work dir is
+            # fabench's own (swept however fabench ends) and, a path, is not part of `cfg`.
+            f"--cfg=smpi/tmpdir:{workdir}", str(exe), *kernel_args]
     return argv, cfg, notes
 
 
