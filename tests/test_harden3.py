@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli, missing, own_testbeds, refused
+from conftest import fabench_cli, fabench_run, missing, own_testbeds, refused
 from fabench.host.placement import cpu_count
 from fabench.matrix.stored import MatrixStore
 from fabench.records import PairRecord
@@ -55,6 +55,39 @@ def test_hpccinf_of_a_secret_file_is_refused_without_a_word_of_it(tmp_path: Path
     assert "not an HPL input file" in p.stdout + p.stderr, (p.stdout, p.stderr)
     for f in out.iterdir():
         assert secret.encode() not in f.read_bytes(), f
+
+
+def _shadow(tmp_path: Path, first_line: str = "") -> Path:
+    shadow = tmp_path / "shadow"
+    shadow.write_text(first_line + "".join(f"user{i}:$y$j9T$S3cr3t{i}:19000:0:99999:7:::\n"
+                                           for i in range(40)))
+    shadow.chmod(0o600)
+    return shadow
+
+
+@pytest.mark.parametrize("how", ["command line", "spec"])
+@pytest.mark.parametrize("words", [["--hpccinf", "{shadow}"], ["--program", "/bin/cat"],
+                                   ["--program", "{shadow}"], ["--blas", "../../etc"]])
+def test_hpcc_kernel_arguments_that_name_files_are_refused_before_anything_runs(
+        tmp_path: Path, how: str, words: list[str]) -> None:
+    """Found again by bench/hostile_audit.py: `--hpccinf` of a file that is no HPL input was
+    refused only once the run had started (exit 1, a campaign and a failed run stored, the
+    path in its reason), and `--program` started whatever program it named, as root, from a
+    spec's `args:` too. Now both are refused where the run is planned: nothing stored."""
+    shadow = _shadow(tmp_path)
+    words = [w.replace("{shadow}", str(shadow)) for w in words]
+    out = tmp_path / "out"
+    if how == "spec":
+        spec = tmp_path / "s.yaml"
+        spec.write_text("name: x\nruns:\n  - kernel: hpcc.hpl\n    ranks: 1\n"
+                        f"    sizes: '200'\n    args: {json.dumps(words)}\n")
+        p = fabench_run("run", str(spec), "--no-progress", "--out", str(out), check=False)
+    else:
+        p = fabench_run("bench", "hpcc.hpl", "--ranks", "1", "--sizes", "200", "--out",
+                        str(out), "--kernel-args", " ".join(words), check=False)
+    refused(p, words[0])
+    assert "S3cr3t" not in p.stdout + p.stderr
+    assert not (out / "fabench.sqlite").exists()
 
 
 # --- item 3: resources bounded by what the machine has -----------------------------------------
