@@ -8,6 +8,8 @@ store). Cases that must succeed (`store check` on a healthy store) count as pass
 
     .venv/bin/python bench/hostile_audit.py [--only CLASS ...] [--fabench PATH] [-v]
 
+Each case runs in a fork of this process (fabench imported once), or under --fabench PROGRAM.
+
 Exit status: 0 when no case crashed or wrongly succeeded, 1 otherwise. Nothing here needs the
 network or a testbed: cases that would make one use names no other run uses and are cleaned up
 by `testbed down` at the end.
@@ -19,14 +21,18 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from fabench.cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parents[1]
 OSU = ROOT / "tests" / "fixtures" / "import" / "osu_latency_z.txt"
@@ -71,9 +77,67 @@ def _both(*steps: Callable[[Path], None]) -> Callable[[Path], None]:
     return make
 
 
+def invoke(argv: Sequence[str], cwd: Path, env: dict[str, str] | None = None,
+           timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """fabench ARGV as a process of its own: with --fabench, that program; else a fork of this
+    one, which has fabench imported already (a case then costs its own work, not a second of
+    interpreter start and imports). The fork is fabench's process as the program's would be:
+    its own stdio, cwd and environment, its exit status, a traceback on its stderr."""
+    if FABENCH:
+        return subprocess.run([*FABENCH, *argv], cwd=cwd, capture_output=True, text=True,
+                              timeout=timeout, env=env, errors="replace",
+                              stdin=subprocess.DEVNULL)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            code = 70
+            try:
+                os.setsid()  # its own group: a timeout ends what it started too
+                os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+                os.dup2(out.fileno(), 1)
+                os.dup2(err.fileno(), 2)
+                sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 - the fd outlives us
+                sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115 - the fd outlives us
+                os.chdir(cwd)
+                if env is not None:
+                    os.environ.clear()
+                    os.environ.update(env)
+                sys.argv = ["fabench", *argv]
+                try:
+                    code = cli_main(list(argv))
+                except SystemExit as exc:
+                    code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None
+                                                                       else 1)
+                except BaseException:
+                    traceback.print_exc()
+                    code = 1
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+        deadline = time.monotonic() + timeout
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.killpg(pid, signal.SIGKILL)  # the group the child made: its own work
+                os.waitpid(pid, 0)
+                raise subprocess.TimeoutExpired(["fabench", *argv], timeout)
+            time.sleep(0.05)
+        code = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(["fabench", *argv], code,
+                                           out.read().decode("utf-8", "replace"),
+                                           err.read().decode("utf-8", "replace"))
+
+
 def _fabench(d: Path, *argv: str) -> None:
-    subprocess.run([*FABENCH, *argv], cwd=d, check=True, capture_output=True, text=True,
-                   timeout=120)
+    p = invoke(list(argv), d, timeout=300)
+    if p.returncode != 0:
+        raise RuntimeError(f"fabench {' '.join(argv[:3])}: exit {p.returncode}: "
+                           f"{p.stderr[-300:]}")
 
 
 def _healthy_store(d: Path) -> None:
@@ -430,8 +494,7 @@ def _healthy_of(kind: str) -> Callable[[Path], None]:
         (d / "acc.yaml").write_text(
             "name: a\nchecks:\n  - kernel: tcp.latency\n    sizes: '8'\n"
             "    iterations: 50\n    max_latency_us: 1000000\n")
-        p = subprocess.run([*FABENCH, *[a.replace("{d}", str(d)) for a in argv]], cwd=d,
-                           capture_output=True, text=True, timeout=600)
+        p = invoke([a.replace("{d}", str(d)) for a in argv], d, timeout=600)
         if p.returncode not in (0, 3):  # 3: a verdict that failed; the store is still sound
             raise RuntimeError(f"making a {kind} store: exit {p.returncode}: "
                                f"{p.stderr[-400:]}")
@@ -642,14 +705,12 @@ def judge(case: Case, d: Path) -> tuple[str, str]:
     argv = [a.replace("{d}", str(d)) for a in case.argv]
     env = {**os.environ, **{k: v.replace("{d}", str(d)) for k, v in case.env.items()}}
     t0 = time.monotonic()
+    if any("\0" in a for a in argv):  # no program can be given a NUL: the shell cannot either
+        return "refused", "(a NUL cannot be passed in an argument)"
     try:
-        p = subprocess.run([*FABENCH, *argv], cwd=d, capture_output=True, text=True,
-                           timeout=case.timeout, env=env, errors="replace",
-                           stdin=subprocess.DEVNULL)
+        p = invoke(argv, d, env, case.timeout)
     except subprocess.TimeoutExpired:
         return "crashed", f"hung past {case.timeout:.0f} s"
-    except ValueError as exc:  # a NUL in an argument: the shell could not pass it either
-        return "refused", f"(not passable: {exc})"
     took = time.monotonic() - t0
     err = p.stderr.strip()
     if "Traceback" in p.stderr or p.returncode < 0 or p.returncode not in (0, 1, 2, 3):
@@ -661,10 +722,6 @@ def judge(case: Case, d: Path) -> tuple[str, str]:
         return "failed", f"exit {p.returncode}: {problem or (p.stdout + err)[-600:]}"
     if problem is not None:
         return "wrong-success", problem
-    if p.returncode in (1, 3):
-        # a clean failure, after the command had started (a run stored as failed): no
-        # traceback and no success, but not the refusal up front that exit 2 is
-        return "late", f"exit {p.returncode} ({took:.1f} s): {err[-300:]}"
     if p.returncode in (1, 3):
         # not a success, but not a refusal either: the bad input was found after the work
         # began (a campaign stored, a run started)
@@ -686,12 +743,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", nargs="+", choices=list(CLASSES), help="these classes only")
     ap.add_argument("--match", help="only cases whose name contains this")
-    ap.add_argument("--fabench", default=str(ROOT / ".venv" / "bin" / "fabench"))
+    ap.add_argument("--fabench", help="this program as fabench (default: a fork of this "
+                    "Python, which runs the fabench it imports)")
     ap.add_argument("--json", type=Path, help="every case's outcome, as JSON")
     ap.add_argument("-v", "--verbose", action="store_true", help="every case, not only faults")
     args = ap.parse_args(argv)
     global FABENCH
-    FABENCH = [args.fabench]
+    FABENCH = [args.fabench] if args.fabench else []
     results = []
     for cls in args.only or list(CLASSES):
         for case in CLASSES[cls]():
@@ -731,7 +789,7 @@ def _cleanup_testbeds() -> None:
     for name in ("fbau1", "fbauc", *TESTBED_NAMES, "fbau", "fbaua"):
         if "\0" in name:
             continue
-        subprocess.run([*FABENCH, "testbed", "down", name], capture_output=True, timeout=120)
+        invoke(["testbed", "down", name], Path("/"), timeout=120)
 
 
 FABENCH: list[str] = []
