@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import FabenchError
+from .shown import shown
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -62,7 +63,9 @@ def explain(exc: ValidationError, root: yaml.Node | None, source: str, *, what: 
 def dotted(loc: list[Any]) -> str:
     out = ""
     for p in loc:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+        # a key is the file's content: quoted only when it is shaped as a key
+        name = str(p) if isinstance(p, int) or shown(p).startswith("'") else shown(p)
+        out += f"[{p}]" if isinstance(p, int) else (f".{name}" if out else name)
     return out or "(top level)"
 
 
