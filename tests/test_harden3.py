@@ -161,6 +161,26 @@ def test_model_and_simulator_state_their_scale(tmp_path: Path, args: list[str],
     refused(fabench_cli(*args, "--out", str(tmp_path), check=False, timeout=120), *words)
 
 
+@pytest.mark.parametrize(("args", "words"), [
+    (["sim", "mpi.allreduce", "-f", "tcp-40g", "-N", "2", "--cores", "0"], ["--cores"]),
+    (["model", "predict", "-f", "tcp-40g", "-N", "4", "--cores", "-3"], ["--cores"]),
+    (["model", "predict", "-f", "tcp-40g", "-N", "4", "--band-samples", "1000000000"],
+     ["--band-samples", "10,000"]),
+    (["model", "validate", "--published", "--band-samples", "1000000000"],
+     ["--band-samples"]),
+    (["model", "predict", "-f", "tcp-40g", "-N", "4", "--topology", "torus", "--dims",
+      "100000x100000x100000"], ["--dims", "200,000"]),
+    (["model", "predict", "-f", "tcp-40g", "-N", "4", "--hosts-per-leaf", "1000000000"],
+     ["--hosts-per-leaf"]),
+])
+def test_model_and_simulator_bound_their_other_counts(tmp_path: Path, args: list[str],
+                                                      words: list[str]) -> None:
+    """Found by bench/hostile_audit.py: `--cores 0` ran as if not given (a negative count
+    ran too), `--band-samples 1e9` ran a model per sample until killed, a 1e15-node torus
+    and a 1e9-port leaf were taken for a 4-node question."""
+    refused(fabench_run(*args, "--out", str(tmp_path), check=False), *words)
+
+
 # --- item 4: a damaged store never overwrites its good backup ------------------------------------
 
 OSU = Path(__file__).parent / "fixtures" / "import" / "osu_latency_z.txt"
