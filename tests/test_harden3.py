@@ -181,6 +181,34 @@ def test_model_and_simulator_bound_their_other_counts(tmp_path: Path, args: list
     refused(fabench_run(*args, "--out", str(tmp_path), check=False), *words)
 
 
+@pytest.mark.parametrize(("args", "words"), [
+    (["matrix", "--hosts", "1000000"], ["--hosts", "4,096"]),
+    (["matrix", "--hosts", "2", "--groups", "1000000000"], ["--groups"]),
+    (["matrix", "--hosts", "2", "--iterations", "1000000000000"], ["--iterations"]),
+    (["run", "--quick", "--repeats", "1000000000000"], ["--repeats", "10,000"]),
+    (["run", "--quick", "--repeats", "-5"], ["--repeats"]),
+    (["bench", "tcp.latency", "--sizes", "8", "--warmup", "1000000000000"], ["--warmup"]),
+    (["bench", "tcp.latency", "--sizes", "8", "--iterations", "1000000000000"],
+     ["--iterations"]),
+    (["model", "validate", "--published", "-N", "1000000000000000000"], ["--nodes"]),
+    (["model", "hpl", "-f", "tcp-40g", "-N", "2,x", "--node-gflops", "1", "--mem-gb", "1",
+      "--efficiency-1node", "0.8"], ["--nodes"]),
+])
+def test_counts_beyond_what_can_run_are_refused_up_front(tmp_path: Path, args: list[str],
+                                                         words: list[str]) -> None:
+    """Found by bench/hostile_audit.py: `matrix --hosts 1e6` and `run --repeats 1e12` (or a
+    spec's `repeats:`) hung building their lists of directions and runs; `--iterations 1e12`
+    started the kernels, which ran out of memory for the samples, and `--warmup 1e12` ran
+    until the timeout; `--repeats -5` planned nothing and exited 0."""
+    refused(fabench_run(*args, "--out", str(tmp_path), check=False), *words)
+
+
+def test_a_spec_with_a_trillion_repeats_is_refused(tmp_path: Path) -> None:
+    spec = tmp_path / "s.yaml"
+    spec.write_text("name: x\nrepeats: 1000000000000\nruns:\n  - kernel: tcp.latency\n")
+    refused(fabench_run("run", str(spec), "--out", str(tmp_path), check=False), "repeats")
+
+
 # --- item 4: a damaged store never overwrites its good backup ------------------------------------
 
 OSU = Path(__file__).parent / "fixtures" / "import" / "osu_latency_z.txt"

@@ -304,7 +304,14 @@ def cmd_hpl(args: argparse.Namespace) -> int:
         fitted = (f"the node spread ({cv * 100:.2f} %) was solved so that {n_fit} nodes give "
                   f"{e_fit * 100:.2f} %: that row reproduces its input; the others follow "
                   "from the fit")
-    nodes = [int(x) for x in str(args.nodes).split(",") if x]
+    try:
+        nodes = [int(x) for x in str(args.nodes).split(",") if x]
+    except ValueError:
+        raise FabenchError(f"--nodes {args.nodes!r}: node counts, e.g. 1,2,4,8") from None
+    if not nodes:
+        raise FabenchError(f"--nodes {args.nodes!r}: no node count")
+    for n in nodes:
+        check_model_scale(n, 1)
     points = hpl_curve(fabric, nodes, prm)
     for pt in points:
         pt.band = band_of(fabric, lambda f, n=pt.nodes: hpl_curve(f, [n], prm)[0].efficiency,
@@ -323,6 +330,8 @@ def cmd_hpl(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     check_band_samples(args)
+    if args.nodes:  # 0: each run's own node count
+        check_model_scale(args.nodes, args.ppn)
     if args.published:
         for line in corpus_lines(run_corpus(band_samples=args.band_samples)):
             print(line)
