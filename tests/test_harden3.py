@@ -308,6 +308,25 @@ def test_matrix_pairs_by_host_name_on_a_testbed(tmp_path: Path) -> None:
         fabench_cli("testbed", "down", "pn")
 
 
+@pytest.mark.parametrize("cmd", [
+    ["matrix", "--hosts", "2", "--pairs", "\u00b2:0"],
+    ["matrix", "--hosts", "2", "--pairs", "0:1,0:1"],
+    ["run", "--resume", "\u00b2"],
+    ["accept", "{d}/a.yaml", "--baseline", "\u00b2"],
+    ["bench", "tcp.latency", "--sizes", "8", "--on", "hosts", "{d}/hosts"],
+])
+def test_numbers_that_are_digits_only_to_unicode_are_refused(tmp_path: Path,
+                                                              cmd: list[str]) -> None:
+    """Found by bench/hostile_audit.py: str.isdigit() takes '\u00b2' (superscript two) as a
+    digit and int() does not: `--pairs \u00b2:0`, `run --resume \u00b2`, `accept --baseline
+    \u00b2` and a hostfile's `slots=\u00b2` were ValueError tracebacks; a direction given twice
+    in --pairs was measured twice."""
+    (tmp_path / "a.yaml").write_text("name: a\nchecks:\n  - kernel: tcp.latency\n")
+    (tmp_path / "hosts").write_text("localhost slots=\u00b2\n")
+    refused(fabench_run(*[w.replace("{d}", str(tmp_path)) for w in cmd], "--out",
+                        str(tmp_path / "o"), check=False))
+
+
 def test_an_import_that_keeps_no_row_fails(tmp_path: Path) -> None:
     bad = tmp_path / "osu.txt"
     bad.write_text("# OSU MPI Latency Test v7.4\n# Size       Avg Latency(us)\n"

@@ -16,9 +16,9 @@ def _resume_id(args: argparse.Namespace) -> int | None:
     value = args.resume
     if not value:
         return None
-    if value.isdigit() and int(value) > 0:
+    if value.isascii() and value.isdigit() and int(value) > 0:  # not '²'
         return int(value)
-    if args.spec is None and not value.isdigit():
+    if args.spec is None and not (value.isascii() and value.isdigit()):
         args.spec = value
         return None
     raise FabenchError(f"--resume takes a campaign id (an integer >= 1), got {value!r}")

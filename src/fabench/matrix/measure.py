@@ -168,7 +168,7 @@ def parse_pairs(text: str, hosts: Sequence[str] | None = None) -> tuple[Link, ..
             raise FabenchError(f"--pairs {text!r}: each pair is SRC:DST (e.g. 0:3,3:0)")
         ends = []
         for x in (a.strip(), b.strip()):
-            if x.isdigit():
+            if x.isascii() and x.isdigit():  # '²' is a digit to isdigit(), not to int()
                 ends.append(int(x))
             elif hosts is not None and x in hosts:
                 ends.append(list(hosts).index(x))
@@ -177,6 +177,9 @@ def parse_pairs(text: str, hosts: Sequence[str] | None = None) -> tuple[Link, ..
                                    "host of this matrix")
         if ends[0] == ends[1]:
             raise FabenchError(f"--pairs {text!r}: a pair needs two different hosts")
+        if (ends[0], ends[1]) in out:
+            # a direction asked twice was measured twice, as two links
+            raise FabenchError(f"--pairs {text!r}: {a.strip()}:{b.strip()} is given twice")
         out.append((ends[0], ends[1]))
     return tuple(out)
 
