@@ -90,6 +90,18 @@ def test_hpcc_kernel_arguments_that_name_files_are_refused_before_anything_runs(
     assert not (out / "fabench.sqlite").exists()
 
 
+@pytest.mark.hpcc
+def test_a_blas_directory_without_a_blas_is_not_run_as_one(tmp_path: Path,
+                                                           openmpi: str) -> None:
+    """Found by bench/hostile_audit.py: `--blas DIR` (or a file: /etc/shadow) without a
+    libblas.so.3 ran hpcc on the host's own BLAS and exited 0, as if DIR had been used."""
+    _needs_hpcc()
+    p = fabench_run("bench", "hpcc.hpl", "--ranks", "1", "--sizes", "200", "--out",
+                    str(tmp_path / "o"), "--kernel-args", f"--blas {tmp_path}", check=False)
+    assert p.returncode != 0 and "Traceback" not in p.stderr, (p.returncode, p.stderr)
+    assert "libblas.so.3" in p.stderr, p.stderr
+
+
 @pytest.mark.parametrize("cmd", [
     ["run", "{f}"], ["accept", "{f}"], ["tune", "check", "--profile", "{f}"],
     ["bench", "tcp.latency", "--on", "hosts", "{f}"],
