@@ -350,7 +350,8 @@ def test_an_import_that_keeps_no_row_fails(tmp_path: Path) -> None:
             assert st.runs() == []
 
 
-@pytest.mark.parametrize("value", ["1e300", "9.3e9", "1e999", "nan"])
+# (1e999 and nan were refused before the fix too: they showed nothing of the item)
+@pytest.mark.parametrize("value", ["1e300", "9.3e9", "1e10", "3e6"])
 def test_timeouts_beyond_any_run_are_refused(tmp_path: Path, value: str) -> None:
     """A timeout above 9.2e9 s crashed the watchdog thread and the run went on without one."""
     refused(fabench_cli("bench", "tcp.latency", "--sizes", "8", "--iterations", "10",
@@ -359,8 +360,8 @@ def test_timeouts_beyond_any_run_are_refused(tmp_path: Path, value: str) -> None
 
 @pytest.mark.parametrize("extra", [
     ["--latency-us", "nan"], ["--latency-us", "1e999"], ["--bandwidth-MBps", "inf"],
-    ["--bandwidth-MBps", "nan:nan"], ["--shm-MBps", "0"], ["--gamma-MBps", "0"],
-    ["--shm-latency-us", "-1"], ["--hop-latency-us", "nan"], ["--rendezvous-us", "inf"],
+    ["--bandwidth-MBps", "5000:inf"], ["--shm-MBps", "0"], ["--gamma-MBps", "0"],
+    ["--shm-latency-us", "1e999"], ["--hop-latency-us", "nan"], ["--rendezvous-us", "inf"],
     ["--link-MBps", "-5"], ["--link-MBps", "inf"], ["--link-MBps", "nan"],
     ["--eager-limit", "-1"], ["--hops", "-3"],
 ])
