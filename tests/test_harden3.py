@@ -263,6 +263,14 @@ def test_a_dropped_samples_table_is_found_before_resume_runs_anything(tmp_path: 
     db.close()
 
 
+@pytest.mark.parametrize("cmd", [["import", "osu", str(OSU)], ["store", "check"],
+                                 ["history", "x"]])
+def test_a_postgresql_url_python_cannot_split_is_refused(cmd: list[str]) -> None:
+    """Found by bench/hostile_audit.py: `--store postgresql://[::1/x` was a ValueError
+    traceback (urlsplit, before the connection was tried) in every command."""
+    refused(fabench_run(*cmd, "--store", "postgresql://[::1/x", check=False), "--store")
+
+
 # --- item 5: a healthy matrix store checks sound ------------------------------------------------
 
 def test_store_check_passes_a_healthy_matrix_store(tmp_path: Path) -> None:
