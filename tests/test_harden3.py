@@ -295,9 +295,12 @@ def test_store_check_passes_a_healthy_matrix_store(tmp_path: Path) -> None:
 AGENT = "#!/bin/sh\nshift\nexec \"$@\"\n"  # runs the command here, whatever the host's name
 
 
-def test_matrix_refuses_a_host_listed_twice(tmp_path: Path) -> None:
+@pytest.mark.parametrize("hosts", ["localhost\nlocalhost\n", "localhost\nLOCALHOST\n"])
+def test_matrix_refuses_a_host_listed_twice(tmp_path: Path, hosts: str) -> None:
+    """(The second spelling found by bench/hostile_audit.py: names differing in case only
+    are one machine, and were measured as a link.)"""
     hostfile = tmp_path / "hosts"
-    hostfile.write_text("localhost\nlocalhost\n")
+    hostfile.write_text(hosts)
     agent = tmp_path / "agent"
     agent.write_text(AGENT)
     agent.chmod(0o755)

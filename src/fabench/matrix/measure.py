@@ -105,7 +105,9 @@ def host_count(scheduler: Scheduler, asked: int | None) -> int:
     """One rank per host: how many hosts the scheduler offers."""
     names = scheduler.host_names()
     if names is not None:
-        twice = sorted({h for h in names if names.count(h) > 1})
+        # host names are case-blind (RFC 4343): `node1` and `NODE1` are one machine
+        folded = [h.lower() for h in names]
+        twice = sorted({h for h in names if folded.count(h.lower()) > 1})
         if twice:
             # one rank per host: a host listed twice would be two ranks on one machine, a
             # "link" from the host to itself
