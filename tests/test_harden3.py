@@ -53,7 +53,7 @@ def test_hpccinf_of_a_secret_file_is_refused_without_a_word_of_it(tmp_path: Path
     assert "Traceback" not in p.stderr, p.stderr
     assert secret not in p.stdout + p.stderr
     assert "not an HPL input file" in p.stdout + p.stderr, (p.stdout, p.stderr)
-    for f in out.iterdir():
+    for f in out.iterdir() if out.exists() else []:  # refused where planned: no out/ at all
         assert secret.encode() not in f.read_bytes(), f
 
 
