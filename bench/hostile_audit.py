@@ -493,7 +493,7 @@ def _healthy_of(kind: str) -> Callable[[Path], None]:
         if kind == "congestion":
             _fabench(d, "testbed", "up", "--name", "fbauc", "--hosts", "4")
         (d / "acc.yaml").write_text(
-            "name: a\nchecks:\n  - check: latency <= 100000 @ 8\n    transport: tcp\n")
+            "name: a\nchecks:\n  - check: latency_us <= 100000 @ 8\n    transport: tcp\n")
         p = invoke([a.replace("{d}", str(d)) for a in argv], d, timeout=600)
         if p.returncode not in (0, 3):  # 3: a verdict that failed; the store is still sound
             raise RuntimeError(f"making a {kind} store: exit {p.returncode}: "

@@ -390,6 +390,21 @@ def test_model_define_refuses_values_that_are_no_figures(tmp_path: Path,
     assert not list(tmp_path.rglob("mine.json"))
 
 
+@pytest.mark.parametrize(("args", "words"), [
+    (["model", "define", "mine", "--family", "ib", "--latency-us", "1", "--bandwidth-MBps",
+      "10", "--hops", "0"], ["--hops"]),
+    (["model", "predict", "-f", "tcp-40g", "-N", "2", "--switch-reduce-us", "nan"],
+     ["--switch-reduce-us"]),
+    (["model", "predict", "-f", "tcp-40g", "-N", "2", "--oversubscription", "nan"],
+     ["--oversubscription"]),
+])
+def test_model_refuses_hops_and_ratios_that_are_no_figures(tmp_path: Path, args: list[str],
+                                                            words: list[str]) -> None:
+    """Found by bench/hostile_audit.py: `--hops 0` was written into a fabric, and
+    `--switch-reduce-us nan` and `--oversubscription nan` were predicted from."""
+    refused(fabench_run(*args, "--out", str(tmp_path), check=False), *words)
+
+
 def test_model_define_refuses_a_presets_name(tmp_path: Path) -> None:
     p = fabench_cli("model", "define", "tcp-40g", "--family", "tcp", "--latency-us", "1",
                     "--bandwidth-MBps", "10", "--out", str(tmp_path), check=False)

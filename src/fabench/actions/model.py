@@ -90,6 +90,9 @@ def topology_spec(args: argparse.Namespace) -> TopologySpec:
     except ValueError:
         raise FabenchError(f"--oversubscription {args.oversubscription!r}: e.g. 2 or 2,1.5") \
             from None
+    if not all(0 < x < math.inf for x in over):
+        # nan was taken (no comparison with nan is true) and predicted from
+        raise FabenchError(f"--oversubscription {args.oversubscription!r}: finite ratios > 0")
     fly = _dims(getattr(args, "dragonfly", None), "--dragonfly", 4)
     check_cores(getattr(args, "cores", None))
     if not 1 <= args.hosts_per_leaf <= MODEL_MAX_NODES:
@@ -109,6 +112,7 @@ def cluster_from_args(args: argparse.Namespace, nodes: int | None = None) -> Clu
                    cores=args.cores if args.topology != "loopback" else None)
 
 
+MAX_HOPS = 64  # switches on a path: no fabric has more
 # Parameter variants per band (default 32): each is a model run, 1e9 ran until killed.
 MAX_BAND_SAMPLES = 10_000
 
@@ -122,6 +126,9 @@ def check_band_samples(args: argparse.Namespace) -> None:
 def fabric_for(args: argparse.Namespace) -> Fabric:
     check_band_samples(args)
     fabric = load_fabric(args.fabric, args.out)
+    level = getattr(args, "switch_reduce_us", None)
+    if level is not None and not 0 <= level < math.inf:
+        raise FabenchError(f"--switch-reduce-us must be a finite time >= 0, got {level}")
     if getattr(args, "switch_reduce_us", None) is not None and fabric.in_network:
         fabric.in_network.level_us = args.switch_reduce_us
         fabric.provenance.pop("in_network.level_us", None)
@@ -133,6 +140,9 @@ def _fig(text: str | None, what: str) -> Figure | None:
 
 
 def cmd_define(args: argparse.Namespace) -> int:
+    if not 1 <= args.hops <= MAX_HOPS:
+        # --hops 0 was written into the fabric (a path through no switch)
+        raise FabenchError(f"--hops must be 1..{MAX_HOPS}, got {args.hops}")
     lat = Figure.parse(args.latency_us, "--latency-us")
     bw = Figure.parse(args.bandwidth_MBps, "--bandwidth-MBps")
     fabric = define_fabric(Published(
