@@ -439,6 +439,17 @@ def test_resume_without_an_id_finds_the_older_unfinished_campaign(tmp_path: Path
         assert st.unfinished_campaign(name="nightly").id == old
 
 
+@pytest.mark.parametrize("cmd", [["run", "{f}"], ["accept", "{f}"],
+                                 ["tune", "check", "--profile", "{f}"]])
+def test_a_yaml_number_of_thousands_of_digits_is_refused(tmp_path: Path,
+                                                          cmd: list[str]) -> None:
+    """Found by bench/hostile_audit.py: a 5,000-digit integer in a spec, acceptance spec or
+    tuning profile was a ValueError traceback (Python's int() digit limit, in the loader)."""
+    f = tmp_path / "s.yaml"
+    f.write_text("name: x\nrepeats: " + "9" * 5000 + "\n")
+    refused(fabench_run(*[w.replace("{f}", str(f)) for w in cmd], check=False), "too long")
+
+
 def test_a_deeply_nested_iperf3_file_is_refused(tmp_path: Path) -> None:
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)

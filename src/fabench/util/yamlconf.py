@@ -33,6 +33,10 @@ def parse_yaml_model(text: str, source: str, model: type[M], *, what: str, hint:
         where = f" line {mark.line + 1}" if mark is not None else ""
         raise error(f"{source}{where}: not valid YAML: "
                     f"{getattr(exc, 'problem', exc)}") from exc
+    except ValueError:
+        # a number of thousands of digits: Python's int() refuses it (its 4,300-digit limit)
+        # inside the YAML loader, which was a traceback
+        raise error(f"{source}: not valid YAML: a number too long to read") from None
     if not isinstance(data, dict):
         raise error(f"{source}: a {what} is a mapping with {hint}")
     try:
