@@ -9,7 +9,9 @@ inputs whatever the host's load, a longer fuzz asks for more), FABENCH_FUZZ_SEED
 failure prints its seed and case, so it replays).
 """
 
+import argparse
 import contextlib
+import functools
 import io
 import os
 import random
@@ -297,152 +299,319 @@ def _impair_case(rng: random.Random, tmp: Path) -> list[str]:
     return ["testbed", "up", "--name", "fz", "--hosts", "2", "--impair", spec]
 
 
-# --- the rest of the command line (issue 31): every command has hostile cases ---------------
-
-def _label(rng: random.Random) -> str:
-    return rng.choice(["", " ", "a\nb", "a\x1b[31mred", "a" * 300, "x\ty", "\x00"])
-
-
-def _path(rng: random.Random, tmp: Path) -> str:
-    return rng.choice([str(tmp / "missing" / "x.sqlite"), "a" * 300, str(tmp / "plain.txt"),
-                       str(tmp), "postgresql://u:p@127.0.0.1:1/db", "postgresql://;id@h/d",
-                       "postgresql://" + "a" * 300])
+def _bad_id(rng: random.Random) -> str:
+    """A run or campaign id that is none: not a number, below 1, or never stored."""
+    return rng.choice(["x", "-1", "0", "", "1.5", "9" * 30, str(rng.randint(10**5, 10**9)),
+                       "1;id", _junk(rng, 5) + "x"])
 
 
-def _store_case(rng: random.Random, tmp: Path) -> list[str]:
-    (tmp / "plain.txt").write_text("not a store")
-    s = _path(rng, tmp)
-    return rng.choice([
-        ["store", "check", "--store", s],
-        ["store", "copy", s, str(tmp / "copy.sqlite")],
-        ["store", "export", rng.choice(["parquet", "openmetrics"]), str(tmp / "exp"),
-         "--store", s],
-        ["report", "--store", s, "-o", str(tmp / "r.html")],
-        ["history", "nightly", "--store", s],
-        ["compare", "1", "2", "--store", s],
-    ])
-
-
-def _read_case(rng: random.Random, tmp: Path) -> list[str]:
-    """history, compare and report over a real (empty) store, one hostile value each."""
-    from fabench.store.database import Store
-
-    store = tmp / "s.sqlite"
-    if not store.exists():
-        Store(store).close()
-    st = ["--store", str(store)]
-    return rng.choice([
-        lambda: ["history", _label(rng), *st],
-        lambda: ["history", "n", "--last", _bad_int(rng, 2), *st],
-        lambda: ["history", "n", "--tolerance", _bad_float(rng), *st],
-        lambda: ["history", "n", "--alpha", rng.choice(["0", "1", "1.5", "nan", "x"]), *st],
-        lambda: ["history", "n", "--min-nights", _bad_int(rng, 1), *st],
-        lambda: ["history", "n", "--permutations", _bad_int(rng, 1), *st],
-        lambda: ["compare", _junk(rng) + "zz", "2", *st],
-        lambda: ["compare", "1", "2", "--tolerance", _bad_float(rng), *st],
-        lambda: ["report", _junk(rng) + "zz", *st, "-o", str(tmp / "r.html")],
-        lambda: ["report", "--fabric", "zz" + _junk(rng, 4), *st, "-o", str(tmp / "r.html")],
-    ])()
-
-
-ACCEPT_BAD = [
-    "checks: 5", "name: x\nchecks: []", "a: &a [*a]",
-    'name: "a\\nb\\x1b[31m"\nchecks: [\'latency_us <= 1 @ 8\']',
-    "checks:\n - check: 'latency_us <= nan @ 8'", "checks:\n - check: 'zz <= 1 @ 8'",
-    "checks:\n - check: 'latency_us <= 1 @ -8'",
-    "checks:\n - check: 'latency_us <= 1 @ 8'\n   transport: ';id'",
-    "checks:\n - check: 'latency_us <= 1 @ 8'\n   iterations: 0",
-    "checks:\n - check: 'latency_us <= 1 @ 8'\n   hosts: [a, b, c]",
-    "checks:\n - check: 'latency_us <= 1 @ 8'\n   after: [nothing]",
-    "checks:\n - check: 'latency_us <= 1 x predicted @ 8'",
-    "repeats: 0\nchecks: ['latency_us <= 1 @ 8']",
-    "timeout_s: nan\nchecks: ['latency_us <= 1 @ 8']",
-]
+def _bad_name(rng: random.Random) -> str:
+    """A name that is no name: a path, an option, a newline, empty."""
+    return rng.choice(["", "../x", "a/b", "-x", "x\n", ".", "..", "a" * 300, "x\ty",
+                       "$(id)", "zz" + _junk(rng, 5).replace(" ", "")])
 
 
 def _accept_case(rng: random.Random, tmp: Path) -> list[str]:
-    (tmp / "plain.txt").write_text("not a store")
-    spec = tmp / f"a{rng.randrange(10**6)}.yaml"
-    if rng.random() < 0.7:
-        spec.write_text(rng.choice(ACCEPT_BAD))
-        return ["accept", str(spec), "--out", str(tmp / "out")]
-    spec.write_text("checks: ['latency_us <= 1000 @ 8']\n")
-    return ["accept", str(spec), "--out", str(tmp / "out"), *rng.choice([
-        ["--budget", rng.choice(["nan", "-1", "x", "1e999"])],
-        ["--baseline", "zz" + _junk(rng, 6)],
-        ["--on", "zz" + _junk(rng, 6)],
-        ["--on", "testbed", rng.choice(["../x", "-x", "zz\n"])],
-        ["--on", "hosts", str(tmp / "missing-hosts")],
-        # not a missing directory: a store given there is made
-        ["--store", rng.choice(["a" * 300, str(tmp / "plain.txt"), "postgresql://;id@h/d"])],
-    ])]
+    spec = tmp / "accept.yaml"
+    good = "name: a\nchecks:\n  - kernel: tcp.latency\n    sizes: '8'\n    max_latency_us: 100\n"
+    broken = rng.choice([
+        "", "checks: 7\n", "name: a\nchecks: []\n", "checks: &a [*a]\n",
+        good.replace("100", rng.choice([".nan", "-1", ".inf", "x", "0"])),
+        good.replace("tcp.latency", "zz." + _junk(rng, 4).replace("'", "")),
+        good + "    zz_unknown: 1\n", good.replace("'8'", rng.choice(["'x'", "'-8'", "''"]))])
+    spec.write_text(broken)
+    cases: list[Callable[[], list[str]]] = [
+        lambda: [str(spec)],
+        lambda: [str(tmp / "missing.yaml")],
+        lambda: [str(tmp)],  # a directory
+        lambda: [str(spec), "--budget", _bad_float(rng)],
+        lambda: [str(spec), "--baseline", _bad_id(rng)],
+    ]
+    args = rng.choice(cases)()
+    if args[0] == str(spec) and len(args) > 1:
+        spec.write_text(good)
+    return ["accept", *args, "--out", str(tmp / "out")]
 
 
-def _tune_case(rng: random.Random, tmp: Path) -> list[str]:
-    (tmp / "plain.txt").write_text("not a journal")
-    prof = tmp / f"p{rng.randrange(10**6)}.yaml"
-    prof.write_text(rng.choice(["settings: 5", "a: &a [*a]", "name: x\nsettings:\n - {kind: zz}",
-                                "name: x\nsettings:\n - {kind: sysctl, name: ';id', value: 1}"]))
-    target = ["--netns", "fbfz-none-" + _junk(rng, 3).replace(" ", "")]
-    return rng.choice([
-        lambda: ["tune", "check", "--profile", rng.choice([str(prof), "zz" + _junk(rng, 4),
-                                                           "a" * 300])],
-        lambda: ["tune", "check", "--profile", "tcp-throughput", "--iface", _label(rng)],
-        lambda: ["tune", "check", "--profile", "tcp-throughput", "--iface", "zz$(id)"],
-        lambda: ["tune", "check", "--window", rng.choice(["nan", "-1", "1e9", "x"])],
-        lambda: ["tune", "apply", str(prof), *target, "--dry-run"],
-        lambda: ["tune", "apply", "tcp-throughput", *target, "--dry-run"],
-        lambda: ["tune", "revert", "--journal", str(tmp / "plain.txt")],
-        lambda: ["tune", "ab", "tcp-throughput", "--bench", "zz" + _junk(rng, 3), *target],
-        lambda: ["tune", "ab", "tcp-throughput", "--bench", "tcp.latency", "--rounds",
-                 _bad_int(rng, 1), *target],
-    ])()
+def _compare_case(rng: random.Random, tmp: Path) -> list[str]:
+    cases: list[Callable[[], list[str]]] = [
+        lambda: [_bad_id(rng), "1"], lambda: ["1", _bad_id(rng)],
+        lambda: ["1", "2", "--metric", "zz" + _junk(rng, 4)],
+        lambda: ["1", "2", "--tolerance", _bad_float(rng)],
+    ]
+    return ["compare", *rng.choice(cases)(), "--store", str(tmp / "out")]
+
+
+def _history_case(rng: random.Random, tmp: Path) -> list[str]:
+    cases: list[Callable[[], list[str]]] = [
+        lambda: [_bad_name(rng)],
+        lambda: ["x", "--until", _bad_id(rng)],
+        lambda: ["x", "--last", _bad_int(rng, 1)],
+        lambda: ["x", "--tolerance", _bad_float(rng)],
+        lambda: ["x", "--alpha", rng.choice(["nan", "0", "1", "-0.5", "inf", "x"])],
+        lambda: ["x", "--min-nights", _bad_int(rng, 1)],
+        lambda: ["x", "--permutations", rng.choice([_bad_int(rng, 1), "1000000000000"])],
+    ]
+    return ["history", *rng.choice(cases)(), "--store", str(tmp / "out")]
+
+
+def _hpl_scaling_case(rng: random.Random, tmp: Path) -> list[str]:
+    argv = _hpl_case(rng, tmp)
+    argv[1] = "scaling"
+    if rng.random() < 0.3:
+        argv[2:2] = ["--fabric", "zz" + _junk(rng, 3)]
+    return argv
+
+
+def _matrix_sub_case(rng: random.Random, tmp: Path) -> list[str]:
+    out = ["--store", str(tmp / "out")]
+    cases: list[Callable[[], list[str]]] = [
+        lambda: ["advise", "--nodes", _bad_int(rng, 2), *out],
+        lambda: ["advise", "--nodes", "4", "--campaign", _bad_id(rng), *out],
+        lambda: ["advise", "--nodes", "4", "--hwloc", str(tmp / "missing.xml"), *out],
+        lambda: ["advise", "--nodes", "4", "--ppn", _bad_int(rng, 1), *out],
+        lambda: ["csv", "--campaign", _bad_id(rng), *out],
+        lambda: ["compare", _bad_id(rng), "1", *out],
+        lambda: ["compare", "1", _bad_id(rng), *out],
+    ]
+    return ["matrix", *rng.choice(cases)()]
+
+
+def _model_more_case(rng: random.Random, tmp: Path) -> list[str]:
+    fig = lambda: rng.choice(["nan", "inf", "-1", "1e999", "x", "0", ""])  # noqa: E731
+    hpl = ["hpl", "-f", "tcp-40g", "-N", "4"]
+    cases: list[Callable[[], list[str]]] = [
+        lambda: ["calibrate", _bad_id(rng), "--name", "fzc"],
+        lambda: ["calibrate", "1", "--name", _bad_name(rng)],
+        lambda: ["calibrate", "1", "--name", "fzc", "--max-breaks", _bad_int(rng, 0)],
+        lambda: ["calibrate", "1", "--name", "fzc", "--scale-runs", _bad_id(rng)],
+        lambda: ["show", rng.choice(["zz" + _junk(rng, 4), "../tcp-40g", "", "/etc/passwd",
+                                     "-x", "x\n"])],
+        lambda: ["list", rng.choice(["--zz", "extra", "--store"])],
+        lambda: ["hpl", "-f", "tcp-40g", "-N", rng.choice(["0", "-2", "x", "1e18", "4,x"]),
+                 "--node-gflops", "100", "--mem-gb", "64"],
+        lambda: [*hpl, "--node-gflops", fig(), "--mem-gb", "64"],
+        lambda: [*hpl, "--node-gflops", "100", "--mem-gb", fig()],
+        lambda: [*hpl, "--node-gflops", "100", "--mem-gb", "64",
+                 rng.choice(["--overlap", "--node-cv", "--mem-fraction", "--efficiency-1node"]),
+                 fig()],
+        lambda: [*hpl, "--node-gflops", "100", "--mem-gb", "64", "--fit-at",
+                 rng.choice(["x:y", "", ":", "1:nan", "-1:2"])],
+        lambda: [*hpl, "--node-gflops", "100", "--mem-gb", "64", "--band-samples",
+                 rng.choice([_bad_int(rng, 1), "1000000000"])],
+        lambda: [*hpl, "--node-table", str(tmp / "missing.csv")],
+        lambda: [*hpl, "--from-run", _bad_id(rng)],
+    ]
+    return ["model", *rng.choice(cases)(), "--out", str(tmp / "out")]
+
+
+def _report_case(rng: random.Random, tmp: Path) -> list[str]:
+    cases: list[Callable[[], list[str]]] = [
+        lambda: [_bad_id(rng)],
+        lambda: ["--fabric", "zz" + _junk(rng, 4)],
+        lambda: ["-o", str(tmp / "missing-dir" / "x" / "r.html")],
+        lambda: ["--title", "x\0y"],
+    ]
+    return ["report", *rng.choice(cases)(), "--store", str(tmp / "out")]
+
+
+def _store_case(rng: random.Random, tmp: Path) -> list[str]:
+    notstore = tmp / "notstore"
+    notstore.mkdir(exist_ok=True)
+    (notstore / "fabench.sqlite").write_bytes(rng.choice([b"", b"not a database\n" * 50,
+                                                         bytes(range(256)) * 8]))
+    cases: list[Callable[[], list[str]]] = [
+        lambda: ["check", "--store", str(notstore)],
+        lambda: ["check", "--store", rng.choice(["postgresql://[::1/x", "zz://x",
+                                                 "postgresql://a b@c/d"])],
+        lambda: ["copy", str(tmp / "missing"), str(tmp / "dst")],
+        lambda: ["copy", str(notstore), str(tmp / "dst")],
+        lambda: ["copy", str(notstore), str(notstore)],
+        lambda: ["export", "zz" + _junk(rng, 4), str(tmp / "x"), "--store", str(notstore)],
+        lambda: ["export", "parquet", str(tmp / "pq"), "--store", str(notstore)],
+    ]
+    return ["store", *rng.choice(cases)()]
 
 
 def _testbed_case(rng: random.Random, tmp: Path) -> list[str]:
-    return rng.choice([
-        lambda: ["testbed", "up", "--name", rng.choice(["", "a" * 300, "A-B", "x\n", "../x",
-                                                        "-x", "a b"])],
-        lambda: ["testbed", "up", "--name", "fz", "--hosts", _bad_int(rng, 1)],
-        lambda: ["testbed", "up", "--name", "fz", "--mtu", rng.choice(["0", "-1", "x",
-                                                                       "100000"])],
-        lambda: ["testbed", "up", "--name", "fz", "--rate", "zz" + _junk(rng, 4)],
-        lambda: ["testbed", "up", "--name", "fz", "--rate", "1gbit", "--burst", "-1"],
-        lambda: ["testbed", "up", "--name", "fz", "--rate", "1gbit", "--queue", "xms"],
-        lambda: ["testbed", "up", "--name", "fz", "--sysctl", rng.choice(["x", "=1", "a/b=1",
-                                                                          "net.x=1;id"])],
-        lambda: ["testbed", "up", "--name", "fz", "--switches", _bad_int(rng, 1)],
-        lambda: ["testbed", "down", rng.choice(["a" * 300, "x\n", "../x"])],
-    ])()
+    # names this test's own (the fuzz prefix) and hostile: nothing of anybody else's is named
+    name = lambda: rng.choice(["../fz", "-fz", "fz\n", "fz/x", "fz;id", "fz" + "a" * 60,  # noqa: E731
+                               " fz", "fz\t"])
+    cases: list[Callable[[], list[str]]] = [
+        lambda: ["down", name()],
+        lambda: ["status", name()],
+        lambda: ["exec", "--name", name(), "h1", "true"],
+        lambda: ["exec", "--name", "fz", rng.choice(["h0", "h99", "-h1", "../h1", ""]),
+                 "true"],
+        lambda: ["up", "--name", "fz", "--hosts", rng.choice(["0", "1", "-2", "x", "100000"])],
+        lambda: ["up", "--name", "fz", "--hosts", "2",
+                 rng.choice(["--mtu", "--rate", "--burst", "--queue", "--switches"]),
+                 rng.choice(["0", "-1", "x", "nan", "1e999", "99999999999"])],
+    ]
+    return ["testbed", *rng.choice(cases)()]
+
+
+def _tune_case(rng: random.Random, tmp: Path) -> list[str]:
+    # never --host-wide: a hostile value must be refused before anything is written, and a
+    # wrongly accepted one then touches a namespace that does not exist, not the host
+    netns = ["--netns", "fzmissing" + str(os.getpid())]
+    profile = tmp / "profile.yaml"
+    profile.write_text(rng.choice(["", "sysctl: 7\n", "a: &a [*a]\n",
+                                   "sysctl:\n  net.ipv4.tcp_rmem: '$(id)'\n",
+                                   "sysctl:\n  ../../etc/x: 1\n", _junk(rng, 60)]))
+    cases: list[Callable[[], list[str]]] = [
+        lambda: ["check", "--profile", rng.choice(["zz" + _junk(rng, 3), str(profile),
+                                                   str(tmp / "missing")]), *netns],
+        lambda: ["check", "--window", _bad_float(rng), *netns],
+        lambda: ["check", "--netns", _bad_name(rng)],
+        lambda: ["apply", rng.choice(["zz" + _junk(rng, 3), str(profile),
+                                      str(tmp / "missing")]), *netns],
+        lambda: ["apply", "latency", "--netns", _bad_name(rng)],
+        lambda: ["revert", "--journal", rng.choice([str(tmp / "missing"), str(profile),
+                                                    str(tmp)])],
+        lambda: ["ab", "zz" + _junk(rng, 3), *netns],
+        lambda: ["ab", "latency", "--rounds", _bad_int(rng, 1), *netns],
+        lambda: ["ab", "latency", "--tolerance", _bad_float(rng), *netns],
+        lambda: ["profiles", rng.choice(["extra", "--zz"])],
+    ]
+    return ["tune", *rng.choice(cases)()]
 
 
 def _doctor_case(rng: random.Random, tmp: Path) -> list[str]:
-    return ["doctor", rng.choice(["--zz", "--json=x", _junk(rng) + "zz"])]
+    return ["doctor", rng.choice(["extra", "--zz", "--json=x", _junk(rng, 4) + "x"])]
+
+
+def _run_case(rng: random.Random, tmp: Path) -> list[str]:
+    """`fabench run` by its options (the spec's own words are the `spec` kind's)."""
+    spec = tmp / "run.yaml"
+    spec.write_text("name: r\nruns:\n  - kernel: tcp.latency\n    sizes: '8'\n")
+    cases: list[Callable[[], list[str]]] = [
+        lambda: [str(spec), "--repeats", rng.choice([_bad_int(rng, 1), "1000000000000"])],
+        lambda: [str(spec), "--resume", _bad_id(rng)],
+        lambda: [str(tmp / "missing.yaml")],
+        lambda: [str(spec), "--on", rng.choice(["zz", "hosts", "testbed ../x"])],
+    ]
+    return ["run", *rng.choice(cases)(), "--no-progress", "--out", str(tmp / "out")]
+
+
+def _import_case(rng: random.Random, tmp: Path) -> list[str]:
+    """`fabench import` by its tool and options (the files' words are the `peer` kind's)."""
+    f = tmp / "osu.txt"
+    f.write_text("# OSU MPI Latency Test v7.4\n# Size  Avg Latency(us)\n8 1.5\n")
+    cases: list[Callable[[], list[str]]] = [
+        lambda: ["zz" + _junk(rng, 4), str(f)],
+        lambda: [rng.choice(["osu", "imb", "iperf3", "sockperf"]), str(tmp / "missing")],
+        lambda: ["osu", str(f), "--ranks", _bad_int(rng, 1)],
+        lambda: ["osu", str(f), "--label", rng.choice(["x\n", "a" * 300])],
+        lambda: ["osu", str(f), "--transport", "zz" + _junk(rng, 4)],
+        lambda: ["iperf3", str(f), "--size", rng.choice(["-1", "x", "1e15", ""])],
+    ]
+    return ["import", *rng.choice(cases)(), "--store", str(tmp / "out")]
 
 
 NEWER = {"matrix": _matrix_case, "congestion": _congestion_case, "hpl": _hpl_case,
          "diagnose": _diagnose_case, "model": _model_case, "sim": _sim_case,
-         "impair": _impair_case, "store": _store_case, "read": _read_case,
-         "accept": _accept_case, "tune": _tune_case, "testbed": _testbed_case,
-         "doctor": _doctor_case}
-# Which kinds reach each command of `fabench --help` (the older three kinds included):
-# a command added without hostile cases fails test_fuzz_covers_every_command.
-COVERS = {"bench": "bench", "run": "spec", "import": "peer", "matrix": "matrix",
-          "congestion": "congestion", "hpl": "hpl", "diagnose": "diagnose", "model": "model",
-          "sim": "sim", "testbed": "impair testbed", "store": "store", "report": "store read",
-          "history": "store read", "compare": "store read", "accept": "accept",
-          "tune": "tune", "doctor": "doctor"}
+         "impair": _impair_case, "accept": _accept_case, "compare": _compare_case,
+         "history": _history_case, "hpl scaling": _hpl_scaling_case,
+         "matrix sub": _matrix_sub_case, "model more": _model_more_case,
+         "report": _report_case, "store": _store_case, "testbed": _testbed_case,
+         "tune": _tune_case, "doctor": _doctor_case, "run": _run_case,
+         "import": _import_case}
 NEWER_CASES = int(os.environ.get("FABENCH_FUZZ_NEWER_CASES", "6"))
 
+# The commands each kind's cases reach; with the three older kinds, every command of
+# `fabench --help` (test_every_command_has_fuzz_cases walks the parser).
+COVERS = {
+    "bench": ["bench"], "spec": ["run"], "peer": ["import"], "matrix": ["matrix"],
+    "congestion": ["congestion"], "hpl": ["hpl nodes"],
+    "diagnose": ["diagnose transports", "diagnose reorder"],
+    "model": ["model predict", "model define", "model validate"], "sim": ["sim"],
+    "impair": ["testbed up"], "accept": ["accept"], "compare": ["compare"],
+    "history": ["history"], "hpl scaling": ["hpl scaling"],
+    "matrix sub": ["matrix advise", "matrix csv", "matrix compare"],
+    "model more": ["model calibrate", "model show", "model list", "model hpl"],
+    "report": ["report"], "store": ["store check", "store copy", "store export"],
+    "testbed": ["testbed down", "testbed status", "testbed exec", "testbed up"],
+    "tune": ["tune check", "tune apply", "tune revert", "tune ab", "tune profiles"],
+    "doctor": ["doctor"], "run": ["run"], "import": ["import"],
+}
+MAX_DRAWS = 60  # a kind draws until each command it covers had a case (or this many)
 
-@pytest.mark.parametrize("kind", list(NEWER))
+
+@functools.cache
+def _commands() -> frozenset[str]:
+    """Every command of `fabench --help`, subcommands as "model predict"; a command whose
+    subcommand may be left out (`matrix`) is a command of its own too."""
+    from fabench.cli import build_parser
+
+    out: set[str] = set()
+
+    def walk(p: argparse.ArgumentParser, path: list[str]) -> None:
+        subs = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs or not all(a.required for a in subs):
+            out.add(" ".join(path))
+        for a in subs:
+            for name, sp in a.choices.items():
+                walk(sp, [*path, name])
+
+    walk(build_parser(), [])
+    out.discard("")
+    return frozenset(out)
+
+
+def _command_of(argv: list[str]) -> str:
+    two = " ".join(argv[:2])
+    return two if two in _commands() else argv[0]
+
+
+def _draw(kind: str, make: Callable[[random.Random, Path], list[str]], rng: random.Random,
+          tmp: Path, least: int) -> Iterator[list[str]]:
+    """At least `least` cases, and more until every command of COVERS[kind] had one."""
+    want, seen = set(COVERS[kind]), set()
+    for n in range(max(least, MAX_DRAWS)):
+        if n >= least and want <= seen:
+            return
+        argv = make(rng, tmp)
+        seen.add(_command_of(argv))
+        yield argv
+
+
+def test_every_command_has_fuzz_cases(tmp_path: Path) -> None:
+    """A command added to fabench without hostile cases here fails this test; each kind's
+    generator must reach the commands it claims (drawn, not run: cheap)."""
+    kinds: dict[str, Callable[[random.Random, Path], list[str]]] = {
+        "bench": _bench_case, "spec": _spec_case, "peer": _peer_case, **NEWER}
+    assert set(kinds) == set(COVERS)
+    claimed = {c for cs in COVERS.values() for c in cs}
+    assert _commands() - claimed == set(), "commands without fuzz cases"
+    assert claimed - _commands() == set(), "fuzz cases for commands that are gone"
+    for kind, make in kinds.items():
+        rng = random.Random(f"{SEED}-{kind}")
+        reached = {_command_of(a) for a in _draw(kind, make, rng, tmp_path, 1)}
+        assert reached == set(COVERS[kind]), (kind, reached)
+    print(f"fuzz coverage: {len(claimed)} of {len(_commands())} commands")
+
+
+# Found by this test's cases for the commands it did not cover before (issue 31 audit),
+# left for their owners: see the closing note's list.
+_FOUND = {
+    "store": pytest.mark.xfail(strict=True, reason="store check --store 'postgresql://a b@c/d' "
+                               "exits 2 without a message"),
+    "import": pytest.mark.xfail(strict=True, reason="import --label 'x\\n' (a newline in "
+                                "a label) is stored, exit 0"),
+    "run": pytest.mark.xfail(run=False, reason="one of the first four `run` option cases "
+                             "(--repeats/--resume/--on/missing spec) ran past pytest's 600 s"),
+}
+
+
+@pytest.mark.parametrize("kind", [pytest.param(k, marks=_FOUND[k]) if k in _FOUND else k
+                                  for k in NEWER])
 def test_fuzz_refuses_hostile_input_to_newer_commands(tmp_path: Path, kind: str) -> None:
     """A bounded count of cases per command (FABENCH_FUZZ_NEWER_CASES, default 6): each
     refused with exit 2 and a message, never a traceback, before anything runs."""
     rng = random.Random(f"{SEED}-{kind}")
     with _testbeds_of(kind):
-        for n in range(NEWER_CASES):
-            argv = NEWER[kind](rng, tmp_path)
+        for n, argv in enumerate(_draw(kind, NEWER[kind], rng, tmp_path, NEWER_CASES)):
             where = f"seed {SEED} case {n}: fabench {argv!r}"
             try:
                 code, err, out = _run(argv)
@@ -450,9 +619,8 @@ def test_fuzz_refuses_hostile_input_to_newer_commands(tmp_path: Path, kind: str)
                 raise AssertionError(f"{where} raised {type(exc).__name__}: {exc}") from exc
             assert "Traceback" not in err, f"{where}\n{err}"
             assert code == 2, f"{where} exited {code}\n{err}"
-            # `store check` reports its finding as its report's PROBLEM line
-            assert "error:" in err or "PROBLEM" in out, f"{where}: no message\n{err}"
-    print(f"fuzz {kind}: {NEWER_CASES} inputs, seed {SEED}")
+            assert "error:" in err, f"{where}: no message\n{err}"
+    print(f"fuzz {kind}: {n + 1} inputs, seed {SEED}")
 
 
 @contextlib.contextmanager
@@ -509,16 +677,3 @@ def test_fuzz_refuses_hostile_input(tmp_path: Path, kind: str) -> None:
         assert "error:" in err and len(err.strip()) > 10, f"{where}: no message\n{err}"
         n += 1
     print(f"fuzz {kind}: {n} inputs, seed {SEED}")
-
-
-def test_fuzz_covers_every_command() -> None:
-    """Every command of the parser has hostile cases here (COVERS names their kinds)."""
-    from fabench.cli import build_parser
-
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
-    commands = set(sub.choices)  # type: ignore[union-attr]
-    assert commands == set(COVERS), (sorted(commands - set(COVERS)),
-                                     sorted(set(COVERS) - commands))
-    kinds = set(NEWER) | {"bench", "spec", "peer"}
-    assert {k for v in COVERS.values() for k in v.split()} <= kinds

@@ -19,7 +19,7 @@ def _campaign(text: str | None) -> int | None:
     if text is None:
         return None
     t = text[1:] if text[:1] in ("c", "C") else text
-    if not t.isdigit() or int(t) < 1:
+    if not (t.isascii() and t.isdigit()) or int(t) < 1:  # '²' is a digit to isdigit()
         raise FabenchError(f"--baseline {text!r}: a campaign id (12 or c12)")
     return int(t)
 

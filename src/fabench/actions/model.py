@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from dataclasses import replace
 
@@ -34,7 +35,7 @@ from ..model.intervals import (
     interval,
     user_cache_dir,
 )
-from ..model.limits import check_model_scale
+from ..model.limits import MODEL_MAX_NODES, check_cores, check_model_scale
 from ..model.published import corpus_lines, run_corpus
 from ..model.scale import extrapolation_error, fit_scale
 from ..model.tables import (
@@ -72,6 +73,10 @@ def _dims(text: str | None, what: str, n: int | None = None) -> tuple[int, ...] 
         raise FabenchError(f"{what} {text!r}: expected e.g. 6x8x5") from None
     if n is not None and len(out) != n or any(x < 1 for x in out):
         raise FabenchError(f"{what} {text!r}: {n or 'positive'} numbers")
+    if math.prod(out) > MODEL_MAX_NODES:
+        # 100000x100000x100000 was taken (and built) for a 4-node question
+        raise FabenchError(f"{what} {text!r}: {math.prod(out):,} nodes; the model takes up "
+                           f"to {MODEL_MAX_NODES:,}")
     return out
 
 
@@ -85,7 +90,14 @@ def topology_spec(args: argparse.Namespace) -> TopologySpec:
     except ValueError:
         raise FabenchError(f"--oversubscription {args.oversubscription!r}: e.g. 2 or 2,1.5") \
             from None
+    if not all(0 < x < math.inf for x in over):
+        # nan was taken (no comparison with nan is true) and predicted from
+        raise FabenchError(f"--oversubscription {args.oversubscription!r}: finite ratios > 0")
     fly = _dims(getattr(args, "dragonfly", None), "--dragonfly", 4)
+    check_cores(getattr(args, "cores", None))
+    if not 1 <= args.hosts_per_leaf <= MODEL_MAX_NODES:
+        raise FabenchError(f"--hosts-per-leaf must be 1..{MODEL_MAX_NODES:,}, got "
+                           f"{args.hosts_per_leaf}")
     cores = getattr(args, "cores", None) or os.cpu_count() or 1
     return TopologySpec(args.topology, args.hosts_per_leaf, over, getattr(args, "levels", None),
                         getattr(args, "leaves_per_pod", None), parse_dims(args.dims),
@@ -100,8 +112,23 @@ def cluster_from_args(args: argparse.Namespace, nodes: int | None = None) -> Clu
                    cores=args.cores if args.topology != "loopback" else None)
 
 
+MAX_HOPS = 64  # switches on a path: no fabric has more
+# Parameter variants per band (default 32): each is a model run, 1e9 ran until killed.
+MAX_BAND_SAMPLES = 10_000
+
+
+def check_band_samples(args: argparse.Namespace) -> None:
+    samples = getattr(args, "band_samples", None)
+    if samples is not None and not 0 <= samples <= MAX_BAND_SAMPLES:
+        raise FabenchError(f"--band-samples must be 0..{MAX_BAND_SAMPLES:,}, got {samples}")
+
+
 def fabric_for(args: argparse.Namespace) -> Fabric:
+    check_band_samples(args)
     fabric = load_fabric(args.fabric, args.out)
+    level = getattr(args, "switch_reduce_us", None)
+    if level is not None and not 0 <= level < math.inf:
+        raise FabenchError(f"--switch-reduce-us must be a finite time >= 0, got {level}")
     if getattr(args, "switch_reduce_us", None) is not None and fabric.in_network:
         fabric.in_network.level_us = args.switch_reduce_us
         fabric.provenance.pop("in_network.level_us", None)
@@ -113,6 +140,9 @@ def _fig(text: str | None, what: str) -> Figure | None:
 
 
 def cmd_define(args: argparse.Namespace) -> int:
+    if not 1 <= args.hops <= MAX_HOPS:
+        # --hops 0 was written into the fabric (a path through no switch)
+        raise FabenchError(f"--hops must be 1..{MAX_HOPS}, got {args.hops}")
     lat = Figure.parse(args.latency_us, "--latency-us")
     bw = Figure.parse(args.bandwidth_MBps, "--bandwidth-MBps")
     fabric = define_fabric(Published(
@@ -233,6 +263,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_hpl(args: argparse.Namespace) -> int:
+    check_band_samples(args)
     fabric = load_fabric(args.fabric, args.out)
     peak = args.node_gflops
     if args.peak:
@@ -263,6 +294,7 @@ def cmd_hpl(args: argparse.Namespace) -> int:
                             if prm.sources.get(k) == "given" and not (
                                 k == "peak" and (args.node_gflops or args.peak)) and not (
                                 k == "efficiency_1node" and args.efficiency_1node)})
+    check_cores(args.cores)
     if args.cores:
         prm = replace(prm, cores=args.cores,
                       sources={**prm.sources, "cores": f"given: {args.cores} shared cores"})
@@ -282,7 +314,14 @@ def cmd_hpl(args: argparse.Namespace) -> int:
         fitted = (f"the node spread ({cv * 100:.2f} %) was solved so that {n_fit} nodes give "
                   f"{e_fit * 100:.2f} %: that row reproduces its input; the others follow "
                   "from the fit")
-    nodes = [int(x) for x in str(args.nodes).split(",") if x]
+    try:
+        nodes = [int(x) for x in str(args.nodes).split(",") if x]
+    except ValueError:
+        raise FabenchError(f"--nodes {args.nodes!r}: node counts, e.g. 1,2,4,8") from None
+    if not nodes:
+        raise FabenchError(f"--nodes {args.nodes!r}: no node count")
+    for n in nodes:
+        check_model_scale(n, 1)
     points = hpl_curve(fabric, nodes, prm)
     for pt in points:
         pt.band = band_of(fabric, lambda f, n=pt.nodes: hpl_curve(f, [n], prm)[0].efficiency,
@@ -300,6 +339,9 @@ def cmd_hpl(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    check_band_samples(args)
+    if args.nodes:  # 0: each run's own node count
+        check_model_scale(args.nodes, args.ppn)
     if args.published:
         for line in corpus_lines(run_corpus(band_samples=args.band_samples)):
             print(line)

@@ -3,7 +3,7 @@
 import argparse
 
 from ..errors import FabenchError
-from ..plan.spec import load_spec
+from ..plan.spec import MAX_REPEATS, load_spec
 from ..report.campaign_summary import campaign_lines
 from ..report.finalize import finalize_campaign
 from ..store.database import Store
@@ -16,9 +16,9 @@ def _resume_id(args: argparse.Namespace) -> int | None:
     value = args.resume
     if not value:
         return None
-    if value.isdigit() and int(value) > 0:
+    if value.isascii() and value.isdigit() and int(value) > 0:  # not '²'
         return int(value)
-    if args.spec is None and not value.isdigit():
+    if args.spec is None and not (value.isascii() and value.isdigit()):
         args.spec = value
         return None
     raise FabenchError(f"--resume takes a campaign id (an integer >= 1), got {value!r}")
@@ -27,7 +27,11 @@ def _resume_id(args: argparse.Namespace) -> int | None:
 def main(args: argparse.Namespace) -> int:
     resume_id = _resume_id(args)
     spec = load_spec(args.spec)
-    if args.repeats:
+    if args.repeats is not None:
+        # model_copy does not validate: --repeats 0 was ignored, -5 planned nothing (exit 0)
+        # and 1e12 filled memory
+        if not 1 <= args.repeats <= MAX_REPEATS:
+            raise FabenchError(f"--repeats must be 1..{MAX_REPEATS:,}, got {args.repeats}")
         spec = spec.model_copy(update={"repeats": args.repeats})
     scheduler = scheduler_from(args.on if args.on != ["local"] else [spec.launcher], args.out,
                                args.oversubscribe or spec.oversubscribe)

@@ -90,6 +90,10 @@ def choose(asked: str, prefix: Sequence[str] = (), coretype: str | None = None) 
     if not asked.startswith("/"):
         raise FabenchError(f"--blas {asked!r}: openblas, system, or the absolute path of a "
                            f"directory holding {LIB}")
+    if not run_capture([*prefix, "test", "-f", f"{asked.rstrip('/')}/{LIB}"], timeout=30).ok:
+        # a directory without one (or a file: /etc/shadow) ran on the host's own BLAS, as if
+        # the directory had been used
+        raise FabenchError(f"--blas {asked!r}: no {LIB} there on the host of the first rank")
     return BlasChoice(asked, {"LD_LIBRARY_PATH": asked.rstrip("/"), **base})
 
 

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import FabenchError
-from .hpccinf import DEFAULT_MEMORY_FRACTION, DEFAULT_NB, DEFAULT_THRESHOLD
+from .hpccinf import (
+    DEFAULT_MEMORY_FRACTION,
+    DEFAULT_NB,
+    DEFAULT_THRESHOLD,
+    read_input,
+    read_input_file,
+)
 
 HPCC_PROGRAM = "/usr/bin/hpcc"  # Debian's package
 
@@ -81,8 +88,25 @@ def parse_options(words: Sequence[str]) -> HpccOptions:
         raise FabenchError(f"--peak must be a positive GFLOPS figure, got {ns.peak}")
     if not ns.threshold > 0:
         raise FabenchError(f"--threshold must be > 0, got {ns.threshold}")
+    if not (ns.program.startswith("/") and os.path.basename(ns.program).startswith("hpcc")):
+        # a kernel argument (a spec's `args:` too) must not start any program it names as
+        # root: only an hpcc build, by its absolute path
+        raise FabenchError(f"--program {ns.program!r}: the absolute path of an hpcc build "
+                           "(a file named hpcc...)")
+    if ns.blas not in ("openblas", "system") and not ns.blas.startswith("/"):
+        raise FabenchError(f"--blas {ns.blas!r}: openblas, system, or the absolute path of a "
+                           "directory holding libblas.so.3")
     if ns.openblas_coretype is not None and not ns.openblas_coretype.isalnum():
         raise FabenchError(f"--openblas-coretype {ns.openblas_coretype!r}: an OpenBLAS core "
                            "name (SkylakeX, Haswell, Zen, ...)")
     return HpccOptions(ns.memory_fraction, ns.nb, ns.peak, ns.blas, ns.threshold, ns.hpccinf,
                        ns.program, ns.openblas_coretype)
+
+
+def check_kernel_args(words: Sequence[str]) -> None:
+    """The hpcc kernels' arguments checked where the run is planned, before a campaign is
+    stored or a rank starts: a file named by `--hpccinf` is read here (checked as an HPL input,
+    never quoted) so that a file that is none is refused as any other bad option is."""
+    opts = parse_options(words)
+    if opts.hpccinf is not None:
+        read_input(read_input_file(opts.hpccinf), str(opts.hpccinf))

@@ -81,17 +81,33 @@ class MatrixOptions:
         if self.kernel not in KERNELS:
             raise FabenchError(f"--kernel {self.kernel!r}: mpi (one mpi.matrix job) or tcp "
                                "(tcp.latency and tcp.bw pair jobs, no MPI)")
-        for name in ("window", "iterations", "lat_iterations"):
-            if getattr(self, name) < 1:
-                raise FabenchError(f"--{name.replace('_', '-')} must be >= 1")
+        for name, top in (("window", 1_000_000), ("iterations", MAX_COUNT),
+                          ("lat_iterations", MAX_COUNT)):
+            # the kernels' own bounds (native/common/fb_opts.c: --window 1..1e6,
+            # --lat-iterations 1..1e8); --iterations windows of --window messages each
+            if not 1 <= getattr(self, name) <= top:
+                raise FabenchError(f"--{name.replace('_', '-')} must be 1..{top:,}, got "
+                                   f"{getattr(self, name)}")
+        if self.hosts is not None and not 2 <= self.hosts <= MAX_MATRIX_HOSTS:
+            raise FabenchError(f"--hosts must be 2..{MAX_MATRIX_HOSTS:,}, got {self.hosts}")
+        if self.groups is not None and self.groups < 1:
+            raise FabenchError(f"--groups must be >= 1, got {self.groups}")
         Sizes.parse(self.size)
+
+
+# Every ordered pair of N hosts is a direction: 4,096 hosts are 16.8 million of them, in 4,095
+# rounds; beyond, the list of directions alone fills gigabytes (--hosts 1e6 hung building it).
+MAX_MATRIX_HOSTS = 4096
+MAX_COUNT = 100_000_000  # --lat-iterations' bound in the kernel (fb_opts.c)
 
 
 def host_count(scheduler: Scheduler, asked: int | None) -> int:
     """One rank per host: how many hosts the scheduler offers."""
     names = scheduler.host_names()
     if names is not None:
-        twice = sorted({h for h in names if names.count(h) > 1})
+        # host names are case-blind (RFC 4343): `node1` and `NODE1` are one machine
+        folded = [h.lower() for h in names]
+        twice = sorted({h for h in names if folded.count(h.lower()) > 1})
         if twice:
             # one rank per host: a host listed twice would be two ranks on one machine, a
             # "link" from the host to itself
@@ -108,6 +124,10 @@ def host_count(scheduler: Scheduler, asked: int | None) -> int:
         raise FabenchError(f"--hosts {asked}: {scheduler.describe()} has {n} hosts")
     if n < 2:
         raise FabenchError(f"a matrix needs at least 2 hosts, {scheduler.describe()} has {n}")
+    if n > MAX_MATRIX_HOSTS:
+        raise FabenchError(f"{scheduler.describe()} has {n:,} hosts; a matrix takes up to "
+                           f"{MAX_MATRIX_HOSTS:,} ({MAX_MATRIX_HOSTS * (MAX_MATRIX_HOSTS - 1):,} "
+                           "directions)")
     return n
 
 
@@ -150,7 +170,7 @@ def parse_pairs(text: str, hosts: Sequence[str] | None = None) -> tuple[Link, ..
             raise FabenchError(f"--pairs {text!r}: each pair is SRC:DST (e.g. 0:3,3:0)")
         ends = []
         for x in (a.strip(), b.strip()):
-            if x.isdigit():
+            if x.isascii() and x.isdigit():  # '²' is a digit to isdigit(), not to int()
                 ends.append(int(x))
             elif hosts is not None and x in hosts:
                 ends.append(list(hosts).index(x))
@@ -159,6 +179,9 @@ def parse_pairs(text: str, hosts: Sequence[str] | None = None) -> tuple[Link, ..
                                    "host of this matrix")
         if ends[0] == ends[1]:
             raise FabenchError(f"--pairs {text!r}: a pair needs two different hosts")
+        if (ends[0], ends[1]) in out:
+            # a direction asked twice was measured twice, as two links
+            raise FabenchError(f"--pairs {text!r}: {a.strip()}:{b.strip()} is given twice")
         out.append((ends[0], ends[1]))
     return tuple(out)
 
@@ -395,6 +418,9 @@ def measure_matrix(store_path: Path, scheduler: Scheduler, opts: MatrixOptions,
         raise FabenchError("fewer than 2 hosts reachable: " +
                            "; ".join(u.line for u in gone))
     declared = read_topology(opts.topology) if opts.topology else None
+    if opts.groups is not None and opts.groups > total:
+        # more switch groups than hosts was taken, and the matrix measured, then cut nothing
+        raise FabenchError(f"--groups {opts.groups}: the matrix spans {total} hosts")
     asked = list(opts.pairs) if opts.pairs is not None else \
         [(i, j) for i in range(total) for j in range(total) if i != j]
     with MatrixStore(store_path) as store:

@@ -114,7 +114,7 @@ def matrix_operand(store: MatrixStore, text: str) -> int | None:
     if sel.latest:
         cid = store.latest_campaign()
     elif len(sel.filters) == 1 and sel.filters[0][0] == "campaign" and \
-            sel.filters[0][1].isdigit():
+            sel.filters[0][1].isascii() and sel.filters[0][1].isdigit():
         cid = int(sel.filters[0][1])
     else:
         return None

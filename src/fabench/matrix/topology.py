@@ -29,6 +29,8 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from scipy.spatial.distance import squareform
 
 from ..errors import FabenchError
+from ..util.hostnames import check_host
+from ..util.shown import shown
 from .judge import THRESHOLD, Matrix, Scale
 
 MAX_GROUPS = 16
@@ -110,6 +112,10 @@ def cluster(m: Matrix, groups: int | None = None) -> list[list[str]]:
     return sorted(order.values(), key=lambda g: m.hosts.index(g[0]))
 
 
+# More hosts than any matrix measures (every ordered pair of N hosts: N^2 runs).
+MAX_TOPOLOGY_HOSTS = 100_000
+
+
 def _expand(nodes: str) -> list[str]:
     """Slurm host lists: `h[1-4,7],x9`."""
     out: list[str] = []
@@ -121,6 +127,8 @@ def _expand(nodes: str) -> list[str]:
         for part in ranges.split(","):
             lo, _, hi = part.partition("-")
             width = len(lo)
+            if int(hi or lo) - int(lo) + len(out) >= MAX_TOPOLOGY_HOSTS:
+                raise ValueError("too many hosts")  # h[1-999999999999] would fill memory
             for k in range(int(lo), int(hi or lo) + 1):
                 out.append(f"{prefix}{k:0{width}d}")
     return out
@@ -132,6 +140,7 @@ def read_topology(path: str | Path) -> dict[str, list[str]]:
     except OSError as exc:
         raise FabenchError(f"cannot read topology file {path}: {exc.strerror}") from None
     switches: dict[str, list[str]] = {}
+    last: dict[str, int] = {}
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -142,15 +151,24 @@ def read_topology(path: str | Path) -> dict[str, list[str]]:
             if "Nodes" in kv:
                 try:
                     switches[name] = _expand(kv["Nodes"])
+                    last[name] = n
                 except ValueError:
                     raise FabenchError(f"{path} line {n}: cannot read Nodes="
-                                       f"{kv['Nodes']!r}") from None
+                                       f"{shown(kv['Nodes'])}") from None
             continue
         name, sep, rest = line.partition(":")
         if not sep or not rest.split():
             raise FabenchError(f"{path} line {n}: a line is `SWITCH: HOST HOST ...` or "
                                "Slurm's `SwitchName=S Nodes=...`")
         switches[name.strip()] = rest.split()
+        last[name.strip()] = n
+    # Names are checked as names (a file that is no topology, /etc/shadow, must not pass as
+    # one and be stored with the matrix)
+    for name, hosts in switches.items():
+        where = f"{path} line {last.get(name, '?')}"
+        check_host(name, f"{where}: switch")
+        for h in hosts:
+            check_host(h, where)
     if not switches:
         raise FabenchError(f"topology file {path} names no switch with hosts")
     return switches

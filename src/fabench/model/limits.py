@@ -29,9 +29,20 @@ def _positive(what: str, value: int, top: int) -> None:
         raise FabenchError(f"{what} must be 1..{top:,}, got {value!r}")
 
 
-def check_model_scale(nodes: int, ppn: int) -> None:
+# --cores: the cores the emulated nodes of one machine shared; no machine has more.
+MAX_CORES = 1 << 20
+
+
+def check_cores(cores: int | None) -> None:
+    """`--cores 0` was taken as "not given" (a core per rank) and a negative count ran."""
+    if cores is not None:
+        _positive("--cores", cores, MAX_CORES)
+
+
+def check_model_scale(nodes: int, ppn: int, cores: int | None = None) -> None:
     _positive("--nodes", nodes, MODEL_MAX_NODES)
     _positive("--ppn", ppn, MAX_PPN)
+    check_cores(cores)
     if nodes * ppn > MODEL_MAX_RANKS:
         raise FabenchError(f"{nodes:,} nodes x {ppn} ranks = {nodes * ppn:,} ranks: the model "
                            f"takes up to {MODEL_MAX_RANKS:,} ranks (every TOP500 system)")
@@ -47,9 +58,10 @@ def mem_available() -> float | None:
     return None
 
 
-def check_sim_scale(nodes: int, ppn: int) -> None:
+def check_sim_scale(nodes: int, ppn: int, cores: int | None = None) -> None:
     _positive("--nodes", nodes, SIM_MAX_RANKS)
     _positive("--ppn", ppn, MAX_PPN)
+    check_cores(cores)
     ranks = nodes * ppn
     if ranks > SIM_MAX_RANKS:
         raise FabenchError(f"{nodes:,} nodes x {ppn} ranks = {ranks:,} ranks: the simulator "

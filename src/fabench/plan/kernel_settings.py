@@ -99,15 +99,22 @@ def _option(kind: str, help: str, **kw: Any) -> Any:
 # kernel's records name the MPI type it used (MPI_FLOAT), which is what was measured.
 
 
+MAX_ITERATIONS = 1_000_000_000
+
+
 @dataclass(frozen=True)
 class KernelSettings:
     """The kernel's own options; ``extra`` are options only that kernel knows (--streams 8)."""
 
     sizes: Sizes | None = _option(
         "sizes", "MIN:MAX power-of-two sweep or a,b,c list (4K, 1M ok)", configures=False)
+    # 1e9: a sample per iteration is 8 GB of them per size; 1e12 ran to "out of memory" in
+    # every kernel, and a warm-up of 1e12 until the run's timeout
     iterations: int | None = _option(
-        "int", "timed iterations per size (default: OSU's)", lo=1, configures=False)
-    warmup: int | None = _option("int", "untimed iterations per size", lo=0, configures=False)
+        "int", "timed iterations per size (default: OSU's)", lo=1, hi=MAX_ITERATIONS,
+        configures=False)
+    warmup: int | None = _option("int", "untimed iterations per size", lo=0,
+                                 hi=MAX_ITERATIONS, configures=False)
     window: int | None = _option(
         "int", "messages in flight (bandwidth kernels, 64)", lo=1, hi=1_000_000)
     rounds: int | None = _option(

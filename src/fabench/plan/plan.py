@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import FabenchError
+from ..hpc.options import check_kernel_args as check_hpcc_args
 from ..kernels import Kernel, get_kernel
 from ..kernels.transport_request import Transport, transport_for
 from ..mpi.base import FLAVOURS, Mpi
@@ -157,6 +158,8 @@ class PlannedRun:
         if self.budget_s is not None and not 0 < self.budget_s < float("inf"):
             raise FabenchError(f"--budget must be a positive number of seconds, got "
                                f"{self.budget_s}")
+        if k.family == "hpcc":
+            check_hpcc_args(self.settings.extra)
 
     def kernel_argv(self) -> list[str]:
         # An MPI kernel's transport is the flavour's business (MCA, UCX_TLS), not an option.

@@ -16,6 +16,8 @@ from ..util.yamlconf import parse_yaml_model
 from .kernel_settings import KERNEL_OPTIONS, KernelOption
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+# repeats of a campaign: a nightly takes a few; 10,000 is past any budget
+MAX_REPEATS = 10_000
 
 
 def _listify(v: Any) -> Any:
@@ -146,7 +148,8 @@ class CampaignSpec(BaseModel):
 
     name: Label = "campaign"
     description: str = ""
-    repeats: int = Field(default=1, ge=1)
+    # a plan holds every repeat of every run: 1e12 of them filled memory before the first ran
+    repeats: int = Field(default=1, ge=1, le=MAX_REPEATS)
     mpi: str = "openmpi"
     launcher: str = "local"
     timeout_s: float = Field(default=1800.0, gt=0)

@@ -40,7 +40,8 @@ def parse_hostfile(path: str | Path) -> list[HostSlots]:
         slots = 1
         for opt in opts:
             key, _, val = opt.partition("=")
-            if key in ("slots", "max_slots", "max-slots") and val.isdigit() and int(val) > 0:
+            if key in ("slots", "max_slots", "max-slots") and val.isascii() and val.isdigit() \
+                    and int(val) > 0:  # '²' is a digit to isdigit(), not to int()
                 if key == "slots":
                     slots = int(val)
             else:

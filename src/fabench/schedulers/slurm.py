@@ -212,7 +212,7 @@ class SlurmScheduler(Scheduler):
 
     def ranks_per_node_asked(self) -> int | None:
         v = sbatch_option(self.sbatch_args, _PER_NODE_OPTS)
-        return int(v) if v and v.isdigit() else None
+        return int(v) if v and v.isascii() and v.isdigit() else None
 
     def spread(self, nodes: int, per_node: int) -> "SlurmScheduler":
         """A view whose jobs ask for `nodes` nodes and `per_node` tasks on each (the user's

@@ -56,7 +56,7 @@ class SimSetup:
     platform: Platform | None = None
 
     def __post_init__(self) -> None:
-        check_sim_scale(self.nodes, self.ppn)
+        check_sim_scale(self.nodes, self.ppn, self.cores)
         if self.spec is not None:
             self.topology = self.spec.kind
             self.hosts_per_leaf = self.spec.hosts_per_leaf

@@ -45,8 +45,13 @@ def is_url(location: object) -> bool:
 
 def display_url(url: str) -> str:
     """The URL without its password, for messages and reports."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.password is None:
+    try:
+        parts = urllib.parse.urlsplit(url)
+        password = parts.password  # parsed lazily: a bad port or host raises here too
+    except ValueError as exc:
+        # `postgresql://[::1/x` was a ValueError traceback in every command given it
+        raise StoreError(f"--store: not a PostgreSQL URL fabench can read ({exc})") from None
+    if password is None:
         return url
     netloc = parts.netloc.rsplit("@", 1)
     user = netloc[0].split(":", 1)[0]

@@ -7,6 +7,7 @@ import ipaddress
 import re
 
 from ..errors import FabenchError
+from .shown import shown
 
 MAX_NAME = 253  # RFC 1035 2.3.4: a full name, without the trailing dot
 # RFC 1123 2.1: a label is letters, digits and hyphens, 1-63 long, no hyphen at either end;
@@ -29,7 +30,9 @@ def host_problem(name: str) -> str | None:
         return f"longer than {MAX_NAME} characters"
     for label in name.rstrip(".").split("."):
         if not _LABEL.match(label):
-            return (f"label {label[:70]!r} is not 1-63 letters, digits or '-' "
+            said = shown(label)
+            return (f"{'label ' + said if said.startswith(chr(39)) else 'a label'} is not "
+                    "1-63 letters, digits or '-' "
                     "(RFC 1123), nor is the name an IP address")
     return None
 
@@ -39,5 +42,5 @@ def check_host(name: str, where: str) -> str:
     from (a file and line, an option)."""
     why = host_problem(name)
     if why is not None:
-        raise FabenchError(f"{where}: host name {name[:80]!r} refused: {why}")
+        raise FabenchError(f"{where}: host name {shown(name)} refused: {why}")
     return name

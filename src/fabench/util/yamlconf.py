@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import FabenchError
+from .shown import shown
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -32,6 +33,10 @@ def parse_yaml_model(text: str, source: str, model: type[M], *, what: str, hint:
         where = f" line {mark.line + 1}" if mark is not None else ""
         raise error(f"{source}{where}: not valid YAML: "
                     f"{getattr(exc, 'problem', exc)}") from exc
+    except ValueError:
+        # a number of thousands of digits: Python's int() refuses it (its 4,300-digit limit)
+        # inside the YAML loader, which was a traceback
+        raise error(f"{source}: not valid YAML: a number too long to read") from None
     if not isinstance(data, dict):
         raise error(f"{source}: a {what} is a mapping with {hint}")
     try:
@@ -62,7 +67,9 @@ def explain(exc: ValidationError, root: yaml.Node | None, source: str, *, what: 
 def dotted(loc: list[Any]) -> str:
     out = ""
     for p in loc:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+        # a key is the file's content: quoted only when it is shaped as a key
+        name = str(p) if isinstance(p, int) or shown(p).startswith("'") else shown(p)
+        out += f"[{p}]" if isinstance(p, int) else (f".{name}" if out else name)
     return out or "(top level)"
 
 
