@@ -22,3 +22,13 @@ def check_label(value: str) -> str:
 
 
 Label = Annotated[str, AfterValidator(check_label)]
+
+
+def label_arg(value: str) -> str:
+    """check_label as an argparse type: a refusal is argparse's usage error (exit 2)."""
+    import argparse
+
+    try:
+        return check_label(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
