@@ -22,10 +22,13 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                     "see docs/statistics.md for how they are compared.")
     p.add_argument("tool", help="one of: " + ", ".join(IMPORTERS.names_for_help()))
     p.add_argument("files", nargs="+", type=Path, metavar="FILE")
-    p.add_argument("--transport", type=label_arg, help="what the results ran over (e.g. ib, roce, tcp); "
-                                       "default: the tool's name or protocol")
-    p.add_argument("--label", type=label_arg, help="a name for these results in reports (e.g. 'cluster A')")
-    p.add_argument("--mpi", default="unknown", type=label_arg, help="MPI library of OSU/IMB results")
+    p.add_argument("--transport", type=label_arg,
+                   help="what the results ran over (e.g. ib, roce, tcp); "
+                        "default: the tool's name or protocol")
+    p.add_argument("--label", type=label_arg,
+                   help="a name for these results in reports (e.g. 'cluster A')")
+    p.add_argument("--mpi", default="unknown", type=label_arg,
+                   help="MPI library of OSU/IMB results")
     p.add_argument("--ranks", type=int, help="ranks of results whose file does not say (OSU "
                                              "collectives and mbw_mr); required for them")
     p.add_argument("--strict", action="store_true",
