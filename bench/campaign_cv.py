@@ -124,8 +124,9 @@ def warmups_used(store: Store, campaign_id: int) -> list[int]:
 
 def osu_argvs(store: Store, campaign_id: int, osu_dir: Path) -> list[list[str]]:
     """OSU's command for every run of the campaign: fabench's mpirun options, OSU's program
-    with its own defaults (sizes: the collectives' -m set to the campaign's range; OSU 5's
-    point-to-point programs take no -m and sweep their fixed 0/1 B .. 4 MiB)."""
+    with its own defaults but the spec's iteration count (sizes: the collectives' -m set to
+    the campaign's range; OSU 5's point-to-point programs take no -m and sweep their fixed
+    0/1 B .. 4 MiB)."""
     out = []
     for run in store.runs(campaign_id, status="ok"):
         if run.kernel not in OSU or not run.command:
@@ -137,8 +138,10 @@ def osu_argvs(store: Store, campaign_id: int, osu_dir: Path) -> list[list[str]]:
         exe = osu_dir / folder / prog
         if not exe.exists():
             exe = osu_dir / prog
+        iters = run.settings.get("iterations")  # a spec's count: OSU's -i (every size)
         out.append([*argv[:at], str(exe),
-                    *(["-m", f"{max(sizes[0], 1)}:{sizes[-1]}"] if coll else [])])
+                    *(["-m", f"{max(sizes[0], 1)}:{sizes[-1]}"] if coll else []),
+                    *(["-i", str(iters)] if iters else [])])
     return out
 
 
