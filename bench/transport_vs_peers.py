@@ -9,7 +9,8 @@ Cases (loopback, 127.0.0.1), each fabench run against the peer mode that does th
   tcp.latency 16 B and 8 B --batch N vs  sockperf ping-pong --tcp -m 16 (and -m 14, its smallest
                                          message: sockperf refuses 8 B); fabench's sample is N
                                          round trips timed together (half of their mean), its
-                                         warm-up the default (settled)
+                                         warm-up the default (settled); against sockperf's P50
+                                         and, as "/mean", its avg-latency
   tcp.streams N x 128 KiB (time mode) vs iperf3 -P N -l 128K -O OMIT -t DURATION (receiver's
                                          total); N = 1 and --streams (default 4)
   ucx.latency 8 B                    vs  ucx_perftest -t tag_lat -s 8 (50th percentile)
@@ -128,7 +129,9 @@ def client(argv: list[str], env: dict[str, str] | None = None, timeout: float = 
     return p.stdout + p.stderr
 
 
-def sockperf_latency(nonblocked: bool, size: int = 16) -> Callable[[Effort], float | None]:
+def sockperf_latency(nonblocked: bool, size: int = 16,
+                     mean: bool = False) -> Callable[[Effort], float | None]:
+    """sockperf's P50, or with `mean` its avg-latency (what a batched sample estimates)."""
     extra = ["--nonblocked"] if nonblocked else []
 
     def run(e: Effort) -> float | None:
@@ -138,7 +141,8 @@ def sockperf_latency(nonblocked: bool, size: int = 16) -> Callable[[Effort], flo
                           str(size), "-t", str(int(max(1, e.seconds))), *extra])
         finally:
             srv.stop()
-        m = re.search(r"percentile 50\.000 =\s*([\d.]+)", out)
+        m = re.search(r"avg-latency=([\d.]+)" if mean else r"percentile 50\.000 =\s*([\d.]+)",
+                      out)
         return float(m.group(1)) if m else None
     return run
 
@@ -214,9 +218,13 @@ def make_cases(e: Effort, streams: int, tls: list[str], providers: list[str],
         for size, peer_size in ((16, 16), (8, 14)):
             blat = ["--sizes", str(size), "--duration", f"{max(1.0, e.seconds):g}",
                     "--nodelay", "--batch", str(batch)]
-            cases.append(Case(f"tcp.latency {size}B --batch {batch}", "tcp.latency", blat,
-                              "tcp", sockperf_latency(False, peer_size), True, "us",
-                              f"sockperf ping-pong --tcp -m {peer_size} (P50)"))
+            # a batched sample is the mean of its round trips: sockperf's mean beside its P50
+            for mean in (False, True):
+                cases.append(Case(
+                    f"tcp.latency {size}B --batch {batch}" + (" /mean" if mean else ""),
+                    "tcp.latency", blat, "tcp", sockperf_latency(False, peer_size, mean), True,
+                    "us", f"sockperf ping-pong --tcp -m {peer_size} "
+                          f"({'avg-latency' if mean else 'P50'})"))
     if shutil.which("iperf3"):
         for n in sorted({1, streams}):
             cases.append(Case(f"tcp.streams {n}x128K", "tcp.streams",
