@@ -138,7 +138,8 @@ def osu_argvs(store: Store, campaign_id: int, osu_dir: Path) -> list[list[str]]:
         exe = osu_dir / folder / prog
         if not exe.exists():
             exe = osu_dir / prog
-        iters = run.settings.get("iterations")  # a spec's count: OSU's -i (every size)
+        tail = argv[at + 1:]  # the kernel's own arguments: a spec's count is OSU's -i
+        iters = tail[tail.index("--iterations") + 1] if "--iterations" in tail else None
         out.append([*argv[:at], str(exe),
                     *(["-m", f"{max(sizes[0], 1)}:{sizes[-1]}"] if coll else []),
                     *(["-i", str(iters)] if iters else [])])

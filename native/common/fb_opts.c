@@ -113,9 +113,9 @@ static const struct fb_optdef FB_TABLE[] = {
     {"lat-iterations", FB_O_LAT_ITERATIONS, FB_SC_MATRIX, FB_T_LONG, 1, 100000000, NULL, "N",
      "8-byte ping-pongs per direction (default 500)"},
     {"batch", FB_O_BATCH, FB_SC_BATCH, FB_T_LONG, 1, 1000000, NULL, "N",
-     "time N round trips per sample (the sample: their time over 2N, a half round trip; "
-     "tcp.latency --pattern wwr: over N, a full round trip; spreads the two timer reads, as "
-     "IMB times its whole loop; default 1, OSU's per-round-trip timing)"},
+     "time N round trips per sample (a ping-pong's sample: their time over 2N, a half round "
+     "trip; tcp.latency --pattern wwr: over N, a full round trip); spreads the two timer reads, "
+     "as IMB times its whole loop; default 1, OSU's per-round-trip timing"},
     {"cache-cold", FB_O_CACHE_COLD, FB_SC_COLD, FB_T_FLAG, 0, 0, NULL, NULL,
      "cycle send and receive buffers through a region of twice the last-level cache, one "
      "cache-line-aligned slot per iteration, so no message is in cache (IMB's -off_cache, OSU's "
