@@ -75,6 +75,8 @@ def main() -> int:
     ap.add_argument("--imb-dir", type=Path, default=os.environ.get("IMB_DIR"))
     ap.add_argument("--before-dir", type=Path, default=os.environ.get("BEFORE_DIR"))
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cases", default="lat,mbw,validate",
+                    help="comma list of lat, mbw, validate (default: all)")
     a = ap.parse_args()
     if a.native is None:
         from fabench.host.native import native_root
@@ -141,7 +143,8 @@ def main() -> int:
         return tools
 
     for rnd in range(a.rounds):
-        for case in (lat(), mbw(), validate()):
+        makers = {"lat": lat, "mbw": mbw, "validate": validate}
+        for case in (makers[c]() for c in a.cases.split(",")):
             names = list(case)
             for name in names[rnd % len(names):] + names[:rnd % len(names)]:
                 try:
@@ -150,6 +153,7 @@ def main() -> int:
                     print(f"round {rnd} {name}: {time.monotonic() - t0:.1f} s", flush=True)
                 except (RuntimeError, subprocess.TimeoutExpired) as exc:
                     print(f"round {rnd} {name}: {exc}")
+    print(f"# load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at end")
     print(f"{'measure':44} {'median over rounds':>18}  values")
     for name, vals in got.items():
         print(f"{name:44} {statistics.median(vals):18.4f}  "

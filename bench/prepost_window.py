@@ -41,10 +41,9 @@ def run(argv: list[str]) -> str:
     return p.stdout
 
 
-def fabench(exe: Path, iters: int) -> dict[int, tuple[float, float]]:
+def fabench(exe: Path, iters: int, sizes: tuple[int, ...]) -> dict[int, tuple[float, float]]:
     """size -> (osu_mb_s, median-window MB/s)."""
-    sizes = ",".join(map(str, SIZES))
-    out = run([str(exe), "--sizes", sizes, "--iterations", str(iters)])
+    out = run([str(exe), "--sizes", ",".join(map(str, sizes)), "--iterations", str(iters)])
     got = {}
     for r in map(json.loads, out.splitlines()):
         if r.get("type") == "result":
@@ -52,13 +51,13 @@ def fabench(exe: Path, iters: int) -> dict[int, tuple[float, float]]:
     return got
 
 
-def osu_bw(exe: Path, iters: int) -> dict[int, tuple[float, float]]:
+def osu_bw(exe: Path, iters: int, sizes: tuple[int, ...]) -> dict[int, tuple[float, float]]:
     # osu_bw 5.x: -i loops at every size (its own large-size count otherwise), -x skip
     out = run([str(exe), "-i", str(iters), "-x", str(max(1, iters // 10))])
     got = {}
     for line in out.splitlines():
         f = line.split()
-        if len(f) == 2 and f[0].isdigit() and int(f[0]) in SIZES:
+        if len(f) == 2 and f[0].isdigit() and int(f[0]) in sizes:
             got[int(f[0])] = (float(f[1]), float("nan"))
     return got
 
@@ -71,17 +70,21 @@ def main() -> int:
     ap.add_argument("--osu-dir", type=Path, default=os.environ.get("OSU_DIR"))
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iterations", type=int, default=100)
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)),
+                    help=f"comma list of bytes (default {','.join(map(str, SIZES))})")
     a = ap.parse_args()
+    sizes = tuple(int(x) for x in a.sizes.split(","))
     if a.native is None:
         from fabench.host.native import native_root
         a.native = native_root()
-    tools = {"after": lambda: fabench(a.native / "openmpi" / "fb-mpi-bw", a.iterations)}
+    tools = {"after": lambda: fabench(a.native / "openmpi" / "fb-mpi-bw", a.iterations, sizes)}
     if a.before_dir:
-        tools["before"] = lambda: fabench(a.before_dir / "fb-mpi-bw", a.iterations)
+        tools["before"] = lambda: fabench(a.before_dir / "fb-mpi-bw", a.iterations, sizes)
     if a.osu_dir:
-        tools["osu_bw"] = lambda: osu_bw(a.osu_dir / "osu_bw", a.iterations)
+        tools["osu_bw"] = lambda: osu_bw(a.osu_dir / "osu_bw", a.iterations, sizes)
     rounds: list[dict[str, dict[int, tuple[float, float]]]] = []
     names = list(tools)
+    load0 = os.getloadavg()
     for rnd in range(a.rounds):
         got = {}
         for name in names[rnd % len(names):] + names[:rnd % len(names)]:
@@ -90,7 +93,7 @@ def main() -> int:
         print(f"round {rnd} done", flush=True)
     ratios: dict[str, list[float]] = defaultdict(list)
     for got in rounds:
-        for s in SIZES:
+        for s in sizes:
             for peer in ("before", "osu_bw"):
                 if peer in got and s in got[peer]:
                     ratios[f"{s:>8} B  after/{peer} osu_mb_s"].append(
@@ -98,6 +101,8 @@ def main() -> int:
             if "before" in got:
                 ratios[f"{s:>8} B  after/before median window"].append(
                     got["after"][s][1] / got["before"][s][1])
+    print(f"# load average {' '.join(f'{x:.1f}' for x in load0)} at start, "
+          f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} at end")
     print(f"{'ratio (per round, paired)':44} {'median':>7}  min..max  (rounds)")
     for k, v in ratios.items():
         print(f"{k:44} {statistics.median(v):7.3f}  {min(v):.3f}..{max(v):.3f}  ({len(v)})")

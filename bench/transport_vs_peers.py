@@ -6,6 +6,11 @@ Cases (loopback, 127.0.0.1), each fabench run against the peer mode that does th
                                          sockperf turns Nagle off for ping-pong too; 14 B min)
   tcp.latency 16 B --poll            vs  the same with --nonblocked on both sides (recvfrom on
                                          a non-blocking socket in a spin)
+  tcp.latency 16 B and 8 B --batch N vs  sockperf ping-pong --tcp -m 16 (and -m 14, its smallest
+                                         message: sockperf refuses 8 B); fabench's sample is N
+                                         round trips timed together (half of their mean), its
+                                         warm-up the default (settled); against sockperf's P50
+                                         and, as "/mean", its avg-latency
   tcp.streams N x 128 KiB (time mode) vs iperf3 -P N -l 128K -O OMIT -t DURATION (receiver's
                                          total); N = 1 and --streams (default 4)
   ucx.latency 8 B                    vs  ucx_perftest -t tag_lat -s 8 (50th percentile)
@@ -124,17 +129,20 @@ def client(argv: list[str], env: dict[str, str] | None = None, timeout: float = 
     return p.stdout + p.stderr
 
 
-def sockperf_latency(nonblocked: bool) -> Callable[[Effort], float | None]:
+def sockperf_latency(nonblocked: bool, size: int = 16,
+                     mean: bool = False) -> Callable[[Effort], float | None]:
+    """sockperf's P50, or with `mean` its avg-latency (what a batched sample estimates)."""
     extra = ["--nonblocked"] if nonblocked else []
 
     def run(e: Effort) -> float | None:
         srv = Server(["sockperf", "server", "--tcp", "-i", HOST, "-p", "11111", *extra])
         try:
             out = client(["sockperf", "ping-pong", "--tcp", "-i", HOST, "-p", "11111", "-m",
-                          "16", "-t", str(int(max(1, e.seconds))), *extra])
+                          str(size), "-t", str(int(max(1, e.seconds))), *extra])
         finally:
             srv.stop()
-        m = re.search(r"percentile 50\.000 =\s*([\d.]+)", out)
+        m = re.search(r"avg-latency=([\d.]+)" if mean else r"percentile 50\.000 =\s*([\d.]+)",
+                      out)
         return float(m.group(1)) if m else None
     return run
 
@@ -193,7 +201,8 @@ def fi_pingpong(provider: str) -> Callable[[Effort], float | None]:
     return run
 
 
-def make_cases(e: Effort, streams: int, tls: list[str], providers: list[str]) -> list[Case]:
+def make_cases(e: Effort, streams: int, tls: list[str], providers: list[str],
+               batch: int = 100) -> list[Case]:
     lat = ["--sizes", "8", "--iterations", str(e.lat_iters), "--warmup", "1000"]
     # as long as sockperf's run, so a burst of load elsewhere weighs on both alike
     tlat = ["--sizes", "16", "--duration", f"{max(1.0, e.seconds):g}", "--warmup", "1000",
@@ -206,6 +215,16 @@ def make_cases(e: Effort, streams: int, tls: list[str], providers: list[str]) ->
         cases.append(Case("tcp.latency 16B poll", "tcp.latency", [*tlat, "--poll"], "tcp",
                           sockperf_latency(True), True, "us",
                           "sockperf ping-pong --tcp -m 16 --nonblocked (P50)", 1.05))
+        for size, peer_size in ((16, 16), (8, 14)):
+            blat = ["--sizes", str(size), "--duration", f"{max(1.0, e.seconds):g}",
+                    "--nodelay", "--batch", str(batch)]
+            # a batched sample is the mean of its round trips: sockperf's mean beside its P50
+            for mean in (False, True):
+                cases.append(Case(
+                    f"tcp.latency {size}B --batch {batch}" + (" /mean" if mean else ""),
+                    "tcp.latency", blat, "tcp", sockperf_latency(False, peer_size, mean), True,
+                    "us", f"sockperf ping-pong --tcp -m {peer_size} "
+                          f"({'avg-latency' if mean else 'P50'})"))
     if shutil.which("iperf3"):
         for n in sorted({1, streams}):
             cases.append(Case(f"tcp.streams {n}x128K", "tcp.streams",
@@ -300,13 +319,15 @@ def main() -> int:
     ap.add_argument("--ofi-provider", action="append",
                     help="repeatable (default: shm and 'tcp;ofi_rxm')")
     ap.add_argument("--only", help="run only cases whose name contains this")
+    ap.add_argument("--batch", type=int, default=100,
+                    help="round trips per sample of the tcp.latency --batch cases (100)")
     ap.add_argument("--save", help="write the raw per-round values as JSON")
     a = ap.parse_args()
     e = QUICK if a.quick else FULL
     if a.rounds:
         e = Effort(a.rounds, e.lat_iters, e.bw_iters, e.seconds, e.omit)
     cases = make_cases(e, a.streams, a.ucx_tls.split(","), a.ofi_provider or
-                       ["shm", "tcp;ofi_rxm"])
+                       ["shm", "tcp;ofi_rxm"], a.batch)
     if a.only:
         cases = [c for c in cases if a.only in c.name]
     load0 = os.getloadavg()[0]

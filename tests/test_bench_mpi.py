@@ -179,6 +179,19 @@ def test_rounds_pool_into_one_result_per_size(openmpi: str, tmp_path: Path) -> N
     assert all(r.extra.get("rounds") == 4 for r in recs)
 
 
+def test_the_settled_warmup_is_stored_with_each_result(openmpi: str, tmp_path: Path) -> None:
+    """By default the ping-pong settles its warm-up (between OSU's 200 and the old 1000, in
+    blocks of 100); what it used reaches the store with the record, so a report can say it."""
+    _bench_json(tmp_path, "mpi.latency", "--transport", "shm", "--sizes", "8",
+                "--iterations", "100")
+    with Store(tmp_path / "fabench.sqlite") as st:
+        (run,) = st.runs()
+        (rec,) = st.results(run.id)
+    assert "--warmup" not in run.command
+    assert rec.warmup == 1000 and rec.extra["warmup_mode"] == "settled"
+    assert rec.extra["warmup_used"] in range(200, 1001, 100)
+
+
 def test_rounds_renew_buffers_and_data_still_checks(openmpi: str, tmp_path: Path) -> None:
     # Later rounds run on fresh buffers (native/tests/t_buf.c checks they are other pages);
     # every byte of every round, point-to-point and collective, must still arrive intact.

@@ -13,6 +13,24 @@ from fabench.util.stats import (
 )
 
 
+def test_median_ci_takes_the_order_statistics_scipy_quantile_test_takes() -> None:
+    """median_ci finds its ranks without scipy.stats (seconds to import): the same pair of
+    order statistics as quantile_test's interval, for every n where it might slip by one."""
+    from scipy import stats
+
+    rng = np.random.default_rng(3)
+    for n in [*range(2, 400), 1000, 1001, 4096, 10000, 65537]:
+        x = rng.lognormal(size=n)
+        for conf in (0.9, 0.95, 0.99):
+            ci = median_ci(x, conf)
+            ref = stats.quantile_test(x, q=float(np.median(x)), p=0.5) \
+                .confidence_interval(conf)
+            if np.isfinite(ref.low) and np.isfinite(ref.high):
+                assert (ci.low, ci.high) == (ref.low, ref.high), (n, conf)
+            else:
+                assert not ci.defined, (n, conf)
+
+
 def test_median_ci_covers_the_true_median_about_95_percent_of_the_time() -> None:
     rng = np.random.default_rng(7)
     trials, hits = 400, 0

@@ -215,6 +215,31 @@ def test_duration_mode_sets_the_count_from_the_warmup() -> None:
     assert abs(rec.iterations - 0.3e6 / pace) <= max(2.0, 0.01 * rec.iterations)
 
 
+def test_settled_warmup_is_recorded_and_both_sides_stop_together() -> None:
+    """The default warm-up settles (fb_settle.h): the client's verdict after every block reaches
+    the server over the bootstrap, so both stop at one iteration; a side that ran a different
+    count would leave the other waiting for a reply or a message of the next size, or fail
+    --validate's per-iteration pattern. --warmup N stays a fixed count; the bandwidth kernels
+    keep their fixed one."""
+    res = run("tcp.latency", "--sizes", "8,16K", "--iterations", "40", "--nodelay",
+              "--validate", transport="tcp")
+    check_protocol(res, "tcp.latency", [8, 16384], 40)
+    small, large = res.output.results
+    assert small.extra["warmup_mode"] == large.extra["warmup_mode"] == "settled"
+    assert (small.warmup, large.warmup) == (1000, 100)
+    assert 200 <= small.extra["warmup_used"] <= 1000 and small.extra["warmup_used"] % 100 == 0
+    assert 20 <= large.extra["warmup_used"] <= 100 and large.extra["warmup_used"] % 10 == 0
+    res = run("tcp.latency", "--sizes", "8", "--iterations", "5", "--warmup", "3",
+              transport="tcp")
+    assert res.returncode == 0, res.stderr
+    r = res.output.results[0]
+    assert (r.warmup, r.extra["warmup_used"], r.extra["warmup_mode"]) == (3, 3, "fixed")
+    res = run("tcp.bw", "--sizes", "64K", "--iterations", "3", transport="tcp")
+    assert res.returncode == 0, res.stderr
+    r = res.output.results[0]
+    assert (r.extra["warmup_used"], r.extra["warmup_mode"]) == (2, "fixed")
+
+
 @pytest.mark.parametrize("tls", ["posix", "sysv", "tcp"])
 def test_ucx_reports_the_transport_it_chose(tls: str) -> None:
     res = run("ucx.latency", "--sizes", "8,64K", "--iterations", "100", "--warmup", "10",

@@ -25,7 +25,9 @@ static const struct fb_optdef FB_TABLE[] = {
      "power-of-two sweep or a list; K/M/G suffixes (powers of 1024)"},
     {"iterations", FB_O_ITERATIONS, ALL, FB_T_LONG, 1, BIG, NULL, "N",
      "timed iterations per size (overrides both class defaults)"},
-    {"warmup", FB_O_WARMUP, ALL, FB_T_LONG, 0, BIG, NULL, "N", "untimed iterations per size"},
+    {"warmup", FB_O_WARMUP, ALL, FB_T_LONG, 0, BIG, NULL, "N",
+     "exactly N untimed iterations per size (default: ping-pong kernels warm up until two "
+     "block medians agree, between a floor and a cap; the others a fixed count)"},
     {"window", FB_O_WINDOW, ALL, FB_T_LONG, 1, 1000000, NULL, "W",
      "messages in flight per window, bandwidth kernels"},
     {"validate", FB_O_VALIDATE, ALL, FB_T_FLAG, 0, 0, NULL, NULL,
@@ -141,6 +143,8 @@ struct fb_defaults fb_defaults_for(enum fb_kernel_class cls)
     case FB_CLASS_LATENCY:
         d.iters_small = 10000, d.warmup_small = 1000;
         d.iters_large = 1000, d.warmup_large = 100;
+        /* OSU 7's skip is 200 (5.x: 100); the caps above are fabench's old fixed counts */
+        d.settle_floor_small = 200, d.settle_floor_large = 20;
         break;
     case FB_CLASS_BANDWIDTH:
         d.iters_small = 100, d.warmup_small = 10;
@@ -291,9 +295,17 @@ static void print_help(FILE *out, const char *prog, const struct fb_defaults *d,
     }
     fprintf(out,
             "\nDefaults here: --sizes %s; --iterations %ld below the large threshold, %ld at or\n"
-            "above; --warmup %ld / %ld; --window (default %d); --large-threshold (default %zu).\n",
-            range, d->iters_small, d->iters_large, d->warmup_small, d->warmup_large, d->window,
-            d->large_threshold);
+            "above; --window (default %d); --large-threshold (default %zu).\n",
+            range, d->iters_small, d->iters_large, d->window, d->large_threshold);
+    if (d->settle_floor_small > 0)
+        fprintf(out,
+                "Warm-up: settled, in blocks of half the floor until two block medians agree "
+                "within %.0f %%,\nat least %ld / %ld and at most %ld / %ld iterations "
+                "(--warmup N: exactly N).\n",
+                100 * FB_SETTLE_TOL, d->settle_floor_small, d->settle_floor_large,
+                d->warmup_small, d->warmup_large);
+    else
+        fprintf(out, "Warm-up: --warmup %ld / %ld.\n", d->warmup_small, d->warmup_large);
     if (own && own->help)
         fprintf(out, "\n%s", own->help);
 }
@@ -567,6 +579,9 @@ void fb_result_begin(struct fb_json *j, const struct fb_opts *o, const struct fb
     fb_json_uint(j, "size", h->size);
     fb_json_int(j, "iterations", h->iterations);
     fb_json_int(j, "warmup", h->warmup);
+    /* what the warm-up ran: the settled rule's count, or the fixed one */
+    fb_json_int(j, "warmup_used", h->settled ? h->warmup_used : h->warmup);
+    fb_json_str(j, "warmup_mode", h->settled ? "settled" : "fixed");
     fb_json_str(j, "datatype", h->datatype);
     fb_json_uint(j, "count", h->count);
     fb_json_str(j, "unit", "us");
@@ -625,6 +640,16 @@ long fb_opts_warmup(const struct fb_opts *o, size_t size)
     if (o->warmup >= 0)
         return o->warmup;
     return size < o->large_threshold ? o->defaults.warmup_small : o->defaults.warmup_large;
+}
+
+struct fb_settle_rule fb_opts_warmup_rule(const struct fb_opts *o, size_t size)
+{
+    if (o->warmup >= 0)
+        return fb_settle_fixed(o->warmup);
+    bool small = size < o->large_threshold;
+    long floor = small ? o->defaults.settle_floor_small : o->defaults.settle_floor_large;
+    long cap = fb_opts_warmup(o, size);
+    return floor > 0 ? fb_settle_between(floor, cap) : fb_settle_fixed(cap);
 }
 
 long fb_opts_round_iterations(const struct fb_opts *o, size_t size, long round)

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "fb_settle.h"
+
 enum fb_kernel_class {
     FB_CLASS_LATENCY,    /* ping-pong */
     FB_CLASS_BANDWIDTH,  /* windowed streaming */
@@ -19,6 +21,9 @@ enum fb_kernel_class {
 struct fb_defaults {
     long iters_small, warmup_small; /* below large_threshold */
     long iters_large, warmup_large; /* at or above large_threshold */
+    /* The settled warm-up's floors (fb_settle.h); the warmup_* counts are its caps. 0: the
+     * class warms up for its fixed count. */
+    long settle_floor_small, settle_floor_large;
     size_t size_min, size_max;
     const char *sizes; /* default --sizes (the kernel's line in native/kernels.list); NULL:
                           size_min:size_max */
@@ -213,7 +218,11 @@ struct fb_json;
 struct fb_result_head {
     const char *kernel;
     size_t size;
-    long iterations, warmup;
+    long iterations, warmup; /* warmup: the fixed count, or the settled rule's cap */
+    /* the warm-up iterations run, when the kernel settled them (fb_settle.h); a kernel that
+     * leaves `settled` false ran exactly `warmup` */
+    long warmup_used;
+    bool settled;
     const char *datatype;
     unsigned long long count;
     double bytes_per_sample, messages_per_sample;
@@ -232,6 +241,9 @@ size_t fb_opts_max_size(const struct fb_opts *o, size_t floor);
 /* The largest iteration count over --sizes, at least 1 (sample arrays sized once). */
 long fb_opts_max_iterations(const struct fb_opts *o);
 long fb_opts_warmup(const struct fb_opts *o, size_t size);
+/* The warm-up rule for one size: --warmup N is fixed at N; by default the class's settled rule
+ * (floor .. the class's warm-up count), fixed where the class has no floor. */
+struct fb_settle_rule fb_opts_warmup_rule(const struct fb_opts *o, size_t size);
 
 /* Rounds: the size list is swept `rounds` times and each sweep runs its share of a size's
  * iterations, so a burst of load on a shared host lands on a slice of every size instead of

@@ -246,7 +246,8 @@ void fb_mpi_emit_result(struct fb_mpi_ctx *ctx, const struct fb_mpi_result *r)
     size_t n = (size_t)r->iterations;
     struct fb_result_head h = {
         .kernel = ctx->kernel, .size = r->size, .iterations = r->iterations,
-        .warmup = r->warmup, .datatype = r->datatype, .count = r->count,
+        .warmup = r->warmup, .warmup_used = r->warmup_used, .settled = r->settled,
+        .datatype = r->datatype, .count = r->count,
         .bytes_per_sample = r->bytes_per_sample, .messages_per_sample = r->messages_per_sample,
         .round = r->round,
     };

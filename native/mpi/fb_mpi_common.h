@@ -63,6 +63,8 @@ void fb_mpi_usage_exit(struct fb_mpi_ctx *ctx, const char *msg);
 struct fb_mpi_result {
     size_t size;
     long iterations, warmup;
+    long warmup_used; /* with `settled`: what the settled warm-up ran (fb_result_head) */
+    bool settled;
     const char *datatype;
     unsigned long long count;
     double bytes_per_sample, messages_per_sample;

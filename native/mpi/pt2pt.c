@@ -121,46 +121,83 @@ static size_t slot(const struct fb_opts *o, size_t size, long i)
     return o->cache_cold ? fb_cold_offset(o->cold_region, size, i) : 0;
 }
 
-/* Run all iterations of one size; fills times[0..iters) with this rank's samples and returns
- * the time of the timed part as a whole (us, from the first timed iteration's start to the last
- * one's end: the figure OSU divides the bytes by). One barrier starts the size, as OSU's loops
- * (mbw_mr included: its pairs then stream window after window, as osu_mbw_mr's do). */
-static double run_size(struct pt2pt *p, size_t size, long warmup, long iters, double *times)
+/* Iteration i of a size (warm-up and timed ones counted together), with --validate's fill,
+ * check and barrier around it. `follows`: another iteration of this size comes after it. */
+static double step(struct pt2pt *p, size_t size, long i, bool follows)
 {
     const struct fb_opts *o = &p->ctx->opts;
     bool validate = o->validate;
-    long total = warmup + iters;
-    double t_first = fb_now_us();
-    MPI_Barrier(p->comm);
-    for (long i = 0; i < total; i++) {
-        size_t off = slot(o, size, i);
-        p->scur = p->sbuf + off;
-        p->rcur = p->rbuf + off;
-        /* the receive buffer of the window after this one, if one follows; below
-         * --large-threshold none: W eager receives posted before the ack sit on the
-         * sender's path (8 B windows read 0.64x, bench/prepost_window.py) */
-        char *next = i + 1 < total && size >= o->large_threshold
-                         ? p->rbuf + slot(o, size, i + 1) : NULL;
-        if (i == warmup)
-            t_first = fb_now_us();
-        if (validate)
-            fill(p, size, i);
-        /* validating, the next window's receives wait until this one is checked: MPI lets
-         * no one read a buffer a posted receive owns */
-        double sample = iteration(p, size, validate ? NULL : next);
-        if (validate) {
-            check(p, size, i);
-            if (next && posts_ahead(p) &&
-                fb_window_post(&p->x, next, p->rslots > 1 ? size : 0, size, p->window)) {
-                fprintf(stderr, "%s: a transfer failed\n", p->ctx->kernel);
-                MPI_Abort(p->ctx->comm, 1);
-            }
-            MPI_Barrier(p->comm);
+    size_t off = slot(o, size, i);
+    p->scur = p->sbuf + off;
+    p->rcur = p->rbuf + off;
+    /* the receive buffer of the window after this one, if one follows; below
+     * --large-threshold none: W eager receives posted before the ack sit on the
+     * sender's path (8 B windows read 0.64x, bench/prepost_window.py) */
+    char *next = follows && size >= o->large_threshold ? p->rbuf + slot(o, size, i + 1) : NULL;
+    if (validate)
+        fill(p, size, i);
+    /* validating, the next window's receives wait until this one is checked: MPI lets
+     * no one read a buffer a posted receive owns */
+    double sample = iteration(p, size, validate ? NULL : next);
+    if (validate) {
+        check(p, size, i);
+        if (next && posts_ahead(p) &&
+            fb_window_post(&p->x, next, p->rslots > 1 ? size : 0, size, p->window)) {
+            fprintf(stderr, "%s: a transfer failed\n", p->ctx->kernel);
+            MPI_Abort(p->ctx->comm, 1);
         }
-        if (i >= warmup)
-            times[i - warmup] = sample;
+        MPI_Barrier(p->comm);
     }
-    return fb_now_us() - t_first;
+    return sample;
+}
+
+struct warm {
+    struct pt2pt *p;
+    size_t size;
+};
+
+/* A warm-up iteration: timed iterations always follow it (a size with none is skipped). */
+static int warm_iterate(void *ctx, long i, long end, double *sample)
+{
+    struct warm *w = ctx;
+    (void)end;
+    *sample = step(w->p, w->size, i, true);
+    return 0;
+}
+
+/* The timing sides' verdict to every rank of the run (mbw_mr: any pair still moving). */
+static int warm_agree(void *ctx, bool *more)
+{
+    struct warm *w = ctx;
+    int in = *more, out = 0;
+    if (MPI_Allreduce(&in, &out, 1, MPI_INT, MPI_MAX, w->p->comm) != MPI_SUCCESS)
+        return -1;
+    *more = out != 0;
+    return 0;
+}
+
+/* Run one size: the warm-up by `rule`, then `iters` timed iterations into times[0..iters).
+ * Returns the warm-up iterations used; *whole_us is the timed part as a whole (from the first
+ * timed iteration's start to the last one's end: the figure OSU divides the bytes by). One
+ * barrier starts the size, as OSU's loops (mbw_mr included: its pairs then stream window after
+ * window, as osu_mbw_mr's do). */
+static long run_size(struct pt2pt *p, size_t size, const struct fb_settle_rule *rule,
+                     long iters, double *times, double *whole_us)
+{
+    MPI_Barrier(p->comm);
+    struct warm w = {.p = p, .size = size};
+    struct fb_warmup_ops ops = {.iterate = warm_iterate, .agree = warm_agree, .ctx = &w,
+                                .timing = p->sender};
+    long used = fb_warmup_run(rule, &ops);
+    if (used < 0) {
+        fprintf(stderr, "%s: the warm-up failed\n", p->ctx->kernel);
+        MPI_Abort(p->ctx->comm, 1);
+    }
+    double t_first = fb_now_us();
+    for (long k = 0; k < iters; k++)
+        times[k] = step(p, size, used + k, k + 1 < iters);
+    *whole_us = fb_now_us() - t_first;
+    return used;
 }
 
 /* Roles: latency/bw/bibw use world ranks 0 and 1; mbw_mr pairs i with i + n/2. */
@@ -243,10 +280,13 @@ static void measure(struct pt2pt *p, size_t size, long round, double *local, dou
 {
     const struct fb_opts *o = &p->ctx->opts;
     long iters = fb_opts_round_iterations(o, size, round);
-    long warmup = fb_opts_round_warmup(o, size, round);
+    /* every round gets the size's full rule: later rounds run on renewed buffers */
+    struct fb_settle_rule rule = fb_opts_warmup_rule(o, size);
+    (void)round;
     if (iters == 0)
         return;
-    double whole_us = run_size(p, size, warmup, iters, local);
+    double whole_us = 0;
+    long used = run_size(p, size, &rule, iters, local, &whole_us);
 
     double msgs = (double)p->window;
     /* a pair's bytes over its whole timed part, MB/s as OSU prints them (10^6 B/s) */
@@ -288,7 +328,9 @@ static void measure(struct pt2pt *p, size_t size, long round, double *local, dou
     struct fb_mpi_result r = {
         .size = size,
         .iterations = iters,
-        .warmup = warmup,
+        .warmup = rule.cap,
+        .warmup_used = used,
+        .settled = !fb_settle_is_fixed(&rule),
         .datatype = "MPI_CHAR",
         .count = size,
         .bytes_per_sample = msgs * (double)size,

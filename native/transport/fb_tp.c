@@ -318,6 +318,7 @@ static int iteration(struct fb_tp *t, size_t size, long iter, bool timed, double
 struct measured {
     double *times;
     long iters, warm;
+    struct fb_settle_rule rule; /* the warm-up's: warm is what it used */
     double pace_us; /* --duration in count mode: the warm-up's pace */
     struct fb_tp_side me;
 };
@@ -327,20 +328,48 @@ static double tv_diff(struct timeval a, struct timeval b)
     return tv_s(b) - tv_s(a);
 }
 
-/* Count mode: warm-up iterations, then a counted (or --duration-paced) timed loop. */
+struct warm {
+    struct fb_tp *t;
+    size_t size;
+};
+
+static int warm_iterate(void *ctx, long i, long end, double *sample)
+{
+    struct warm *w = ctx;
+    w->t->iter_end = end; /* no iteration prepares one beyond its warm-up block */
+    return iteration(w->t, w->size, i, false, sample);
+}
+
+/* The client times; its verdict reaches the server over the bootstrap channel. */
+static int warm_agree(void *ctx, bool *more)
+{
+    struct warm *w = ctx;
+    char mine = *more, peer = 0;
+    size_t got = 0;
+    fb_tp_exchange(w->t, &mine, 1, &peer, 1, &got);
+    if (got != 1)
+        return -1;
+    *more = mine || peer;
+    return 0;
+}
+
+/* Count mode: the warm-up (settled or fixed: fb_settle.h), then a counted (or
+ * --duration-paced) timed loop. */
 static int measure_count(struct fb_tp *t, size_t size, long round, double duration_s,
                          struct measured *m)
 {
-    double sample = 0;
-    m->warm = fb_opts_round_warmup(&t->opts, size, round);
+    (void)round; /* every round gets the size's full warm-up rule */
+    m->rule = fb_opts_warmup_rule(&t->opts, size);
     m->iters = fb_opts_round_iterations(&t->opts, size, round);
-    if (duration_s > 0 && m->warm < 1)
-        m->warm = 1;
+    if (duration_s > 0 && m->rule.cap < 1)
+        m->rule = fb_settle_fixed(1);
     double w0 = fb_now_us();
-    t->iter_end = m->warm;
-    for (long i = 0; i < m->warm; i++)
-        if (iteration(t, size, i, false, &sample))
-            return -1;
+    struct warm w = {.t = t, .size = size};
+    struct fb_warmup_ops ops = {.iterate = warm_iterate, .agree = warm_agree, .ctx = &w,
+                                .timing = t->index == 0};
+    m->warm = fb_warmup_run(&m->rule, &ops);
+    if (m->warm < 0)
+        return -1;
     if (duration_s > 0) {
         /* The client turns the duration into a count from its warm-up pace and tells the
          * server, so both sides run the same loop with no end-of-run message in the data. */
@@ -427,7 +456,8 @@ static int run_size(struct fb_tp *t, size_t size, long round)
         struct fb_json *j = &t->json;
         double moved = t->bytes_per_iteration * (double)m.iters;
         struct fb_result_head h = {
-            .kernel = k->name, .size = size, .iterations = m.iters, .warmup = m.warm,
+            .kernel = k->name, .size = size, .iterations = m.iters, .warmup = m.rule.cap,
+            .warmup_used = m.warm, .settled = !fb_settle_is_fixed(&m.rule),
             .datatype = "bytes", .count = size, .bytes_per_sample = t->bytes_per_sample,
             .messages_per_sample = t->messages_per_sample, .round = round,
         };

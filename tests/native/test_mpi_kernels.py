@@ -329,6 +329,29 @@ if pytest is not None:
         rc, _, err = run(native, flavour_list[0], "bw", 2, ["--sizes", "8", "--batch", "2"])
         assert rc == 2 and "does not apply" in err
 
+    def test_warmup_used_is_in_every_record(native, flavour_list):
+        # default: the ping-pong settles between its floor and cap (fb_settle.h), in whole
+        # blocks of 100 below --large-threshold and 10 at and above it
+        rc, recs, err = run(native, flavour_list[0], "latency", 2,
+                            ["--sizes", "8,16K", "--iterations", "50"])
+        assert rc == 0, err
+        small, large = [x for x in recs if x["type"] == "result"]
+        assert small["warmup_mode"] == large["warmup_mode"] == "settled"
+        assert (small["warmup"], large["warmup"]) == (1000, 100)
+        assert 200 <= small["warmup_used"] <= 1000 and small["warmup_used"] % 100 == 0, small
+        assert 20 <= large["warmup_used"] <= 100 and large["warmup_used"] % 10 == 0, large
+        # --warmup N is a fixed count, and so is a bandwidth kernel's default
+        rc, recs, err = run(native, flavour_list[0], "latency", 2,
+                            ["--sizes", "8", "--iterations", "5", "--warmup", "7"])
+        assert rc == 0, err
+        r = next(x for x in recs if x["type"] == "result")
+        assert (r["warmup"], r["warmup_used"], r["warmup_mode"]) == (7, 7, "fixed")
+        rc, recs, err = run(native, flavour_list[0], "bw", 2, ["--sizes", "1K",
+                                                                "--iterations", "3"])
+        assert rc == 0, err
+        r = next(x for x in recs if x["type"] == "result")
+        assert (r["warmup"], r["warmup_used"], r["warmup_mode"]) == (10, 10, "fixed")
+
     def test_idle_ranks_are_parked_not_refused(native, flavour_list):
         # ranks 2 and 3 wait in the parked barrier while 0 and 1 measure; the run ends
         rc, recs, err = run(native, flavour_list[0], "latency", 4,

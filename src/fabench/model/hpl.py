@@ -30,8 +30,6 @@ import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from scipy.optimize import brentq
-
 from ..errors import FabenchError
 from ..store.database import Store
 from ..util.textfile import read_text
@@ -223,6 +221,10 @@ def fit_node_cv(fabric: Fabric, nodes: int, target_efficiency: float,
     lo, hi = 0.0, 0.2
     if not eff(hi) <= target_efficiency <= eff(lo):
         return None
+    # imported here: scipy.optimize costs seconds on a loaded host, and every campaign's report
+    # imports this module while only an HPL sizing solves
+    from scipy.optimize import brentq
+
     return float(brentq(lambda cv: eff(cv) - target_efficiency, lo, hi, xtol=1e-12))
 
 
