@@ -71,6 +71,12 @@ SOURCES: dict[str, str] = {
     "SARUS": "eth-cscs/sarus (GitHub, commit 4a4d07f3), doc/cookbook/osu_mb/osu_mb.rst: OSU "
              "5.3.2 in an MPICH 3.1.4 container on Piz Daint with the native MPICH hook, "
              "osu_latency and osu_alltoall on 2 nodes x 1 rank",
+    "ABCI": "aistabci/abci2.0benchmark (GitHub, commit f0aa27f2, AIST, 2021; Takizawa et "
+            "al., 'ABCI 2.0: Advances in Open AI Computing Infrastructure at AIST', IPSJ SIG "
+            "Technical Report HPC-180): pt2pt/inter_{anode,vnode} (osu_multi_lat and "
+            "osu_mbw_mr, 1 pair, host buffers) and allreduce/inter_{anode,vnode} "
+            "(osu_allreduce -r cpu, 8 ranks per node on 2-16 A nodes, 4 per node on 2-32 V "
+            "nodes), Open MPI 4.0.5 with UCX",
 }
 
 
