@@ -30,11 +30,10 @@ Variants:
   anchor          a test row's prediction scaled by the model's miss on the same system's
                   fit row of the same size at its largest node count (the model as a ratio
                   between node counts, anchored on the user's own largest run)
-  nic-gap-g       a system without collective fit rows (no fitted NIC gap) serialises the
-                  messages of a node's ranks at its NIC by the system's own LogGP g, the
-                  per-message gap of its published osu_bw at <= 64 B (Alexandrov et al.,
-                  "LogGP", SPAA 1995: g is the interval between consecutive messages of one
-                  sender); fitted systems keep their fitted NIC gap
+  no-nic-gap-g    the model before issue 30's second round: a fabric calibrated from
+                  point-to-point curves has no NIC gap until collectives on a few nodes fit
+                  one (now it starts from LogGP's g of its own mpi.bw / osu_bw at <= 64 B,
+                  calibrate.py; a fitted system's NIC gap is the fit's either way)
 
     python bench/model_variants.py --corpus OLD.yaml base   # another corpus file (before/after)
 """
@@ -43,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -56,6 +54,7 @@ import fabench.model.cost as cost
 import fabench.model.published as pub
 import fabench.model.scale as scale
 from fabench.model.decisions import openmpi_choice
+from fabench.model.fabric import Fabric
 
 
 @contextlib.contextmanager
@@ -92,12 +91,10 @@ def _nonoverlapping(md: cost.Model, m: float) -> float:
     return coll.ALGORITHMS["reduce"][r][0](md, m) + coll.ALGORITHMS["bcast"][b][0](md, m)
 
 
-def _nic_gap_g(orig: Callable[..., object]) -> Callable[..., object]:
-    def fabric(system: pub.SystemSpec, fitted: dict[str, object]) -> object:
-        f = orig(system, fitted)
-        if getattr(f, "nic_gap_us", 0.0) == 0.0 and getattr(f, "gap_us", 0.0) > 0.0:
-            f = copy.deepcopy(f)
-            f.nic_gap_us = f.gap_us  # type: ignore[attr-defined]
+def _no_nic_gap_g(orig: Callable[..., Fabric]) -> Callable[..., Fabric]:
+    def fabric(name: str, fit: pub.CurvesFit) -> Fabric:
+        f = orig(name, fit)
+        f.nic_gap_us = 0.0
         return f
     return fabric
 
@@ -138,8 +135,8 @@ def _patch(name: str, path: Path) -> contextlib.AbstractContextManager[None]:
         return patched(coll, "ALGORITHMS", {**coll.ALGORITHMS, "allreduce": algos})
     if name == "hcoll":
         return _hcoll(path)
-    if name == "nic-gap-g":
-        return patched(pub, "_fabric", _nic_gap_g(pub._fabric))
+    if name == "no-nic-gap-g":
+        return patched(pub, "_curves_fabric", _no_nic_gap_g(pub._curves_fabric))
     return contextlib.nullcontext()
 
 
@@ -178,7 +175,7 @@ def _anchor(res: pub.Result) -> None:
 
 
 VARIANTS = ("base", "exponent-0.75", "xor-boundary", "nonoverlapping", "hcoll", "anchor",
-            "xor-boundary+exponent-0.75", "nic-gap-g")
+            "xor-boundary+exponent-0.75", "no-nic-gap-g")
 
 
 def summary(name: str, res: pub.Result) -> str:
