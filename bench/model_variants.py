@@ -30,6 +30,12 @@ Variants:
   anchor          a test row's prediction scaled by the model's miss on the same system's
                   fit row of the same size at its largest node count (the model as a ratio
                   between node counts, anchored on the user's own largest run)
+  no-nic-gap-g    the model before issue 30's second round: a fabric calibrated from
+                  point-to-point curves has no NIC gap until collectives on a few nodes fit
+                  one (now it starts from LogGP's g of its own mpi.bw / osu_bw at <= 64 B,
+                  calibrate.py; a fitted system's NIC gap is the fit's either way)
+
+    python bench/model_variants.py --corpus OLD.yaml base   # another corpus file (before/after)
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import contextlib
 import math
 import re
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 
@@ -47,6 +54,7 @@ import fabench.model.cost as cost
 import fabench.model.published as pub
 import fabench.model.scale as scale
 from fabench.model.decisions import openmpi_choice
+from fabench.model.fabric import Fabric
 
 
 @contextlib.contextmanager
@@ -83,6 +91,14 @@ def _nonoverlapping(md: cost.Model, m: float) -> float:
     return coll.ALGORITHMS["reduce"][r][0](md, m) + coll.ALGORITHMS["bcast"][b][0](md, m)
 
 
+def _no_nic_gap_g(orig: Callable[..., Fabric]) -> Callable[..., Fabric]:
+    def fabric(name: str, fit: pub.CurvesFit) -> Fabric:
+        f = orig(name, fit)
+        f.nic_gap_us = 0.0
+        return f
+    return fabric
+
+
 def _hcoll_choice(orig: Callable[..., str]) -> Callable[..., str]:
     def choice(library: str, collective: str, p: int, ppn: int, size: float) -> str:
         if library == "hcoll":
@@ -97,8 +113,8 @@ HPCX = ("azure-hbv3", "azure-hbv3-aks")
 
 
 @contextlib.contextmanager
-def _hcoll() -> Iterator[None]:
-    corpus = pub.load_corpus()
+def _hcoll(path: Path) -> Iterator[None]:
+    corpus = pub.load_corpus(path)
     for s in corpus.systems:
         if s.id in HPCX:
             for c in s.cases:
@@ -108,7 +124,7 @@ def _hcoll() -> Iterator[None]:
         yield
 
 
-def _patch(name: str) -> contextlib.AbstractContextManager[None]:
+def _patch(name: str, path: Path) -> contextlib.AbstractContextManager[None]:
     if name == "exponent-0.75":
         return patched(scale, "EXPONENT_GRID", [0.0, 0.25, 0.5, 0.75])
     if name == "xor-boundary":
@@ -118,17 +134,19 @@ def _patch(name: str) -> contextlib.AbstractContextManager[None]:
         algos["binomial"] = (_nonoverlapping, "redbcast")
         return patched(coll, "ALGORITHMS", {**coll.ALGORITHMS, "allreduce": algos})
     if name == "hcoll":
-        return _hcoll()
+        return _hcoll(path)
+    if name == "no-nic-gap-g":
+        return patched(pub, "_curves_fabric", _no_nic_gap_g(pub._curves_fabric))
     return contextlib.nullcontext()
 
 
-def _run(name: str) -> pub.Result:
+def _run(name: str, path: Path = pub.CORPUS) -> pub.Result:
     """One variant, or several joined by '+' (applied together)."""
     parts = name.split("+")
     with contextlib.ExitStack() as stack:
         for part in parts:
-            stack.enter_context(_patch(part))
-        res = pub.run_corpus(band_samples=0)
+            stack.enter_context(_patch(part, path))
+        res = pub.run_corpus(path, band_samples=0)
     if "anchor" in parts:
         _anchor(res)
     return res
@@ -157,7 +175,7 @@ def _anchor(res: pub.Result) -> None:
 
 
 VARIANTS = ("base", "exponent-0.75", "xor-boundary", "nonoverlapping", "hcoll", "anchor",
-            "xor-boundary+exponent-0.75")
+            "xor-boundary+exponent-0.75", "no-nic-gap-g")
 
 
 def summary(name: str, res: pub.Result) -> str:
@@ -167,23 +185,32 @@ def summary(name: str, res: pub.Result) -> str:
         return f"{np.median(np.abs([r.error for r in rs])) * 100:5.1f}%" if rs else "    -"
     cov = res.coverage
     assert cov is not None
-    return (f"{name:<27} {med(tests)} {med([r for r in tests if r.ppn >= 32])} "
-            f"{med([r for r in tests if r.collective == 'alltoall'])} "
-            f"{cov.inside:>3}/{cov.rows:<3} x{cov.median_width:<9.1f}")
+    innet = [r for r in tests if pub._innet(r)]
+    host = [r for r in tests if not pub._innet(r)]
+    return (f"{name:<27} {med(tests)} {med([r for r in tests if r.ppn <= 1])} "
+            f"{med([r for r in tests if 1 < r.ppn < 32])} "
+            f"{med([r for r in tests if r.ppn >= 32])} "
+            f"{med([r for r in host if r.collective == 'allreduce'])} "
+            f"{med([r for r in host if r.collective == 'alltoall'])} "
+            f"{med([r for r in tests if r.nodes < 64])} {med([r for r in tests if r.nodes >= 64])} "
+            f"{med(innet)} {cov.inside:>3}/{cov.rows:<3} x{cov.median_width:<9.1f}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("variants", nargs="*", metavar="VARIANT",
                     help=f"some of: {', '.join(VARIANTS)} (default: all)")
+    ap.add_argument("--corpus", type=Path, default=pub.CORPUS,
+                    help="the corpus file (default: the package's)")
     args = ap.parse_args()
     unknown = [v for v in args.variants
                if any(p not in VARIANTS for p in v.split("+"))]
     if unknown:
         ap.error(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(VARIANTS)}")
-    print(f"{'variant':<27} {'all':>6} {'>=32':>6} {'a2a':>6} {'in band':>7} width")
+    print(f"{'variant':<27} {'all':>6} {'1 rpn':>6} {'2-31':>6} {'>=32':>6} {'allred':>6} "
+          f"{'a2a':>6} {'<64 n':>6} {'>=64 n':>6} {'innet':>6} {'in band':>7} width")
     for name in args.variants or VARIANTS:
-        print(summary(name, _run(name)), flush=True)
+        print(summary(name, _run(name, args.corpus)), flush=True)
 
 
 if __name__ == "__main__":

@@ -57,6 +57,26 @@ SOURCES: dict[str, str] = {
            "3025bd45, MPICH 4.2.1): OSU 7.5 on Alps (clariden), HPE Slingshot through "
            "libfabric's CXI provider; osu_latency on 2 nodes and osu_alltoall, 8 ranks on 2 "
            "nodes, host buffers",
+    "EXC": "ukri-excalibur/excalibur-tests (GitHub), ReFrame outputs committed under output/ "
+           "(commits adf1e35e and 1809e5d8, October 2020; removed in a1f66d46, read at its "
+           "parent): output/alaska/{ib,roce}-gcc9-openmpi4-ucx/omb and "
+           "output/csd3/cclake-{ib,roce}-gcc9-ompi3-ucx/omb: osu_latency and osu_bw on 2 "
+           "nodes x 1 rank, osu_allreduce and osu_alltoall on 2 nodes x 32 ranks, each job "
+           "script beside its output",
+    "CSCSDOCS": "CSCS user documentation, eth-cscs/cscs-docs (GitHub, commit 43d52c2c), "
+                "docs/software/container-engine/guidelines-images/image-ompi.md ('OpenMPI "
+                "image'): OSU 7.5.1 with Open MPI 5.0.8 on Alps GH200 nodes, osu_latency and "
+                "osu_bw on 2 nodes, osu_alltoall 8 ranks on 2 nodes, with and without the "
+                "Container Engine's CXI hook",
+    "SARUS": "eth-cscs/sarus (GitHub, commit 4a4d07f3), doc/cookbook/osu_mb/osu_mb.rst: OSU "
+             "5.3.2 in an MPICH 3.1.4 container on Piz Daint with the native MPICH hook, "
+             "osu_latency and osu_alltoall on 2 nodes x 1 rank",
+    "ABCI": "aistabci/abci2.0benchmark (GitHub, commit f0aa27f2, AIST, 2021; Takizawa et "
+            "al., 'ABCI 2.0: Advances in Open AI Computing Infrastructure at AIST', IPSJ SIG "
+            "Technical Report HPC-180): pt2pt/inter_{anode,vnode} (osu_multi_lat and "
+            "osu_mbw_mr, 1 pair, host buffers) and allreduce/inter_{anode,vnode} "
+            "(osu_allreduce -r cpu, 8 ranks per node on 2-16 A nodes, 4 per node on 2-32 V "
+            "nodes), Open MPI 4.0.5 with UCX",
 }
 
 
