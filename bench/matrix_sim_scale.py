@@ -16,7 +16,13 @@ verdicts, and whether exactly the two faults were found (exit 0) or not (exit 1)
 declared to the judge as a topology.conf would (`leafL: node-...`).
 
     python bench/matrix_sim_scale.py --hosts 64 --bad-leaf 1       # 4 leaves, leaf 1 degraded
-    python bench/matrix_sim_scale.py --hosts 512 --bad-leaf 5 --lat-iterations 8 --iterations 1
+    python bench/matrix_sim_scale.py --hosts 512 --bad-leaf 5 --slow 37 --lat-iterations 3 \
+        --lat-warmup 1 --iterations 1 --barrier ompi_tree
+
+The last one's settings give the same values as the defaults at a fifth less simulator time:
+the simulator is deterministic (a direction's ping-pongs after the first take 1 to 3 distinct
+values), and the kernel's barriers between phases measure nothing (docs/matrix.md, "Where
+the time of a simulated matrix goes").
 """
 
 from __future__ import annotations
