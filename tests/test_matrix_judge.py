@@ -295,7 +295,7 @@ def test_contended_leaf_is_no_bad_leaf_and_a_degraded_one_is() -> None:
     3 of their 4 windows (the medians halve, the best windows do not): on medians alone it is
     a bad leaf in every seed; by the best-sample rule nothing is named. A leaf whose uplinks
     run at a quarter moves every window: found in every seed, before and after."""
-    seeds = range(40)
+    seeds = range(20)
     before, after = _sweep(3, lambda a, b: a != b and 2 in (a, b), _busy_windows, seeds)
     assert all(v == ["bad leaf s3 (4 hosts)"] for v in before.values()), before
     assert all(v == [] for v in after.values()), after
@@ -316,9 +316,10 @@ def test_contended_uplink_is_no_bad_uplink_and_a_degraded_one_is() -> None:
     (scored there against the directions inside the leaves). With 3 leaves the contended
     pair's directions are then judged one by one, against an across class two thirds
     healthy: a contended direction's best window is its one clean window, against the best
-    of 4 of the others, and a few score above 3.5 by their noise (31 in 40 seeds here, of
-    32 contended directions each); those are suspects that the isolated retest clears."""
-    seeds = range(20)
+    of 4 of the others, and a few score above 3.5 by their noise (31 in 40 seeds, of 32
+    contended directions each: docs/matrix.md); those are suspects that the isolated retest
+    clears."""
+    seeds = range(12)
     pair = lambda a, b: {a, b} == {0, 1}  # noqa: E731
     want = "bad uplink s1 <-> s2 (8 hosts)"
     for groups in (3, 2):
