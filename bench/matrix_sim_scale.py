@@ -16,7 +16,13 @@ verdicts, and whether exactly the two faults were found (exit 0) or not (exit 1)
 declared to the judge as a topology.conf would (`leafL: node-...`).
 
     python bench/matrix_sim_scale.py --hosts 64 --bad-leaf 1       # 4 leaves, leaf 1 degraded
-    python bench/matrix_sim_scale.py --hosts 512 --bad-leaf 5 --lat-iterations 8 --iterations 1
+    python bench/matrix_sim_scale.py --hosts 512 --bad-leaf 5 --slow 37 --lat-iterations 3 \
+        --lat-warmup 1 --iterations 1 --barrier ompi_tree
+
+The last one's settings give the same values as the defaults at a fifth less simulator time:
+the simulator is deterministic (a direction's ping-pongs after the first take 1 to 3 distinct
+values), and the kernel's barriers between phases measure nothing (docs/matrix.md, "Where
+the time of a simulated matrix goes").
 """
 
 from __future__ import annotations
@@ -56,14 +62,16 @@ def run(args: argparse.Namespace, out: Path) -> int:
     t0 = time.monotonic()
     platform = faulty_fat_tree(fabric, tree)
     setup = SimSetup(fabric=fabric, nodes=args.hosts, hosts_per_leaf=args.hosts_per_leaf,
-                     platform=platform)
+                     platform=platform,
+                     extra_cfg={"smpi/barrier": args.barrier} if args.barrier else {})
     # the switches as a cluster's topology.conf declares them: leaf L holds its k hosts
     topo = out / "topology.conf"
     k = args.hosts_per_leaf
     topo.write_text("".join(f"leaf{leaf}: " + " ".join(platform.hosts[leaf * k:(leaf + 1) * k])
                             + "\n" for leaf in range(tree.leaves)))
-    opts = MatrixOptions(iterations=args.iterations, warmup=1, window=4,
-                         lat_iterations=args.lat_iterations, lat_warmup=2, hosts=args.hosts,
+    opts = MatrixOptions(iterations=args.iterations, warmup=args.warmup, window=4,
+                         lat_iterations=args.lat_iterations, lat_warmup=args.lat_warmup,
+                         hosts=args.hosts,
                          timeout_s=args.timeout, topology=str(topo))
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     outcome = measure_matrix(out / "fabench.sqlite", SimGridScheduler(setup), opts, args.resume)
@@ -108,6 +116,11 @@ def main() -> int:
     ap.add_argument("--bad-fraction", type=float, default=0.25)
     ap.add_argument("--lat-iterations", type=int, default=20)
     ap.add_argument("--iterations", type=int, default=2)
+    ap.add_argument("--lat-warmup", type=int, default=2)
+    ap.add_argument("--warmup", type=int, default=1, help="bandwidth windows before the timed")
+    ap.add_argument("--barrier", metavar="ALGO",
+                    help="SMPI's barrier algorithm for the kernel's own barriers (e.g. ompi_tree:"
+                         " 2(N-1) messages a barrier against N log2 N of the default)")
     ap.add_argument("--timeout", type=float, default=7200.0)
     ap.add_argument("--out", type=Path, help="results directory (default: a temporary one)")
     ap.add_argument("--resume", type=int, metavar="CAMPAIGN",

@@ -122,10 +122,11 @@ def test_tcp_matrix_host_lost_mid_pass_then_resumed(tmp_path: Path) -> None:
         p = matrix(Path(tb.agent), "--resume", str(j["campaign_id"]))
         assert p.returncode == 3, p.stdout + p.stderr
         j2 = json.loads(p.stdout)
-        lines = {v["line"].split(":")[0] for v in j2["verdicts"]}
-        # the fault on the lost host's link shows once it is measured
-        assert {"bad link h3 -> h4", "bad link h4 -> h3"} <= lines, p.stdout
-        assert len(j2["latency_us"]) == 20 and not any("unreachable" in v for v in lines)
+        lines = sorted(v["line"].split(":")[0] for v in j2["verdicts"])
+        # the fault on the lost host's link shows once it is measured, and nothing else: its
+        # 8 directions, measured in a pass of their own, are judged with the other 12
+        assert lines == ["bad link h3 -> h4", "bad link h4 -> h3"], p.stdout
+        assert len(j2["latency_us"]) == 20
         assert j2["passes"][0]["role"] == "first" and j2["passes"][0]["directions"] == 8
         # the lost host cost no rendezvous timeouts (60 s each)
         assert lost_s < 60, lost_s

@@ -50,9 +50,9 @@ both scores. A leaf or uplink is retested on a sample: a few of its directions a
 of its reference's, isolated.
 
 Contention for the CPU and passing traffic only add time to a sample: where the samples are
-known, links and nodes are scored on their medians and on their best samples alike, and the
-lower score counts (_steady); a retest is scored in the larger of the first pass's spread and
-its references' own scatter (_retest_score).
+known, links, nodes, leaves and uplinks are scored on their medians and on their best samples
+alike, and the lower score counts (_steady, _steady_group); a retest is scored in the larger
+of the first pass's spread and its references' own scatter (_retest_score).
 
 Ping-pong latency is one round trip over both directions, so asymmetry is judged on bandwidth.
 """
@@ -392,6 +392,9 @@ class GroupFinding:
     # what the retest measures again: a few of its directions and of its reference's
     sample: tuple[Link, ...] = ()
     reference: tuple[Link, ...] = ()
+    # per metric, the spread of the reference's best samples (empty where only medians are
+    # known): the retest scores the group's best samples too (_steady)
+    best_spreads: tuple[tuple[str, float], ...] = ()
 
     def same(self, other: GroupFinding) -> bool:
         return (self.kind, self.groups) == (other.kind, other.groups)
@@ -630,10 +633,17 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
     lab = groups.labels(m.hosts) if groups is not None else np.zeros(n, dtype=np.int64)
     g = len(groups.members) if groups is not None else 1
     flats = {k: _Flat.of(m.values(k), _WORSE_UP[k]) for k in METRICS}
+    has_best = all(m.best_values(k) for k in METRICS)
     findings: list[GroupFinding] = []
     if groups is not None:
         for k in METRICS:
-            findings += _group_findings(k, flats[k], lab, g)
+            on_median = _group_findings(k, flats[k], lab, g)
+            if has_best and on_median:
+                on_best = {(fd.kind, fd.groups): fd for fd in _group_findings(
+                    k, _Flat.of(m.best_values(k), _WORSE_UP[k]), lab, g)}
+                on_median = [both for fd in on_median
+                             if (both := _steady_group(fd, on_best.get((fd.kind, fd.groups))))]
+            findings += on_median
     # merge a group's findings over both metrics: one verdict each
     merged: dict[tuple[str, tuple[int, ...]], list[GroupFinding]] = {}
     for fd in findings:
@@ -646,12 +656,12 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
         one = GroupFinding(kind, gs, tuple(e for fd in fds for e in fd.evidence),
                            tuple(x for fd in fds for x in fd.spreads))
         sample, ref = _retest_sets(one, lab, g, bad_leaves)
-        findings.append(GroupFinding(kind, gs, one.evidence, one.spreads, sample, ref))
+        findings.append(GroupFinding(kind, gs, one.evidence, one.spreads, sample, ref,
+                                     tuple(x for fd in fds for x in fd.best_spreads)))
 
     node_sc: list[dict[str, float]] = [{k: 0.0 for k in METRICS} for _ in range(n)]
     node_ev: dict[int, dict[str, tuple[float, float, float, float]]] = {}
     best_ev: dict[int, dict[str, tuple[float, float, float, float]]] = {}
-    has_best = all(m.best_values(k) for k in METRICS)
     by_metric: dict[str, Scale] = {}
     classes: dict[str, dict[int, float]] = {}
     for k in METRICS:
@@ -741,6 +751,21 @@ def _steady(typical: float, best: float | None) -> float:
     if best is None or not math.isfinite(typical):
         return typical
     return min(typical, best)
+
+
+def _steady_group(fd: GroupFinding, best: GroupFinding | None) -> GroupFinding | None:
+    """A leaf or uplink finding on one metric by the rule of _steady: out only when the median
+    of its directions and the median of their best samples are both out, each against the
+    same statistic of its reference; its score the lower of the two. A leaf whose hosts
+    waited for the CPU in most of their windows (ranks that outnumber the cores) moves its
+    medians and leaves its fastest windows at the fabric's floor; a degraded uplink moves
+    every window."""
+    if best is None:
+        return None
+    (e,), (b,) = fd.evidence, best.evidence
+    return replace(fd, evidence=(replace(e, score=min(e.score, b.score), best=b.first,
+                                         best_threshold=b.threshold),),
+                   best_spreads=best.spreads)
 
 
 def _link_scores(metric: str, f: _Flat, lab: np.ndarray, slow: np.ndarray,
@@ -982,19 +1007,35 @@ def _group_retest(fd: GroupFinding, retest: Matrix) -> tuple[Evidence, ...]:
     directions against that of its retested reference, in the first pass's spread; only the
     metrics whose retest scores above the threshold too."""
     out = []
-    spread = dict(fd.spreads)
-    for ev in fd.evidence:
-        vals = retest.values(ev.metric)
+    spread, best_spread = dict(fd.spreads), dict(fd.best_spreads)
+
+    def apart(vals: Mapping[Link, float], metric: str) -> tuple[list[float], float | None]:
         mine = [vals[x] for x in fd.sample if vals.get(x, 0) > 0]
         ref = [vals[x] for x in fd.reference if vals.get(x, 0) > 0]
         if not mine or not ref:
+            return mine, None
+        return mine, statistics.median(_w(metric, v) for v in mine) - \
+            statistics.median(_w(metric, v) for v in ref)
+
+    for ev in fd.evidence:
+        mine, d = apart(retest.values(ev.metric), ev.metric)
+        if d is None:
             continue
-        d = statistics.median(_w(ev.metric, v) for v in mine) - \
-            statistics.median(_w(ev.metric, v) for v in ref)
         score = _z(d, spread.get(ev.metric, 0.0))
-        if score > THRESHOLD and d > FLOOR:
-            out.append(Evidence(ev.metric, ev.first, ev.threshold, ev.score,
-                                statistics.median(mine), score))
+        if score <= THRESHOLD or d <= FLOOR:
+            continue
+        # and its best samples, where both passes know them (_steady)
+        rbest = None
+        if ev.metric in best_spread and retest.best_values(ev.metric):
+            bmine, bd = apart(retest.best_values(ev.metric), ev.metric)
+            if bd is None:
+                continue
+            bscore = _z(bd, best_spread[ev.metric])
+            if bscore <= THRESHOLD or bd <= FLOOR:
+                continue
+            score, rbest = min(score, bscore), statistics.median(bmine)
+        out.append(replace(ev, retest=statistics.median(mine), retest_score=score,
+                           retest_best=rbest))
     return tuple(out)
 
 
@@ -1105,6 +1146,8 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
     best = an.best
     rasymmetry = retest.asymmetry() if retest is not None else {}
     rbest_asym = retest.best_asymmetry() if retest is not None else {}
+    # once, not per suspect: at 512 hosts, 261,632 directions for each of ~900 suspects
+    first_best_asym = first.best_asymmetry() if best is not None else {}
     for link in sorted(suspects.links):
         if set(link) & slow:
             continue
@@ -1134,7 +1177,7 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
         # a one-way measurement (--pairs h1:h2) has no way back to be asymmetric against
         if scores[link].get("asymmetry", 0.0) > THRESHOLD and (j, i) in first.bandwidth:
             ratio = first.bandwidth[(j, i)] / first.bandwidth[link]
-            br = first.best_asymmetry().get(link) if best is not None else None
+            br = first_best_asym.get(link) if best is not None else None
             ev = Evidence("asymmetry", ratio, scales.limit("asymmetry"),
                           scores[link]["asymmetry"], best=br,
                           best_threshold=best.limit("asymmetry")

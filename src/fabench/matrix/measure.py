@@ -213,7 +213,10 @@ def run_pass(store: MatrixStore, scheduler: Scheduler, planned: PlannedRun, camp
         return True
 
     t0 = time.monotonic()
-    oc = execute_run(store, scheduler, planned, campaign_id, on_other=on_pair)
+    try:
+        oc = execute_run(store, scheduler, planned, campaign_id, on_other=on_pair)
+    finally:
+        store.commit_pairs()
     meta = store.run(oc.run_id).kernel_meta or {}
     hosts = [str(h) for h in meta.get("hosts", [])]
     return Pass(oc.run_id, mode, role, oc.status, oc.reason, pairs, hosts,
