@@ -17,6 +17,7 @@ import pytest
 from conftest import own_testbeds, planned
 from fabench.diagnose.placed import PlacedScheduler
 from fabench.host.placement import HostSlots
+from fabench.host.provenance import library_versions
 from fabench.mpi.onnode import FLAG, ob1_on_node_network, ucx_on_node_network
 from fabench.report.model import build_report
 from fabench.run.runner import execute_run
@@ -36,9 +37,7 @@ def ucx_lines(*cfgs: str, host: str = "vm") -> str:
 
 
 def _run(tmp_path: Path, mpi: str, transport: str) -> tuple[str, list[str], int]:
-    # MPICH 4.0 over UCX 1.13 tcp hangs here (xfail below): a short timeout keeps the hang
-    # from costing the suite 300 s (a working run takes 1-2 s).
-    timeout = 20 if (mpi, transport) == ("mpich", "ucx:tcp") else 300
+    timeout = 300
     with Store(tmp_path / "s.sqlite") as store:
         cid = store.begin_campaign("onnode", {}, {})
         oc = execute_run(store, LocalScheduler(), planned(
@@ -49,18 +48,32 @@ def _run(tmp_path: Path, mpi: str, transport: str) -> tuple[str, list[str], int]
         return run.selected_transport or "", run.flags, oc.run_id
 
 
+def _skip_where_mpich_finalize_hangs_over_ucx_tcp() -> None:
+    """MPICH 4.0's ch4:ucx finalize waits in ucp_worker_progress for a tcp endpoint's close
+    while its peer, done first, sits in the blocking PMI barrier and no longer progresses
+    UCX, so nothing answers (gdb on a hung pair; the same class as openucx/ucx#2254 and
+    open-mpi/ompi#11143, which Open MPI fixed by progressing UCX during its fence). The
+    kernel's end record is out by then. Plain mpirun.mpich -np 2 with UCX_TLS=tcp at load
+    16-17 on 2 cores: 4 of 15 runs hung, 8 of 15 with UCX_NET_DEVICES=eth0, 2 of 15 with lo;
+    MPICH 4.0 has no CVAR around it. Decided from the installed versions, before a run,
+    instead of an xfail that waits out a timeout."""
+    v = library_versions()
+    if (v.get("mpich") or "").startswith("4.0") and (v.get("ucx") or "").startswith("1.13"):
+        pytest.skip(f"MPICH {v['mpich']} over UCX {v['ucx']} tcp can hang in MPI_Finalize "
+                    "(a rank waits on a peer already in the PMI barrier)")
+
+
 @pytest.mark.parametrize(("mpi", "transport", "selected"), [
     ("openmpi", "ucx:tcp", "ucx/tcp"),
-    pytest.param("mpich", "ucx:tcp", "ch4:ucx/tcp", marks=pytest.mark.xfail(
-        reason="MPICH 4.0 ch4 over UCX 1.13 tcp hangs on this host (in MPI_Finalize, or before "
-               "its first record), with the kernels of before and after this round alike",
-        strict=False)),
+    ("mpich", "ucx:tcp", "ch4:ucx/tcp"),
     ("openmpi", "tcp", "ob1/tcp"),
 ])
 def test_forcing_the_nic_for_on_node_peers_is_flagged(
         tmp_path: Path, request: pytest.FixtureRequest, mpi: str, transport: str,
         selected: str) -> None:
     request.getfixturevalue(mpi)
+    if (mpi, transport) == ("mpich", "ucx:tcp"):
+        _skip_where_mpich_finalize_hangs_over_ucx_tcp()
     sel, flags, run_id = _run(tmp_path, mpi, transport)
     assert sel == selected
     nic = [f for f in flags if f.startswith(FLAG)]
