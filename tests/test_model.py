@@ -595,19 +595,20 @@ def test_calibrated_model_predicts_4_host_collectives_on_a_testbed(openmpi: str,
         pin = env + ', OMPI_MCA_coll_tuned_use_dynamic_rules: "1"'
         spec = tmp_path / "val.yaml"
         # 1 B..1 MiB: enough sizes for the breakpoint search; the judged sizes are all in the
-        # rendezvous segment, so 50 ping-pongs a size do (200 took 47-76 s under load).
+        # rendezvous segment, so 20 ping-pongs a size do (200 took 47-76 s under load; 50,
+        # with 10 bandwidth windows and 6 collective iterations, 125 s at load 17).
         spec.write_text(
             "name: val\nrepeats: 1\nmpi: openmpi\nruns:\n"
             "  - kernel: [mpi.latency]\n    transport: [tcp]\n"
-            f'    ranks: [2]\n    sizes: "1:1M"\n    iterations: 50\n    env: {env}}}\n'
+            f'    ranks: [2]\n    sizes: "1:1M"\n    iterations: 20\n    env: {env}}}\n'
             "  - kernel: [mpi.bw, mpi.bibw]\n    transport: [tcp]\n"
-            f'    ranks: [2]\n    sizes: "1:1M"\n    iterations: 10\n    window: 8\n'
+            f'    ranks: [2]\n    sizes: "1:1M"\n    iterations: 5\n    window: 8\n'
             f"    env: {env}}}\n"
             "  - kernel: [mpi.allreduce]\n    transport: [tcp]\n    ranks: [4]\n"
-            '    sizes: "1M,2M,4M"\n    iterations: 6\n'
+            '    sizes: "1M,2M,4M"\n    iterations: 4\n'
             f'    env: {pin}, OMPI_MCA_coll_tuned_allreduce_algorithm: "3"}}\n'
             "  - kernel: [mpi.allgather]\n    transport: [tcp]\n    ranks: [4]\n"
-            '    sizes: "1M,2M,4M"\n    iterations: 6\n'
+            '    sizes: "1M,2M,4M"\n    iterations: 4\n'
             f'    env: {pin}, OMPI_MCA_coll_tuned_allgather_algorithm: "4"}}\n')
         out = str(tmp_path / "res")
         fabench_run("run", str(spec), "--on", "testbed", "val", "--out", out,
@@ -618,18 +619,27 @@ def test_calibrated_model_predicts_4_host_collectives_on_a_testbed(openmpi: str,
     fabench_run("model", "calibrate", *(str(runs[k]) for k in ("mpi.latency", "mpi.bw",
                                                                 "mpi.bibw")),
                 "--name", "tb", "--out", out)
-    text = fabench_run("model", "validate", str(runs["mpi.allreduce"]),
-                       str(runs["mpi.allgather"]), "--fabric", "tb", "--topology", "single",
-                       "--cores", str(os.cpu_count()), "--out", out).stdout
-    print(text)
-    errors: dict[str, list[float]] = {}
-    for block in re.split(r"^# run \d+: ", text, flags=re.M)[1:]:
-        algo = block.split()[1]
-        errors[algo] = [float(e) for e in re.findall(
-            r"^\s+\d+[KM]\s+[\d,]+\s+[\d,]+\s+\S+\s+([-+\d.]+)%", block, re.M)]
-    assert {a: len(e) for a, e in errors.items()} == {"recursive_doubling": 3, "ring": 3}, text
-    medians = {a: float(np.median(e)) for a, e in errors.items()}
+
+    def median_errors(fabric: str) -> dict[str, float]:
+        text = fabench_run("model", "validate", str(runs["mpi.allreduce"]),
+                           str(runs["mpi.allgather"]), "--fabric", fabric, "--topology",
+                           "single", "--cores", str(os.cpu_count()), "--out", out).stdout
+        print(text)
+        errors: dict[str, list[float]] = {}
+        for block in re.split(r"^# run \d+: ", text, flags=re.M)[1:]:
+            algo = block.split()[1]
+            errors[algo] = [float(e) for e in re.findall(
+                r"^\s+\d+[KM]\s+[\d,]+\s+[\d,]+\s+\S+\s+([-+\d.]+)%", block, re.M)]
+        assert {a: len(e) for a, e in errors.items()} == {"recursive_doubling": 3, "ring": 3}, \
+            text
+        return {a: float(np.median(e)) for a, e in errors.items()}
+
+    medians = median_errors("tb")
     assert all(-60.0 <= m <= 50.0 for m in medians.values()), medians
+    # the same judge fails a model that does not describe this testbed: the 1 Gbit/s preset,
+    # 2.5x the link, on the same stored runs (-80 and -73 % once; both out of the bound)
+    wrong = median_errors("tcp-1g")
+    assert not any(-60.0 <= m <= 50.0 for m in wrong.values()), wrong
 
 
 @pytest.mark.sim
