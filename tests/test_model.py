@@ -888,6 +888,8 @@ def test_validate_runs_of_several_rank_counts_in_one_call(tmp_path: Path) -> Non
     assert all(18.0 < float(r[4].rstrip("%")) < 22.0 for r in summary), out
 
 
+# slow: 122 s at load 15 (the whole published corpus fitted and simulated); `make test` runs it
+@pytest.mark.slow
 def test_published_validation_reports_fit_and_test_rows() -> None:
     out = fabench_run("model", "validate", "--published", "--band-samples", "4").stdout
     rows = [line for line in out.splitlines() if line.startswith("  ")]

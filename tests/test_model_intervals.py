@@ -80,6 +80,8 @@ def _osu_allreduce(path: Path, times: dict[int, float]) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
+# slow: 99 s at load 15 (scale terms fitted over a grid); `make test` runs it
+@pytest.mark.slow
 def test_calibrate_scale_runs_then_predict_at_many_nodes(tmp_path: Path) -> None:
     """A user's small runs (8 and 16 nodes x 4 ranks) made by a machine whose scale terms are
     known (grid values): `model calibrate --scale-runs` finds them again from the imported
