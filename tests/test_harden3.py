@@ -498,3 +498,23 @@ def test_a_name_too_long_for_the_filesystem_is_an_error_not_a_traceback(argv: li
     proc = fabench_run(*argv, check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "too long" in proc.stderr + proc.stdout, (proc.stdout, proc.stderr)
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("localhost\nlocalhost\n", ["line 2", "more than once", "slots="]),
+    ("localhost\nLocalHost slots=2\n", ["line 2", "more than once"]),
+    ("localhost slots=1000000000000\n", ["line 1", "slots=1000000000000", "65,536"]),
+    ("localhost slots=0\n", ["line 1", "slots=0"]),
+])
+def test_hostfile_duplicates_and_slots_refused_for_every_command(tmp_path: Path, text: str,
+                                                                  words: list[str]) -> None:
+    """hpl nodes ran a duplicated host as two nodes (and went on to ssh); slots=1e12 was taken
+    as given. The hostfile's parser refuses both, so every command that reads one does."""
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(text)
+    for argv in (["hpl", "nodes", "--on", "hosts", str(hostfile), "--sizes", "1000"],
+                 ["bench", "mpi.latency", "--on", "hosts", str(hostfile), "--sizes", "8"]):
+        p = fabench_cli(*argv, "--out", str(tmp_path / "out"), check=False)
+        refused(p, *words)
+        assert not (tmp_path / "out" / "fabench.sqlite").exists() or not \
+            Store(tmp_path / "out" / "fabench.sqlite").campaigns()

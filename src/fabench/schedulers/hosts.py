@@ -23,6 +23,9 @@ from ..util.textfile import read_text
 from . import SCHEDULERS, DirectScheduler, Scheduler
 
 PROBE_TIMEOUT_S = 20.0  # an ssh that has not run `true` by then will not carry a run either
+# A bound, not a figure of any machine: far above any node's hardware threads today, far below
+# what would make rank lists and slot sums unbounded work (slots=1e12 was taken as given)
+MAX_SLOTS = 65_536
 
 
 def parse_hostfile(path: str | Path) -> list[HostSlots]:
@@ -32,6 +35,7 @@ def parse_hostfile(path: str | Path) -> list[HostSlots]:
     except FileNotFoundError:
         raise FabenchError(f"cannot read hostfile {path}: no such file") from None
     hosts = []
+    seen: dict[str, tuple[str, int]] = {}
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -41,13 +45,21 @@ def parse_hostfile(path: str | Path) -> list[HostSlots]:
         for opt in opts:
             key, _, val = opt.partition("=")
             if key in ("slots", "max_slots", "max-slots") and val.isascii() and val.isdigit() \
-                    and int(val) > 0:  # '²' is a digit to isdigit(), not to int()
+                    and 0 < int(val) <= MAX_SLOTS:  # '²' is a digit to isdigit(), not to int()
                 if key == "slots":
                     slots = int(val)
             else:
                 raise FabenchError(f"{path} line {n}: unknown option {opt!r} "
-                                   "(a line is: HOST [slots=N])")
-        hosts.append(HostSlots(check_host(name, f"{path} line {n}"), slots))
+                                   f"(a line is: HOST [slots=N], N 1..{MAX_SLOTS:,})")
+        host = check_host(name, f"{path} line {n}")
+        if host.lower() in seen:
+            # mpirun would add the slots up; per-node work (hpl nodes, the matrix) would
+            # measure one node twice and call it two
+            first, line = seen[host.lower()]
+            raise FabenchError(f"{path} line {n}: host {host} is listed more than once (as "
+                               f"{first} on line {line}): give it one line with slots=N")
+        seen[host.lower()] = (host, n)
+        hosts.append(HostSlots(host, slots))
     if not hosts:
         raise FabenchError(f"hostfile {path} names no host")
     return hosts
