@@ -41,7 +41,10 @@ class SmpirunStarter(Starter):
         try:
             argv, cfg, notes = build_command(setup, exe, run.kernel.name, run.kernel_argv(),
                                              workdir)
-            env = {**os.environ, **run.env}
+            # SMPI copies the kernel once per rank for dlopen privatization into smpirun's
+            # temp dir, $TMPDIR's (its -tmpdir option eats the wrong argument in 3.32): a
+            # signal between copy and unlink left the copies in /tmp. Here they are swept.
+            env = {**os.environ, **run.env, "TMPDIR": str(workdir)}
             outcome = run_streaming(argv, env, run.timeout_s, on_record, cwd=str(workdir))
             platform_xml = (workdir / "platform.xml").read_text()
         finally:
