@@ -518,3 +518,24 @@ def test_hostfile_duplicates_and_slots_refused_for_every_command(tmp_path: Path,
         refused(p, *words)
         assert not (tmp_path / "out" / "fabench.sqlite").exists() or not \
             Store(tmp_path / "out" / "fabench.sqlite").campaigns()
+
+
+def test_a_refused_timeout_stores_no_campaign(tmp_path: Path) -> None:
+    """diagnose stored its campaign `running`, then the plan refused --timeout 1e300: the
+    value is checked as it is read now, for every command that takes one."""
+    for argv in (["diagnose", "transports"], ["diagnose", "reorder"], ["matrix", "--hosts", "2"],
+                 ["bench", "tcp.latency"], ["sim", "mpi.allreduce", "--fabric", "roce-100g",
+                                            "--nodes", "2"], ["hpl", "nodes"],
+                 ["hpl", "scaling", "--nodes", "1"], ["congestion"]):
+        p = fabench_cli(*argv, "--timeout", "1e300", "--out", str(tmp_path), check=False)
+        refused(p, "--timeout", "30 days")
+        assert not (tmp_path / "fabench.sqlite").exists(), argv
+
+
+def test_model_define_source_is_a_label(tmp_path: Path) -> None:
+    p = fabench_cli("model", "define", "x", "--family", "ib", "--latency-us", "1",
+                    "--bandwidth-MBps", "1000", "--source", "a\nsee line 2",
+                    "--out", str(tmp_path), check=False)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert "--source: control character" in p.stderr, p.stderr
+    assert not (tmp_path / "fabrics").exists()

@@ -8,6 +8,7 @@ from ..congestion import CongestionConfig, VictimSettings, congestion_campaign
 from ..congestion.victims import VICTIMS
 from ..errors import FabenchError
 from ..report.congestion import text_lines
+from ..util.units import check_timeout
 from ._common import scheduler_from, shown, store_of
 
 
@@ -27,7 +28,7 @@ def main(args: argparse.Namespace) -> int:
         target=args.target or "", rounds=args.rounds, settle_s=args.settle,
         settings=VictimSettings(iterations=args.iterations, bw_iterations=args.bw_iterations,
                                 bw_window=args.bw_window, mpi=args.mpi,
-                                transport=args.transport, timeout_s=args.timeout))
+                                transport=args.transport, timeout_s=check_timeout(args.timeout)))
     scheduler = scheduler_from(args.on, args.out, args.oversubscribe)
     try:
         out = congestion_campaign(cfg, scheduler, store_of(args), args.name,

@@ -11,6 +11,7 @@ from ..diagnose.reorder_sweep import SweepSettings
 from ..diagnose.session import run_transports, transports_options
 from ..errors import FabenchError
 from ..util.hostnames import check_host
+from ..util.units import check_timeout
 from ._common import scheduler_from, store_of
 
 
@@ -39,7 +40,7 @@ def transports_main(args: argparse.Namespace) -> int:
         quick=args.quick or None, thresholds=False if args.no_thresholds else None,
         prove=False if args.no_prove else None, ab_ranks=args.ab_ranks,
         ab_rounds=args.ab_rounds, ab_sizes=args.ab_sizes, ab_iterations=args.ab_iterations,
-        tolerance=args.tolerance, timeout_s=args.timeout, prove_settings=settings)
+        tolerance=args.tolerance, timeout_s=check_timeout(args.timeout), prove_settings=settings)
     scheduler = scheduler_from(args.on, args.out, args.oversubscribe)
     try:
         outcome = run_transports(opts, scheduler, store_of(args),
@@ -62,7 +63,8 @@ def reorder_main(args: argparse.Namespace) -> int:
                           rounds=args.sweep_rounds)
     opts = ReorderOptions(hosts=hosts, percentile=args.percentile, size=args.size,
                           iterations=args.iterations, window=args.window, rounds=args.rounds,
-                          timeout_s=args.timeout, sweep=args.sweep, sweep_settings=sweep)
+                          timeout_s=check_timeout(args.timeout), sweep=args.sweep,
+                          sweep_settings=sweep)
     scheduler = scheduler_from(args.on, args.out)
     try:
         diag = run_reorder(opts, scheduler, store_of(args),

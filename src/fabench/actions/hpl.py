@@ -13,10 +13,12 @@ from ..model.catalog import load_fabric
 from ..report.hpl import hpl_section, text_lines
 from ..schedulers import DirectScheduler
 from ..store.database import Store
+from ..util.units import check_timeout
 from ._common import scheduler_from, shown, store_of
 
 
 def cmd_nodes(args: argparse.Namespace) -> int:
+    timeout = check_timeout(args.timeout)
     if not 0 < args.threshold < 1:
         raise FabenchError(f"--threshold must be a fraction in (0, 1), got {args.threshold}")
     opts = HpccOptions(memory_fraction=args.memory_fraction, nb=args.nb, peak=args.peak,
@@ -27,7 +29,7 @@ def cmd_nodes(args: argparse.Namespace) -> int:
             raise FabenchError(f"hpl nodes runs under mpirun on each node; --on "
                                f"{scheduler.name} cannot place a run on one node")
         report = run_nodes(scheduler, store_of(args), opts, args.sizes,
-                           args.ranks_per_node, args.mpi, not args.sequential, args.timeout,
+                           args.ranks_per_node, args.mpi, not args.sequential, timeout,
                            args.threshold,
                            [s for s in args.nodes.split(",") if s] if args.nodes else None)
         where = scheduler.describe()
@@ -48,6 +50,7 @@ def cmd_nodes(args: argparse.Namespace) -> int:
 
 
 def cmd_scaling(args: argparse.Namespace) -> int:
+    timeout = check_timeout(args.timeout)
     opts = HpccOptions(memory_fraction=args.memory_fraction, nb=args.nb, peak=args.peak,
                        blas=args.blas)
     fabric = load_fabric(args.fabric, args.out) if args.fabric else None
@@ -57,7 +60,7 @@ def cmd_scaling(args: argparse.Namespace) -> int:
             raise FabenchError(f"hpl scaling places ranks on chosen hosts under mpirun; --on "
                                f"{scheduler.name} cannot")
         sc = run_scaling(scheduler, store_of(args), opts, args.sizes,
-                         args.ranks_per_node, args.nodes, args.mpi, args.timeout, fabric,
+                         args.ranks_per_node, args.nodes, args.mpi, timeout, fabric,
                          args.transport)
         where = scheduler.describe()
     finally:

@@ -13,6 +13,7 @@ from ..matrix.export import matrix_csv, summary_lines
 from ..matrix.locality import binding_lines
 from ..matrix.measure import MatrixOptions, host_names, measure_matrix, parse_pairs
 from ..matrix.stored import load_matrix, matrix_bindings
+from ..util.units import check_timeout
 from ._common import (
     resolve_store,
     scheduler_from,
@@ -33,7 +34,7 @@ def main(args: argparse.Namespace) -> int:
                              kernel=args.kernel, pairs=pairs,
                              retest=not args.no_retest, mpi=args.mpi,
                              transport=args.transport, hosts=args.hosts,
-                             timeout_s=args.timeout, topology=args.topology,
+                             timeout_s=check_timeout(args.timeout), topology=args.topology,
                              groups=args.groups)
         out = measure_matrix(store_of(args), scheduler, opts, args.resume)
     finally:

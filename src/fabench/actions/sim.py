@@ -14,6 +14,7 @@ from ..plan.plan import PlannedRun, settings_from_args
 from ..report.table import header_lines, kernel_tables, summaries_json
 from ..schedulers.simgrid import SimGridScheduler
 from ..sim.smpi import SimSetup, smpi_algorithm
+from ..util.units import check_timeout
 from ._common import shown, store_of
 from .campaign import run_bench
 from .model import topology_spec
@@ -39,7 +40,7 @@ def main(args: argparse.Namespace) -> int:
     settings = settings_from_args(kernel, args,
                                   extra=warmup_sync_args(kernel.kind, args.warmup_sync))
     planned = PlannedRun(kernel, transport, setup.ranks, Mpi("simgrid"), settings=settings,
-                         timeout_s=args.timeout)
+                         timeout_s=check_timeout(args.timeout))
     outcome = run_bench(planned, launcher, store_of(args))
     if args.json:
         ctx = {"kernel": kernel.name, "fabric": fabric.name, "topology": args.topology,

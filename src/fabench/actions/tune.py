@@ -19,6 +19,7 @@ from ..tune.journal import default_journal_path
 from ..tune.lines import finding_lines, plan_lines, revert_lines
 from ..tune.profiles import available_profiles, load_profile
 from ..tune.targets import resolve
+from ..util.units import check_timeout
 from ._common import scheduler_from, store_of
 
 
@@ -95,7 +96,7 @@ def ab_main(args: argparse.Namespace) -> int:
         k = get_kernel(args.bench)
         settings = settings_from_args(k, args, extra=args.kernel_arg)
         planned = [plan_run(k.name, transport=args.transport, ranks=args.ranks, mpi=args.mpi,
-                            settings=settings, timeout_s=args.timeout)]
+                            settings=settings, timeout_s=check_timeout(args.timeout))]
         tb = targets[0].meta.get("testbed")
         on = ["testbed", tb] if tb else ["local"]
         consent = False

@@ -16,6 +16,7 @@ from ..choices import (
     PREDICTION_LEVEL,
     TOPOLOGY_KINDS,
 )
+from ..util.labels import label_arg
 from . import COMMANDS
 from ._common import add_out_argument
 
@@ -87,8 +88,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     d.add_argument("--shm-latency-us", help="same-node latency (default: assumed range)")
     d.add_argument("--shm-MBps", help="same-node bandwidth (default: assumed range)")
     d.add_argument("--gamma-MBps", help="local reduction rate (default: assumed range)")
-    d.add_argument("--source", default="", help="where the figures come from (cited in "
-                                                "`model show`)")
+    # printed by `model show` and stored with the fabric: a label's rules (no newline that
+    # forges a line, no escape sequence)
+    d.add_argument("--source", default="", type=_source, help="where the figures come from "
+                                                             "(cited in `model show`)")
     add_out_argument(d)
     d.set_defaults(func="fabench.actions.model:cmd_define")
 
@@ -204,3 +207,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "algorithms: their times become a column beside the model's")
     add_out_argument(v)
     v.set_defaults(func="fabench.actions.model:cmd_validate", switch_reduce_us=None)
+
+
+def _source(text: str) -> str:
+    return label_arg(text) if text else text
+

@@ -18,6 +18,7 @@ from ..hpc.options import check_kernel_args as check_hpcc_args
 from ..kernels import Kernel, get_kernel
 from ..kernels.transport_request import Transport, transport_for
 from ..mpi.base import FLAVOURS, Mpi
+from ..util.units import check_timeout
 from .kernel_settings import (
     KERNEL_OPTIONS,
     KernelSettings,
@@ -26,10 +27,6 @@ from .kernel_settings import (
     add_kernel_options,
 )
 from .spec import CampaignSpec, RunGroup
-
-# The longest a run may be given (a watchdog timer takes at most ~9.2e9 s; a month is
-# longer than any benchmark, and a timeout beyond it is a typo).
-MAX_TIMEOUT_S = 30 * 86400.0
 
 # --quick keeps every size but runs fewer iterations: enough for a median, not for tails. One
 # count serves every size, and the largest sizes take nearly all the time (4 MiB windows over
@@ -145,9 +142,7 @@ class PlannedRun:
         if k.even_ranks and self.ranks % 2:
             raise FabenchError(f"{k.name} pairs ranks: an even number is needed, got "
                                f"{self.ranks}")
-        if not (0 < self.timeout_s <= MAX_TIMEOUT_S):
-            raise FabenchError(f"--timeout must be 0..{MAX_TIMEOUT_S:.0f} seconds (30 days), "
-                               f"got {self.timeout_s}")
+        check_timeout(self.timeout_s)
         if self.precision is not None and not 0 < self.precision < 1:
             raise FabenchError(f"--precision must be between 0 and 1 (a fraction of the "
                                f"median), got {self.precision}")

@@ -87,3 +87,20 @@ def rate_bits(rate: str) -> float:
     if not m:
         raise ValueError(f"rate {rate!r}: use tc units such as 100mbit, 1gbit")
     return float(m.group(1)) * _RATE_UNITS[m.group(2)] * (8 if m.group(3) == "bps" else 1)
+
+
+# The longest a run may be given (a watchdog timer takes at most ~9.2e9 s; a month is
+# longer than any benchmark, and a timeout beyond it is a typo).
+MAX_TIMEOUT_S = 30 * 86400.0
+
+
+def check_timeout(value: float) -> float:
+    """--timeout's value (the plan checks it again for every run); called first by commands
+    that store a campaign before they plan its runs: diagnose left one `running` when the
+    plan refused 1e300."""
+    from ..errors import FabenchError
+
+    if not 0 < value <= MAX_TIMEOUT_S:
+        raise FabenchError(f"--timeout must be 0..{MAX_TIMEOUT_S:.0f} seconds (30 days), "
+                           f"got {value}")
+    return value
