@@ -3,9 +3,7 @@ terminals, in HTML and JUnit, and compared by `history`, so a control character 
 sequence that rewrites the terminal, a newline that forges a line) is refused, not kept."""
 
 import unicodedata
-from typing import Annotated
-
-from pydantic import AfterValidator
+from typing import TYPE_CHECKING, Annotated
 
 MAX_LABEL = 200
 
@@ -21,7 +19,22 @@ def check_label(value: str) -> str:
     return value
 
 
-Label = Annotated[str, AfterValidator(check_label)]
+def __getattr__(name: str) -> object:
+    # The pydantic field type is built on first use: the CLI's parser imports this module
+    # for label_arg, and pydantic's import is most of a `fabench --help` (issue 25).
+    if name == "Label":
+        from pydantic import AfterValidator
+
+        label = Annotated[str, AfterValidator(check_label)]
+        globals()["Label"] = label
+        return label
+    raise AttributeError(name)
+
+
+if TYPE_CHECKING:
+    from pydantic import AfterValidator
+
+    Label = Annotated[str, AfterValidator(check_label)]
 
 
 def label_arg(value: str) -> str:
