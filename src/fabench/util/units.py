@@ -2,6 +2,8 @@
 
 import re
 
+from ..errors import FabenchError
+
 _SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 # One grammar with the kernels' (native/common/fb_opts.h; both pass the cases of
 # native/tests/sizes_grammar.tsv): digits, then K/M/G with an optional iB or B, or a lone B;
@@ -98,8 +100,6 @@ def check_timeout(value: float) -> float:
     """--timeout's value (the plan checks it again for every run); called first by commands
     that store a campaign before they plan its runs: diagnose left one `running` when the
     plan refused 1e300."""
-    from ..errors import FabenchError
-
     if not 0 < value <= MAX_TIMEOUT_S:
         raise FabenchError(f"--timeout must be 0..{MAX_TIMEOUT_S:.0f} seconds (30 days), "
                            f"got {value}")
