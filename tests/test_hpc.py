@@ -315,8 +315,10 @@ def test_bad_hpccinf_value_fails_the_run(hpcc: str, tmp_path: Path) -> None:
     bad.write_text("\n".join(lines) + "\n")
     p = fabench_run("bench", "hpcc.hpl", "--ranks", "1", f"--kernel-args=--hpccinf {bad}",
                     "--out", str(tmp_path), check=False)
-    assert p.returncode == 1 and "line 8 (NB): not a number" in p.stderr
+    # a usage error, found where the run is planned: no second run stored
+    assert p.returncode == 2 and "line 8 (NB): not a number" in p.stderr
     assert "abc" not in p.stderr  # the file's words are not quoted (issue 31)
+    assert len(_runs(tmp_path)) == 1
 
 
 @pytest.mark.hpcc

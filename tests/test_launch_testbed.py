@@ -130,18 +130,18 @@ def test_rate_limit_holds(openmpi: str, prefix: str, tmp_path: Path) -> None:
     # the wire rate, 0.956 Gbit/s at MTU 1500: measured here 0.91-0.94 under load (MPI's
     # rendezvous costs a few %). Never above the limit (a too large tbf bucket lets 1 MiB
     # messages through at 2x); a too small one starves on a loaded host (0.73 at 128 kbit).
-    # Under foreign load MPI itself falls short of the ceiling (CI: 0.853, 0.795, 0.845 with the
-    # bucket right): a descheduled sender's lost time is lost rate, so MPI's lower bound is its
-    # best run at 0.8 and the bucket's own floor is checked on the lighter tcp.streams below.
     assert med <= 1.01 and max(gbits) <= 1.01
-    assert max(gbits) >= 0.8, gbits
     # The transport layer below MPI sees the same limit (client in h1, server in h2).
     run = _bench(tmp_path, "tcp.streams", "--on", "testbed", "rate", "--sizes", "1M",
                  "--iterations", "3", "--warmup", "1")
     assert run.status == "ok" and run.flags == [], run.reason
     streams = _gbit(tmp_path, run)
     print(f"tcp.streams 1 MiB at --rate 1gbit: {streams:.3f} Gbit/s")
-    assert 0.9 <= streams <= 1.01  # 0.955 measured: the ceiling
+    assert streams <= 1.01  # 0.955 measured: the ceiling
+    # A starving bucket caps every run (0.73 at 128 kbit). A loaded host loses rate in any one
+    # run, MPI's or the streams' (CI: MPI 0.853, 0.795, 0.845 in one run; MPI 0.894-0.949 and
+    # streams 0.863 in another, bucket right both times): the best of the four must reach 0.85.
+    assert max(*gbits, streams) >= 0.85, (gbits, streams)
 
 
 @pytest.mark.netns
