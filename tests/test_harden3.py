@@ -539,3 +539,21 @@ def test_model_define_source_is_a_label(tmp_path: Path) -> None:
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
     assert "--source: control character" in p.stderr, p.stderr
     assert not (tmp_path / "fabrics").exists()
+
+
+def test_import_of_a_fifo_is_refused_not_a_hang(tmp_path: Path) -> None:
+    """bench/hostile_audit.py: `import osu FIFO` (and imb, iperf3) blocked for ever in read."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for tool in ("osu", "imb", "iperf3"):
+        p = fabench_cli("import", tool, str(fifo), "--store", str(tmp_path / "s.sqlite"),
+                        check=False, timeout=60)
+        refused(p, "not a regular file")
+    p = fabench_cli("run", str(fifo), "--out", str(tmp_path), check=False, timeout=60)
+    refused(p, "not a regular file")
+
+
+def test_model_define_refuses_a_latency_below_a_nanosecond(tmp_path: Path) -> None:
+    refused(fabench_cli("model", "define", "x", "--family", "ib", "--latency-us", "1e-300",
+                        "--bandwidth-MBps", "1000", "--out", str(tmp_path), check=False),
+            "--latency-us", "1 ns")

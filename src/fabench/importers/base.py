@@ -19,6 +19,7 @@ from ..errors import FabenchError
 from ..records import ResultRecord
 from ..store.database import Store
 from ..util.registry import Registry
+from ..util.textfile import check_regular
 
 
 @dataclass
@@ -106,6 +107,7 @@ def import_file(store: Store, tool: str, path: Path, *, transport: str | None = 
     ``strict``, the whole file."""
     imp = get_importer(tool)
     try:
+        check_regular(path, f"{tool} output")
         text = path.read_text(errors="replace")
     except OSError as exc:
         raise FabenchError(f"cannot read {path}: {exc.strerror}") from exc

@@ -93,6 +93,9 @@ def _pick(fig: Figure | None, default: Default, source: str) -> tuple[float, Pro
     return fig.value, _given(fig, source)
 
 
+MIN_LATENCY_US = 0.001
+
+
 def define_fabric(p: Published) -> Fabric:
     if p.family not in FAMILIES:
         raise FabenchError(f"--family {p.family!r}: one of {', '.join(FAMILIES)}")
@@ -100,6 +103,11 @@ def define_fabric(p: Published) -> Fabric:
         raise FabenchError(f"fabric name {p.name!r}: 1-64 letters, digits, '_', '.', '-'")
     if p.latency_us.value <= 0 or p.bandwidth_MBps.value <= 0:
         raise FabenchError("latency and bandwidth must be positive")
+    # A floor from physics, not from any machine: light travels 30 cm in 1 ns, and no MPI
+    # message has crossed a network that fast (1e-300 us was taken and priced every step 0)
+    if min(p.latency_us.value, p.latency_us.low or p.latency_us.value) < MIN_LATENCY_US:
+        raise FabenchError(f"--latency-us must be at least {MIN_LATENCY_US} us (1 ns), got "
+                           f"{p.latency_us.value:g}")
     # rates are divided by: a zero one is no rate (and a range must be above zero at both ends)
     for what, fig in (("--bandwidth-MBps", p.bandwidth_MBps), ("--shm-MBps", p.shm_MBps),
                       ("--gamma-MBps", p.gamma_MBps)):

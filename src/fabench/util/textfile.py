@@ -2,9 +2,24 @@
 file that cannot be read or is not UTF-8 text, naming the file and where the first bad byte
 is, instead of a traceback."""
 
+import os
+import stat
 from pathlib import Path
 
 from ..errors import FabenchError
+
+
+def check_regular(p: Path, what: str, error: type[FabenchError] = FabenchError) -> None:
+    """A FIFO, a device or a directory given as a file: reading one blocks for ever
+    (`import osu FIFO` hung) or never ends (/dev/zero). Missing: FileNotFoundError."""
+    try:
+        mode = os.stat(p).st_mode
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise error(f"cannot read {what} {p}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise error(f"{what} {p} is not a regular file")
 
 
 def read_text(path: str | Path, what: str,
@@ -12,6 +27,7 @@ def read_text(path: str | Path, what: str,
     """The file's text; ``error`` naming ``what`` it is when it cannot be read or decoded.
     A missing file raises FileNotFoundError for callers that treat absence as a state."""
     p = Path(path)
+    check_regular(p, what, error)
     try:
         data = p.read_bytes()
     except FileNotFoundError:
