@@ -125,6 +125,8 @@ def trial(seed: int, hosts: int, work: Path, extra: list[str],
             "found": expected <= got, "false": sorted(got - expected - allowed),
             "false_evidence": [v["line"] for v in j["verdicts"]
                                if v["line"].split(":")[0] not in expected | allowed],
+            # every verdict's whole line: a found fault's score against its threshold too
+            "evidence": [v["line"] for v in j["verdicts"]],
             "exit": proc.returncode,
             "suspects": len(sus["links"]) + len(sus["nodes"]), "cleared": len(j["cleared"]),
             "passes": [(p["mode"], p["directions"], p["wall_s"]) for p in j["passes"]],
