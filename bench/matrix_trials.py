@@ -19,6 +19,11 @@ table at the end says per class and kernel: faults found, missed, and false verd
 
     python bench/matrix_trials.py --classes all --sizes 4,6 --kernels mpi,tcp
 
+`--cells slow-host:4,clean:6,...` names the class and size pairs instead, and runs the repeats
+round-robin (every cell once, then again), so a run stopped early still has each cell about as
+often as the others. Each trial records the 1-minute load average before it (`load`): the
+testbeds share the cores with whatever else runs.
+
 Prints numbers, never asserts them; exits 0 when every trial ran.
 """
 
@@ -96,9 +101,10 @@ def trial(seed: int, hosts: int, work: Path, extra: list[str],
                             f"s2: {' '.join(f'h{i}' for i in range(half + 1, hosts + 1))}\n")
             extra = [*extra, "--topology", str(topo)]
     name = f"mt{os.getpid() % 10000}s{seed}"
+    load = round(os.getloadavg()[0], 1)
     up = fabench("testbed", "up", "--name", name, "--hosts", str(hosts), *impair)
     if up.returncode != 0:
-        return {"seed": seed, "kind": kind, "error": up.stderr.strip()[-300:]}
+        return {"seed": seed, "kind": kind, "load": load, "error": up.stderr.strip()[-300:]}
     try:
         out = work / f"seed{seed}"
         t0 = time.monotonic()
@@ -107,7 +113,7 @@ def trial(seed: int, hosts: int, work: Path, extra: list[str],
     finally:
         fabench("testbed", "down", name)
     if proc.returncode not in (0, 3):
-        return {"seed": seed, "kind": kind, "impair": impair, "error":
+        return {"seed": seed, "kind": kind, "impair": impair, "load": load, "error":
                 f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"}
     j = json.loads(proc.stdout)
     got = {v["line"].split(":")[0] for v in j["verdicts"]}
@@ -119,16 +125,18 @@ def trial(seed: int, hosts: int, work: Path, extra: list[str],
             "found": expected <= got, "false": sorted(got - expected - allowed),
             "false_evidence": [v["line"] for v in j["verdicts"]
                                if v["line"].split(":")[0] not in expected | allowed],
+            # every verdict's whole line: a found fault's score against its threshold too
+            "evidence": [v["line"] for v in j["verdicts"]],
             "exit": proc.returncode,
             "suspects": len(sus["links"]) + len(sus["nodes"]), "cleared": len(j["cleared"]),
             "passes": [(p["mode"], p["directions"], p["wall_s"]) for p in j["passes"]],
-            "wall_s": round(wall, 1)}
+            "wall_s": round(wall, 1), "load": load}
 
 
 def table(rows: list[dict[str, object]]) -> list[str]:
     """Per class and kernel: trials, planted faults found / missed, false verdicts."""
-    out = ["| class | hosts | kernel | trials | found | missed | false verdicts | wall s |",
-           "|---|---|---|---|---|---|---|---|"]
+    out = ["| class | hosts | kernel | trials | found | missed | false verdicts | wall s | load |",
+           "|---|---|---|---|---|---|---|---|---|"]
     keys = sorted({(str(r["kind"]), int(r.get("hosts", 0)), str(r.get("kernel", "")))
                    for r in rows})
     for kind, hosts, kernel in keys:
@@ -140,8 +148,10 @@ def table(rows: list[dict[str, object]]) -> list[str]:
         false = sum(len(r["false"]) for r in ran)  # type: ignore[arg-type]
         walls = [float(r["wall_s"]) for r in ran]  # type: ignore[arg-type]
         wall = f"{min(walls):.0f}-{max(walls):.0f}" if walls else "-"
+        loads = [float(r["load"]) for r in mine if "load" in r]  # type: ignore[arg-type]
+        load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "-"
         out.append(f"| {kind} | {hosts} | {kernel} | {len(ran)}/{len(mine)} | {found} | "
-                   f"{missed} | {false} | {wall} |")
+                   f"{missed} | {false} | {wall} | {load} |")
     return out
 
 
@@ -156,9 +166,27 @@ def main() -> int:
     ap.add_argument("--sizes", default="4,6,8", help="host counts for --classes")
     ap.add_argument("--kernels", default="mpi,tcp", help="matrix kernels for --classes")
     ap.add_argument("--repeats", type=int, default=1, help="trials per class, size, kernel")
+    ap.add_argument("--cells", metavar="CLASS:HOSTS,...",
+                    help="these class and size pairs instead of --classes x --sizes, the "
+                         "repeats round-robin (all cells once, then again)")
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="fb-matrix-trials-") as tmp:
+        if args.cells:
+            cells = [(c, int(n)) for c, n in (x.rsplit(":", 1) for x in args.cells.split(","))]
+            seed = args.seed
+            for _ in range(args.repeats):
+                for cls, hosts in cells:
+                    for kernel in args.kernels.split(","):
+                        r = trial(seed, hosts, Path(tmp),
+                                  [*args.matrix_args.split(), "--kernel", kernel], cls)
+                        r["kernel"] = kernel
+                        print(json.dumps(r), flush=True)
+                        rows.append(r)
+                    seed += 1
+            for line in table(rows):
+                print(line)
+            return 0 if all("error" not in r for r in rows) else 1
         if args.classes:
             classes = CLASSES if args.classes == "all" else args.classes.split(",")
             seed = args.seed
