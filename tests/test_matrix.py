@@ -657,6 +657,27 @@ def test_report_heatmap_of_64_hosts_hovers_its_values(tmp_path: Path) -> None:
     assert width >= 64 * 18  # cells of 18 px or more: readable
 
 
+def test_heatmap_marks_what_the_retest_cleared_and_what_it_confirmed() -> None:
+    """The cells show the first pass; a direction the isolated retest cleared looked like a
+    fault with no sign (16-host bad-leaf screenshot, issue 28): now dashed, both values in
+    its title, and a confirmed one keeps its black outline with the retest value."""
+    from fabench.report.matrix import heatmap, matrix_section
+
+    m = synthetic(6, seed=3)
+    m.bandwidth[(0, 1)] /= 10  # confirmed by the retest below
+    m.bandwidth[(2, 3)] /= 3  # first-pass outlier that the retest clears
+    j = judge(m).to_json()
+    j["retest_bandwidth_MBps"] = [[0, 1, m.bandwidth[(0, 1)]], [2, 3, m.bandwidth[(2, 4)]]]
+    j["verdicts"] = [v for v in j["verdicts"] if v["src"] == "h1" and v["dst"] == "h2"]
+    assert j["verdicts"], "the planted link is a verdict"
+    svg = heatmap(j, "bandwidth")
+    assert svg.count('class="cell retested"') == 1 and svg.count('class="cell flagged"') == 1
+    assert re.search(r"h3 -&gt; h4: [0-9.]+ MB/s; isolated retest [0-9.]+ MB/s: cleared", svg)
+    assert re.search(r"h1 -&gt; h2: [0-9.]+ MB/s; isolated retest [0-9.]+ MB/s \(", svg)
+    one = [v for v in j["verdicts"] if v["kind"] == "bad link"]
+    assert "1 verdict</h3>" in matrix_section([{**j, "verdicts": one, "campaign_id": 1}])
+
+
 def test_compare_two_matrices_per_link() -> None:
     broken = synthetic()
     broken.bandwidth[(1, 4)] /= 20

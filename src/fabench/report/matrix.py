@@ -93,6 +93,11 @@ def heatmap(j: dict[str, Any], metric: str) -> str:
                             "bandwidth": ("bandwidth_MBps", "MB/s", False)})[metric]
     hosts = j["hosts"]
     vals = {(int(i), int(k)): float(v) for i, k, v in j.get(key, []) if v and v > 0}
+    # The cells show the first pass (every direction measured alike); a direction the judge
+    # retested in isolation carries that value too, marked, so a first-pass outlier the
+    # retest cleared does not read as a fault the verdicts forgot.
+    retest = {(int(i), int(k)): float(v) for i, k, v in j.get(f"retest_{key}", [])
+              if v and v > 0}
     bad_hosts, bad_links, blocks = flags(j)
     order = _order(j)
     pos = {h: p for p, h in enumerate(order)}
@@ -135,12 +140,20 @@ def heatmap(j: dict[str, Any], metric: str) -> str:
                 continue
             t = (math.log(v) - lo) / span
             why = bad_links.get((hosts[src], hosts[dst]))
-            stroke = ' stroke="#000" stroke-width="3"' if why else ' stroke="#fff"'
-            cls = "cell flagged" if why else "cell"
+            again = retest.get((src, dst))
+            if why:
+                stroke, cls = ' stroke="#000" stroke-width="3"', "cell flagged"
+            elif again is not None:
+                stroke, cls = (' stroke="#555" stroke-width="2" stroke-dasharray="3 2"',
+                               "cell retested")
+            else:
+                stroke, cls = ' stroke="#fff"', "cell"
+            note = "" if again is None else (
+                f"; isolated retest {again:.4g} {unit}" + ("" if why else ": cleared"))
             out.append(f'<rect class="{cls}" x="{x}" y="{y}" width="{cell}" height="{cell}" '
                        f'fill="{_colour(t if worse_up else 1 - t)}"{stroke}><title>'
                        f'{escape(hosts[src])} -&gt; {escape(hosts[dst])}: {v:.4g} {unit}'
-                       f'{" (" + escape(why) + ")" if why else ""}</title></rect>')
+                       f'{note}{" (" + escape(why) + ")" if why else ""}</title></rect>')
             if n <= VALUES_UP_TO:
                 out.append(f'<text class="val" x="{x + cell / 2:.0f}" y="{y + cell / 2 + 3:.0f}"'
                            f' font-size="{max(7, min(10, cell // 4))}" text-anchor="middle" '
@@ -191,7 +204,7 @@ def matrix_section(matrices: list[dict[str, Any]]) -> str:
         verdicts = j.get("verdicts", [])
         bad_hosts, _, _ = flags(j)
         parts.append(f"<h3>Matrix of campaign {int(j['campaign_id'])}: {len(hosts)} hosts, "
-                     f"{len(verdicts)} verdicts</h3>")
+                     f"{len(verdicts)} verdict{'' if len(verdicts) == 1 else 's'}</h3>")
         parts.append('<ul class="verdicts">' + "".join(
             f"<li class=bad>{escape(v['line'])}</li>" for v in verdicts) + "</ul>"
             if verdicts else "<p class=ok>no link or node flagged</p>")
@@ -231,7 +244,8 @@ def matrix_section(matrices: list[dict[str, Any]]) -> str:
                      "of its row and column, each direction relative to its switch-pair class, "
                      "against the directions that do not touch it. Framed in red: the rows "
                      "and columns of flagged hosts and the blocks of a bad uplink; outlined "
-                     "in black: flagged directions.</p>")
+                     "in black: flagged directions; dashed grey: retested in isolation and "
+                     "cleared (the cell shows the first pass, its title both values).</p>")
     return "\n".join(parts)
 
 
