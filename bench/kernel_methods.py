@@ -2,23 +2,32 @@
 """The kernel methods of the C engine beside OSU and IMB, interleaved, printed as ratios.
 
 Runs the kernel binaries directly under one mpirun command line (Open MPI, shared memory:
-`--mca btl self,vader`), the same for every tool, each case once per tool per round with the
-tool order rotated, so host-load drift hits every tool alike. Peers are optional and never part
-of fabench: OSU_DIR (osu_latency, osu_mbw_mr) and IMB_DIR (IMB-MPI1) point at builds made
-outside the repository. BEFORE_DIR may hold fb-mpi-* binaries of an earlier build (before/after
-ratios of a method change).
+`--mca btl self,vader`, `--oversubscribe`: 4 pairs are 8 ranks, more than a small host has
+cores), the same for every tool, each case once per tool per round with the tool order
+rotated, so host-load drift hits every tool alike. Peers are optional and never part of
+fabench: OSU_DIR (osu_latency, osu_mbw_mr) and IMB_DIR (IMB-MPI1) point at builds made outside
+the repository. BEFORE_DIR may hold fb-mpi-* binaries of an earlier build (before/after ratios
+of a method change).
 
 Cases
   lat 8B     fabench per-sample (median and mean of half round trips), fabench --batch 100
              (median), osu_latency's average, IMB PingPong's t[usec] (both: one timer pair
              around the whole loop, so their average is the comparable statistic)
-  mbw_mr     2 pairs: fabench headline (bytes over the median window of the summed rates),
-             its osu_mb_s (bytes over each pair's whole timed part, summed), osu_mbw_mr's MB/s;
-             BEFORE_DIR: the earlier method (a barrier per window, the slowest pair)
+  mbw        mpi.mbw_mr 1 MiB at each of --pairs (default 2): fabench headline (bytes over the
+             median window of the summed rates), its osu_mb_s (bytes over each pair's whole
+             timed part, summed), osu_mbw_mr's MB/s; BEFORE_DIR: the earlier method (a barrier
+             per window, the slowest pair)
   validate   mpi.bw 4 MiB, --validate over plain (median windows); BEFORE_DIR: the same with
              one receive slot per message of the window
+  cold       4 MiB, cache-cold and cache-hot: mpi.latency --cache-cold (mean and median half
+             round trip) beside IMB PingPong -off_cache (t[usec], its loop mean), mpi.bw
+             --cache-cold (osu_mb_s) beside IMB Uniband -off_cache (MB/s, the same window of
+             64; fabench puts a window's messages in one slot, IMB cycles them through its
+             slots); IMB's cache size: this host's last-level cache (its buffers then span twice
+             of it, as fabench's region), PingPong also at -off_cache -1 (IMB's built-in 8 MB)
 
-Prints ratios, never asserts; every number is measured in the run that prints it.
+Prints per-round (paired) ratios, median and range over rounds, never asserts; every number is
+measured in the run that prints it.
 """
 
 from __future__ import annotations
@@ -59,6 +68,20 @@ def fabench(exe: Path, np: int, *args: str) -> list[dict]:
     return results(run([*mpirun(np), "--", str(exe), *args]))
 
 
+def llc_mb() -> float:
+    """The last-level cache in MB as sysfs says (0: unknown), for IMB's -off_cache."""
+    best = 0
+    for d in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            text = (d / "size").read_text().strip()
+        except OSError:
+            continue
+        m = re.fullmatch(r"(\d+)([KMG]?)", text)
+        if m:
+            best = max(best, int(m[1]) << {"": 0, "K": 10, "M": 20, "G": 30}[m[2]])
+    return best / (1 << 20)
+
+
 def table_value(out: str, size: int, col: int) -> float:
     """The column `col` of the row for `size` in an OSU/IMB text table."""
     for line in out.splitlines():
@@ -75,57 +98,69 @@ def main() -> int:
     ap.add_argument("--imb-dir", type=Path, default=os.environ.get("IMB_DIR"))
     ap.add_argument("--before-dir", type=Path, default=os.environ.get("BEFORE_DIR"))
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--cases", default="lat,mbw,validate",
-                    help="comma list of lat, mbw, validate (default: all)")
+    ap.add_argument("--cases", default="lat,mbw,validate,cold",
+                    help="comma list of lat, mbw, validate, cold (default: all)")
+    ap.add_argument("--pairs", default="2",
+                    help="comma list of pair counts for mbw (2 ranks a pair; default 2)")
     a = ap.parse_args()
     if a.native is None:
         from fabench.host.native import native_root
         a.native = native_root()
     k = a.native / "openmpi"
-    got: dict[str, list[float]] = defaultdict(list)
+    # measure -> round -> value, so ratios pair the values of one round
+    got: dict[str, dict[int, float]] = defaultdict(dict)
+    rnd = 0
+
+    def put(name: str, value: float) -> None:
+        got[name][rnd] = value
 
     def lat() -> dict[str, Callable[[], None]]:
         def fab() -> None:
             r = fabench(k / "fb-mpi-latency", 2, "--sizes", "8", "--iterations", "10000")[0]
-            got["lat fabench median"].append(statistics.median(r["times"]))
-            got["lat fabench mean"].append(statistics.fmean(r["times"]))
+            put("lat fabench median", statistics.median(r["times"]))
+            put("lat fabench mean", statistics.fmean(r["times"]))
 
         def batch() -> None:
             r = fabench(k / "fb-mpi-latency", 2, "--sizes", "8", "--iterations", "100",
                         "--warmup", "10", "--batch", "100")[0]
-            got["lat fabench --batch 100 median"].append(statistics.median(r["times"]))
+            put("lat fabench --batch 100 median", statistics.median(r["times"]))
 
         tools = {"fab": fab, "batch": batch}
         if a.osu_dir:
-            tools["osu"] = lambda: got["lat osu_latency avg"].append(table_value(
+            tools["osu"] = lambda: put("lat osu_latency avg", table_value(
                 run([*mpirun(2), "--", str(a.osu_dir / "osu_latency"), "-i", "2000",
                      "-x", "200"]), 8, 1))
         if a.imb_dir:
-            tools["imb"] = lambda: got["lat IMB PingPong avg"].append(table_value(
+            tools["imb"] = lambda: put("lat IMB PingPong avg", table_value(
                 run([*mpirun(2), "--", str(a.imb_dir / "IMB-MPI1"), "PingPong", "-msglog",
                      "2:3", "-iter", "10000"]), 8, 2))
         return tools
 
     def mbw() -> dict[str, Callable[[], None]]:
         size = 1 << 20
+        tools: dict[str, Callable[[], None]] = {}
+        for pairs in (int(x) for x in a.pairs.split(",")):
+            np_ = 2 * pairs
 
-        def fab() -> None:
-            r = fabench(k / "fb-mpi-mbw_mr", 4, "--sizes", str(size), "--iterations", "20")[0]
-            got["mbw fabench headline MB/s"].append(
-                r["bytes_per_sample"] / statistics.median(r["times"]))
-            got["mbw fabench osu_mb_s"].append(r["osu_mb_s"])
-
-        tools = {"fab": fab}
-        if a.before_dir:
-            def before() -> None:
-                r = fabench(a.before_dir / "fb-mpi-mbw_mr", 4, "--sizes", str(size),
+            def fab(np_: int = np_, tag: str = f"mbw {pairs}p") -> None:
+                r = fabench(k / "fb-mpi-mbw_mr", np_, "--sizes", str(size),
                             "--iterations", "20")[0]
-                got["mbw before (barrier/window, max) MB/s"].append(
+                put(f"{tag} fabench headline MB/s",
                     r["bytes_per_sample"] / statistics.median(r["times"]))
-            tools["before"] = before
-        if a.osu_dir:
-            tools["osu"] = lambda: got["mbw osu_mbw_mr MB/s"].append(table_value(
-                run([*mpirun(4), "--", str(a.osu_dir / "osu_mbw_mr")]), size, 1))
+                put(f"{tag} fabench osu_mb_s", r["osu_mb_s"])
+            tools[f"fab {pairs}p"] = fab
+            if a.before_dir:
+                def before(np_: int = np_, tag: str = f"mbw {pairs}p") -> None:
+                    r = fabench(a.before_dir / "fb-mpi-mbw_mr", np_, "--sizes", str(size),
+                                "--iterations", "20")[0]
+                    put(f"{tag} before (barrier/window, max) MB/s",
+                        r["bytes_per_sample"] / statistics.median(r["times"]))
+                tools[f"before {pairs}p"] = before
+            if a.osu_dir:
+                def osu(np_: int = np_, tag: str = f"mbw {pairs}p") -> None:
+                    put(f"{tag} osu_mbw_mr MB/s", table_value(
+                        run([*mpirun(np_), "--", str(a.osu_dir / "osu_mbw_mr")]), size, 1))
+                tools[f"osu {pairs}p"] = osu
         return tools
 
     def validate() -> dict[str, Callable[[], None]]:
@@ -135,15 +170,58 @@ def main() -> int:
                 for v in ((), ("--validate",)):
                     r = fabench(exe, 2, "--sizes", "4M", "--iterations", "20", *v)[0]
                     med[bool(v)] = statistics.median(r["times"])
-                got[f"validate/plain time {tag}"].append(med[True] / med[False])
+                put(f"validate/plain time {tag}", med[True] / med[False])
             return go
         tools = {"now": pair("now (one slot)", k / "fb-mpi-bw")}
         if a.before_dir:
             tools["before"] = pair("before (slot per message)", a.before_dir / "fb-mpi-bw")
         return tools
 
+    def cold() -> dict[str, Callable[[], None]]:
+        size = 4 << 20
+        # 100 ping-pongs, 20 windows of 64 (mpi.bw's default at this size) for every tool
+        iters = {"latency": "100", "bw": "20", "PingPong": "100", "Uniband": "20"}
+
+        def fab(kind: str, cache: tuple[str, ...], tag: str) -> Callable[[], None]:
+            def go() -> None:
+                r = fabench(k / f"fb-mpi-{kind}", 2, "--sizes", str(size),
+                            "--iterations", iters[kind], *cache)[0]
+                if cache and r.get("cache") != "cold":
+                    raise RuntimeError(f"fb-mpi-{kind} --cache-cold ran {r.get('cache')}")
+                if kind == "latency":
+                    put(f"cold lat fabench {tag} mean", statistics.fmean(r["times"]))
+                    put(f"cold lat fabench {tag} median", statistics.median(r["times"]))
+                else:
+                    put(f"cold bw fabench {tag} osu_mb_s", r["osu_mb_s"])
+            return go
+
+        tools = {"lat cold": fab("latency", ("--cache-cold",), "cold"),
+                 "lat hot": fab("latency", (), "hot"),
+                 "bw cold": fab("bw", ("--cache-cold",), "cold"),
+                 "bw hot": fab("bw", (), "hot")}
+        if a.imb_dir:
+            llc = llc_mb()
+
+            def imb(bench: str, cache: str | None, tag: str) -> Callable[[], None]:
+                def go() -> None:
+                    off = ("-off_cache", cache) if cache else ()
+                    out = run([*mpirun(2), "--", str(a.imb_dir / "IMB-MPI1"), bench,
+                               "-msglog", "22:22", "-iter", iters[bench], "-iter_policy", "off",
+                               "-zero_size", "off", "-time", "120", *off])
+                    what = "lat IMB PingPong" if bench == "PingPong" else "bw IMB Uniband"
+                    put(f"cold {what} {tag}", table_value(out, size, 2))
+                return go
+            tools["imb pp cold"] = imb("PingPong", f"{llc:g}", "cold (LLC)")
+            tools["imb pp cold -1"] = imb("PingPong", "-1", "cold (-1)")
+            tools["imb pp hot"] = imb("PingPong", None, "hot")
+            tools["imb uni cold"] = imb("Uniband", f"{llc:g}", "cold (LLC)")
+            tools["imb uni hot"] = imb("Uniband", None, "hot")
+        return tools
+
+    makers = {"lat": lat, "mbw": mbw, "validate": validate, "cold": cold}
+    print(f"# load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at start",
+          flush=True)
     for rnd in range(a.rounds):
-        makers = {"lat": lat, "mbw": mbw, "validate": validate}
         for case in (makers[c]() for c in a.cases.split(",")):
             names = list(case)
             for name in names[rnd % len(names):] + names[:rnd % len(names)]:
@@ -153,22 +231,44 @@ def main() -> int:
                     print(f"round {rnd} {name}: {time.monotonic() - t0:.1f} s", flush=True)
                 except (RuntimeError, subprocess.TimeoutExpired) as exc:
                     print(f"round {rnd} {name}: {exc}")
-    print(f"# load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at end")
-    print(f"{'measure':44} {'median over rounds':>18}  values")
+        print(f"# load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} after round "
+              f"{rnd}", flush=True)
+    print(f"{'measure':48} {'median over rounds':>18}  values by round")
     for name, vals in got.items():
-        print(f"{name:44} {statistics.median(vals):18.4f}  "
-              + " ".join(f"{v:.4g}" for v in vals))
+        print(f"{name:48} {statistics.median(vals.values()):18.4f}  "
+              + " ".join(f"{r}:{v:.4g}" for r, v in sorted(vals.items())))
 
     def ratio(a_: str, b_: str) -> None:
-        if got.get(a_) and got.get(b_):
-            print(f"ratio {a_} / {b_}: "
-                  f"{statistics.median(got[a_]) / statistics.median(got[b_]):.3f}")
+        # per-round (paired) ratios: a round's tools ran minutes apart at most, so load
+        # drift across rounds cancels; rounds where either failed are left out
+        both = sorted(set(got.get(a_, {})) & set(got.get(b_, {})))
+        if both:
+            rs = [got[a_][r] / got[b_][r] for r in both]
+            print(f"ratio {a_} / {b_}: {statistics.median(rs):.3f} "
+                  f"({min(rs):.3f}-{max(rs):.3f}, {len(rs)} rounds)")
     for peer in ("lat osu_latency avg", "lat IMB PingPong avg"):
         for ours in ("lat fabench median", "lat fabench mean", "lat fabench --batch 100 median"):
             ratio(ours, peer)
-    for ours in ("mbw fabench headline MB/s", "mbw fabench osu_mb_s",
-                 "mbw before (barrier/window, max) MB/s"):
-        ratio(ours, "mbw osu_mbw_mr MB/s")
+    for pairs in a.pairs.split(","):
+        for ours in ("fabench headline MB/s", "fabench osu_mb_s",
+                     "before (barrier/window, max) MB/s"):
+            ratio(f"mbw {pairs}p {ours}", f"mbw {pairs}p osu_mbw_mr MB/s")
+    for tag in ("cold", "hot"):
+        for imb_tag in ((tag,) if tag == "hot" else ("cold (LLC)", "cold (-1)")):
+            for stat in ("mean", "median"):
+                ratio(f"cold lat fabench {tag} {stat}", f"cold lat IMB PingPong {imb_tag}")
+    ratio("cold bw fabench cold osu_mb_s", "cold bw IMB Uniband cold (LLC)")
+    ratio("cold bw fabench hot osu_mb_s", "cold bw IMB Uniband hot")
+    ratio("cold lat fabench cold mean", "cold lat fabench hot mean")
+    ratio("cold lat IMB PingPong cold (LLC)", "cold lat IMB PingPong hot")
+    ratio("cold lat IMB PingPong cold (-1)", "cold lat IMB PingPong hot")
+    ratio("cold bw fabench cold osu_mb_s", "cold bw fabench hot osu_mb_s")
+    ratio("cold bw IMB Uniband cold (LLC)", "cold bw IMB Uniband hot")
+    for name, vals in got.items():
+        if name.startswith("validate/plain"):
+            v = list(vals.values())
+            print(f"{name}: {statistics.median(v):.3f} ({min(v):.3f}-{max(v):.3f}, "
+                  f"{len(v)} rounds)")
     return 0 if got else 1
 
 
