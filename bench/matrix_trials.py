@@ -172,34 +172,24 @@ def main() -> int:
     args = ap.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="fb-matrix-trials-") as tmp:
-        if args.cells:
-            cells = [(c, int(n)) for c, n in (x.rsplit(":", 1) for x in args.cells.split(","))]
-            seed = args.seed
-            for _ in range(args.repeats):
-                for cls, hosts in cells:
-                    for kernel in args.kernels.split(","):
-                        r = trial(seed, hosts, Path(tmp),
-                                  [*args.matrix_args.split(), "--kernel", kernel], cls)
-                        r["kernel"] = kernel
-                        print(json.dumps(r), flush=True)
-                        rows.append(r)
-                    seed += 1
-            for line in table(rows):
-                print(line)
-            return 0 if all("error" not in r for r in rows) else 1
-        if args.classes:
-            classes = CLASSES if args.classes == "all" else args.classes.split(",")
-            seed = args.seed
-            for cls in classes:
-                for hosts in (int(x) for x in args.sizes.split(",")):
-                    for _ in range(args.repeats):
-                        for kernel in args.kernels.split(","):
-                            r = trial(seed, hosts, Path(tmp),
-                                      [*args.matrix_args.split(), "--kernel", kernel], cls)
-                            r["kernel"] = kernel
-                            print(json.dumps(r), flush=True)
-                            rows.append(r)
-                        seed += 1
+        if args.cells or args.classes:
+            # one (class, hosts) per seed, in the order they run: --cells repeats round-robin
+            # (a run stopped early has every cell about equally often), --classes each in turn
+            if args.cells:
+                cells = [(c, int(n)) for c, n in
+                         (x.rsplit(":", 1) for x in args.cells.split(","))]
+                plan = [cell for _ in range(args.repeats) for cell in cells]
+            else:
+                classes = CLASSES if args.classes == "all" else args.classes.split(",")
+                plan = [(cls, int(n)) for cls in classes for n in args.sizes.split(",")
+                        for _ in range(args.repeats)]
+            for seed, (cls, hosts) in enumerate(plan, args.seed):
+                for kernel in args.kernels.split(","):
+                    r = trial(seed, hosts, Path(tmp),
+                              [*args.matrix_args.split(), "--kernel", kernel], cls)
+                    r["kernel"] = kernel
+                    print(json.dumps(r), flush=True)
+                    rows.append(r)
             for line in table(rows):
                 print(line)
             return 0 if all("error" not in r for r in rows) else 1
