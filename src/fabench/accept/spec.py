@@ -12,10 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import FabenchError, SpecError
 from ..kernels.transport_request import parse_transport
-from ..util.labels import Label
 from ..util.textfile import read_text
 from ..util.units import parse_sizes
-from ..util.yamlconf import line_of, parse_yaml_model
+from ..util.yamlconf import Label, line_of, parse_yaml_model
 from .checks import Check, Stage, parse_check
 
 

@@ -9,10 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model,
 from ..errors import FabenchError, SpecError
 from ..kernels import get_kernel
 from ..kernels.transport_request import transport_for
-from ..util.labels import Label
 from ..util.textfile import read_text
 from ..util.units import parse_sizes
-from ..util.yamlconf import parse_yaml_model
+from ..util.yamlconf import Label, parse_yaml_model
 from .kernel_settings import KERNEL_OPTIONS, KernelOption
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")

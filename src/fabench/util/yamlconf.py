@@ -4,13 +4,17 @@ Campaign specs and tuning profiles are both written by hand; both report mistake
 """
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import AfterValidator, BaseModel, ValidationError
 
 from ..errors import FabenchError
+from .labels import check_label
 from .shown import shown
+
+# A name a spec gives (a campaign's): check_label's rules as a pydantic field type
+Label = Annotated[str, AfterValidator(check_label)]
 
 M = TypeVar("M", bound=BaseModel)
 
