@@ -3,9 +3,11 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import fabench_cli, fabench_run
+from fabench.store.database import Store
 
 BENCH = ("--sizes", "8,1K", "--iterations", "500")
 
@@ -17,6 +19,19 @@ def store(openmpi: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     for transport in ("shm", "tcp", "shm", "tcp", *["shm"] * 6):
         fabench_run("bench", "mpi.latency", "--transport", transport, *BENCH, "--out", str(out))
     return out
+
+
+def _run_medians(store: Path, run_ids: list[int], size: int) -> list[float]:
+    with Store(store / "fabench.sqlite") as st:
+        return [float(np.median(r.times)) for rid in run_ids for r in st.results(rid)
+                if r.size == size]
+
+
+def _run_median_bounds(store: Path, a: list[int], b: list[int],
+                       size: int) -> tuple[float, float]:
+    ma, mb = _run_medians(store, a, size), _run_medians(store, b, size)
+    assert len(ma) == len(a) and len(mb) == len(b)
+    return min(mb) / max(ma), max(mb) / min(ma)
 
 
 def _compare(store: Path, *args: str) -> list[dict]:
@@ -43,9 +58,15 @@ def test_two_runs_of_one_configuration_show_no_difference(store: Path) -> None:
         # median sits on one quantum the two-stage interval is that point, width 0. Either
         # way it must reach 1 (same configuration) and stay usable (not an any-ratio band).
         assert s["ratio_low"] <= 1.0 / 0.9 and s["ratio_high"] >= 0.9, s
-        # "Usable": not an any-ratio band. A 3:1 mode split of the eight launches widens the
-        # runs-level interval (CI, 1 KiB: 0.835-1.816, run medians 0.873 against 0.828 us)
-        assert s["ratio_high"] / s["ratio_low"] < 3.0, s
+        # The interval is bounded by what the runs show: the pooled median of any draw of runs
+        # lies between the drawn runs' medians, so the ratio cannot leave [min B / max A,
+        # max B / min A] by more than the within-run resampling (10 % slack here). The host's
+        # state flips between launches (CI, 1 KiB: one launch of eight ran at ~2x and gave
+        # 0.52-1.97), so width is asserted against the runs' own spread, not a fixed bound.
+        lo, hi = _run_median_bounds(store, c["runs_a"], c["runs_b"], s["size"])
+        assert lo / 1.1 <= s["ratio_low"] and s["ratio_high"] <= hi * 1.1, (s, lo, hi)
+        if hi / lo < 1.5:  # every launch in one state: the band must be usable
+            assert s["ratio_high"] / s["ratio_low"] < 2.0, (s, lo, hi)
         assert s["ci_method"] == "two-stage-bootstrap"
 
 
@@ -71,8 +92,6 @@ def test_text_output_and_selector_errors(store: Path) -> None:
 
 @pytest.mark.timing
 def test_adaptive_repetition_merges_batches_until_precise(openmpi: str, tmp_path: Path) -> None:
-    from fabench.store.database import Store
-
     fabench_run("bench", "mpi.latency", "--transport", "shm", "--sizes", "8,4K",
                 "--iterations", "50", "--precision", "0.003", "--budget", "10",
                 "--out", str(tmp_path))
