@@ -21,7 +21,6 @@ import threading
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Generic, TypeVar
 
 from ..errors import FabenchError
@@ -61,6 +60,10 @@ def load_external_plugins() -> None:
     """Import every site plugin once: entry points, then FABENCH_PLUGINS. A failure is raised
     now and on every later use of any registry, so no command runs on a partial set."""
     if not _external:
+        # importlib.metadata is a fifth of the CLI's start-up: imported only when a registry
+        # is first read, which `fabench --help` never does
+        from importlib.metadata import entry_points
+
         try:
             for ep in entry_points(group=ENTRY_POINT_GROUP):
                 _import(ep.value.split(":", 1)[0], f"plugin (entry point {ep.name!r})")
