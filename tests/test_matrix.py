@@ -678,6 +678,41 @@ def test_heatmap_marks_what_the_retest_cleared_and_what_it_confirmed() -> None:
     assert "1 verdict</h3>" in matrix_section([{**j, "verdicts": one, "campaign_id": 1}])
 
 
+_FILL = re.compile(r'<rect class="cell[^"]*"[^>]*fill="rgb\((\d+),(\d+),60\)"[^>]*><title>'
+                   r"(h\d+) -&gt; (h\d+):")
+
+
+def _fills(svg: str) -> dict[tuple[str, str], tuple[int, int]]:
+    return {(a, b): (int(r), int(g)) for r, g, a, b in _FILL.findall(svg)}
+
+
+def test_heatmap_colours_by_the_score_within_the_switch_pair_class() -> None:
+    """Two switches: healthy directions across them pay an eighth of the bandwidth (more hops,
+    an uplink shared), which a colour by value painted as red as the fault (issue 28). By
+    class score they are green and only the planted in-leaf fault is red."""
+    from fabench.report.matrix import heatmap
+
+    m = two_switches()
+    m.bandwidth[(1, 2)] /= 50
+    topo = infer_topology(m)
+    grouped = judge(m, groups=Groups.of(topo.groups)).to_json()
+    fills = _fills(heatmap(grouped, "bandwidth"))
+    assert len(fills) == 56
+    across = [f for (a, b), f in fills.items() if (a in HOSTS[:4]) != (b in HOSTS[:4])]
+    assert len(across) == 32 and all(r < 255 for r, _ in across), across  # under the threshold
+    # typical: green (by value they sat at ~0.35 of the scale, red 178 each)
+    assert statistics.median(r for r, _ in across) < 100, across
+    assert fills[("h2", "h3")] == (255, 0)  # the fault: red
+    assert "score within its switch-pair class" in heatmap(grouped, "bandwidth")
+    # one group: the values are the picture, worst red (the planted fault, 50x under)
+    flat = judge(synthetic()).to_json()
+    assert flat.get("judged_groups") is None or len(flat["judged_groups"]["members"]) == 1
+    m1 = synthetic()
+    m1.bandwidth[(1, 2)] /= 50
+    one = _fills(heatmap(judge(m1).to_json(), "bandwidth"))
+    assert one[("h2", "h3")] == (255, 0) and sum(r == 255 for r, _ in one.values()) == 1
+
+
 def test_compare_two_matrices_per_link() -> None:
     broken = synthetic()
     broken.bandwidth[(1, 4)] /= 20

@@ -65,29 +65,46 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}" if v < 1000 else f"{v / 1000:.3g}k"
 
 
-def _scale_bar(metric: str, lo: float, hi: float, unit: str, worse_up: bool, x: int,
-               y: int, width: int) -> str:
-    """The colour scale: a gradient from the best value measured to the worst, five ticks."""
+def _scale_bar(metric: str, ticks: list[str], label: str, x: int, y: int, width: int) -> str:
+    """The colour scale: a gradient from best (left) to worst, five ticks."""
     gid = f"grad-{metric}"
     stops = "".join(f'<stop offset="{k * 10}%" stop-color="{_colour(k / 10)}"/>'
                     for k in range(11))
     out = [f'<defs><linearGradient id="{gid}">{stops}</linearGradient></defs>',
            f'<g class="scale"><rect x="{x}" y="{y}" width="{width}" height="10" '
            f'fill="url(#{gid})" stroke="#999"/>']
-    for k in range(5):
-        t = k / 4
-        # the best value sits left: small latency, large bandwidth
-        v = math.exp(lo + t * (hi - lo)) if worse_up else math.exp(hi - t * (hi - lo))
-        tx = x + t * width
+    for k, tick in enumerate(ticks):
+        tx = x + k / (len(ticks) - 1) * width
         out.append(f'<text x="{tx:.0f}" y="{y + 22}" font-size="10" '
-                   f'text-anchor="middle">{_fmt(v)}</text>')
-    out.append(f'<text x="{x + width + 6}" y="{y + 9}" font-size="10">{escape(unit)} '
-               "(green better, red worse)</text></g>")
+                   f'text-anchor="middle">{escape(tick)}</text>')
+    out.append(f'<text x="{x + width + 6}" y="{y + 9}" font-size="10">{escape(label)}</text></g>')
     return "".join(out)
 
 
+# Colour by score: 0 (the class's typical direction) is green, the judge's threshold sits at
+# this fraction of the scale (orange), twice the threshold and beyond is red.
+_SCORE_TOP = 2.0
+
+
+def _scored(j: dict[str, Any], metric: str) -> dict[tuple[int, int], float] | None:
+    """Each direction's score on `metric` against its switch-pair class, where the matrix
+    spans more than one switch group (else None: the values themselves are the picture).
+    Across two leaves a healthy direction pays more hops than inside one, so coloured by value
+    the healthy cross-leaf cells were as red as a fault (issue 28)."""
+    if len(_groups(j)) < 2:
+        return None
+    out: dict[tuple[int, int], float] = {}
+    for i, k, s in j.get("scores", []):
+        v = s.get(metric) if isinstance(s, dict) else None
+        if isinstance(v, (int, float)) and v == v:
+            out[(int(i), int(k))] = float(v)
+    return out or None
+
+
 def heatmap(j: dict[str, Any], metric: str) -> str:
-    """One metric as an N x N SVG: row = source, column = destination; colour on a log scale
+    """One metric as an N x N SVG: row = source, column = destination; each cell carries its
+    value. Colour: with several switch groups, the direction's score within its switch-pair
+    class (what the judge sees: 0 typical, the threshold orange); with one group, a log scale
     from the best to the worst value measured."""
     key, unit, worse_up = ({"latency": ("latency_us", "us", True),
                             "bandwidth": ("bandwidth_MBps", "MB/s", False)})[metric]
@@ -106,6 +123,17 @@ def heatmap(j: dict[str, Any], metric: str) -> str:
     lo = math.log(min(vals.values())) if vals else 0.0
     hi = math.log(max(vals.values())) if vals else 1.0
     span = hi - lo or 1.0
+    scored = _scored(j, metric)
+    limit = float(j.get("threshold") or 3.5) * _SCORE_TOP
+    if scored is None:
+        # the best value sits left: small latency, large bandwidth
+        ticks = [_fmt(math.exp(lo + k / 4 * span) if worse_up else math.exp(hi - k / 4 * span))
+                 for k in range(5)]
+        legend = f"{unit} (green better, red worse)"
+    else:
+        ticks = [f"{limit * k / 4:.3g}" for k in range(5)]
+        legend = ("score within its switch-pair class (0 typical, "
+                  f"{limit / _SCORE_TOP:.3g} the threshold)")
     side = LABEL + n * cell + 4
     top = 34  # the colour scale above the labels
     h_total = side + top
@@ -113,7 +141,7 @@ def heatmap(j: dict[str, Any], metric: str) -> str:
     out = [f'<svg class="heatmap" id="heatmap-{metric}" viewBox="0 0 {side + 190} {h_total}" '
            f'width="{side + 190}" height="{h_total}" role="img" '
            f'aria-label="{metric} heatmap">',
-           _scale_bar(metric, lo, hi, unit, worse_up, LABEL, 4, min(260, max(120, n * cell))),
+           _scale_bar(metric, ticks, legend, LABEL, 4, min(260, max(120, n * cell))),
            f'<g transform="translate(0 {top})">']
     for p, h in enumerate(order):
         name = escape(hosts[h])
@@ -138,7 +166,11 @@ def heatmap(j: dict[str, Any], metric: str) -> str:
                            f'height="{cell}" fill="#444"><title>{escape(hosts[src])} -&gt; '
                            f'{escape(hosts[dst])}: not measured</title></rect>')
                 continue
-            t = (math.log(v) - lo) / span
+            if scored is None:
+                t = (math.log(v) - lo) / span
+                t = t if worse_up else 1 - t
+            else:
+                t = scored.get((src, dst), 0.0) / limit
             why = bad_links.get((hosts[src], hosts[dst]))
             again = retest.get((src, dst))
             if why:
@@ -151,7 +183,7 @@ def heatmap(j: dict[str, Any], metric: str) -> str:
             note = "" if again is None else (
                 f"; isolated retest {again:.4g} {unit}" + ("" if why else ": cleared"))
             out.append(f'<rect class="{cls}" x="{x}" y="{y}" width="{cell}" height="{cell}" '
-                       f'fill="{_colour(t if worse_up else 1 - t)}"{stroke}><title>'
+                       f'fill="{_colour(t)}"{stroke}><title>'
                        f'{escape(hosts[src])} -&gt; {escape(hosts[dst])}: {v:.4g} {unit}'
                        f'{note}{" (" + escape(why) + ")" if why else ""}</title></rect>')
             if n <= VALUES_UP_TO:
