@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import fabench_cli, missing
-from fabench.analysis.host_load import host_state_warning
+from fabench.analysis.host_load import host_state_warning, load_warning
 from fabench.host.native import native_root
 from fabench.host.probe import core_to_core, run_core_to_core_ns, sides_differ
 from fabench.store.database import Store
@@ -80,6 +80,17 @@ def test_local_runs_record_it_and_the_report_warns_on_a_change(openmpi: str,
     assert host_state_warning(at(1.2 * base)) is None
     w = host_state_warning(at(4 * base))
     assert w is not None and f"slow in runs {runs[1].id};" in w and "1 of 2" in w
+    # A simulated or imported run's values are not this host's: its load and state say
+    # nothing about them (the warnings box flagged host load for simulated runs: issue 28)
+    for launcher, mpi in (("simgrid", "simgrid"), ("import:osu", "openmpi")):
+        other = [dataclasses.replace(r, launcher=launcher, mpi=mpi) for r in at(4 * base)]
+        assert host_state_warning(other) is None
+        loaded = {"loadavg": [64.0, 0, 0]}
+        busy = [dataclasses.replace(r, provenance={**r.provenance, "load_start": loaded,
+                                                   "load_end": loaded}) for r in other]
+        assert load_warning(busy, 2) is None
+        assert load_warning([dataclasses.replace(r, launcher="local", mpi="openmpi")
+                             for r in busy], 2) is not None
 
 
 def test_compare_sides_taken_in_different_host_states() -> None:

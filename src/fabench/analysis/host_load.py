@@ -22,6 +22,13 @@ def _pressure_share(run: RunRow) -> float | None:
     return waited / wall if wall > 0.5 else None
 
 
+def measured_here(run: RunRow) -> bool:
+    """A run whose values this host's load or state can move: not simulated (SimGrid's
+    clock is the model's, whatever the host does) and not imported (measured elsewhere)."""
+    return not (run.launcher == "simgrid" or run.mpi == "simgrid" or
+                run.launcher.startswith("import:"))
+
+
 def load_of(run: RunRow) -> tuple[float | None, float | None]:
     """(CPU-pressure share during the run, highest 1-min load average at its ends)."""
     la = [run.provenance[k].get("loadavg", [0])[0] for k in ("load_start", "load_end")
@@ -32,6 +39,7 @@ def load_of(run: RunRow) -> tuple[float | None, float | None]:
 def load_warning(runs: list[RunRow], cores: int | None) -> str | None:
     """One line for all runs measured on a loaded host (the host is shared, so often all)."""
     hit, worst_share, worst_la = [], 0.0, 0.0
+    runs = [r for r in runs if measured_here(r)]
     for r in runs:
         share, la = load_of(r)
         loaded = (share is not None and share > LOAD_PRESSURE_WARN) or (
@@ -50,7 +58,8 @@ def load_warning(runs: list[RunRow], cores: int | None) -> str | None:
 
 def host_state_warning(runs: list[RunRow]) -> str | None:
     """One line when the host's core-to-core hand-off changed between runs (host/probe.py)."""
-    c2c = {r.id: v for r in runs if (v := run_core_to_core_ns(r.provenance)) is not None}
+    c2c = {r.id: v for r in runs
+           if measured_here(r) and (v := run_core_to_core_ns(r.provenance)) is not None}
     if len(c2c) < 2 or max(c2c.values()) < HOST_STATE_RATIO * min(c2c.values()):
         return None
     fast = min(c2c.values())
