@@ -419,14 +419,6 @@ class Analysis:
     def slow(self) -> frozenset[int]:
         return frozenset(h for h, s in enumerate(self.nodes) if max(s.values()) > THRESHOLD)
 
-    def group_hosts(self, hosts: Sequence[str]) -> set[int]:
-        """Hosts behind a bad leaf: named by the leaf, not one by one."""
-        if self.groups is None:
-            return set()
-        lab = self.groups.labels(hosts)
-        bad = {g for f in self.findings if f.kind == "bad leaf" for g in f.groups}
-        return {h for h in range(len(hosts)) if int(lab[h]) in bad}
-
     def explained(self, hosts: Sequence[str], link: Link) -> bool:
         """A link inside a group verdict's pairs (a bad leaf's or a bad uplink's)."""
         if self.groups is None or not self.findings:
@@ -665,7 +657,7 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
     by_metric: dict[str, Scale] = {}
     classes: dict[str, dict[int, float]] = {}
     for k in METRICS:
-        f = flats[k]
+        f = _node_flat(flats[k], lab, findings)
         # the switch-pair class of a direction: inside a leaf (0) or across leaves (1); two
         # classes, not one per leaf pair, so that a leaf of 2 hosts (2 directions) does not
         # make a class whose centre its own fault drags
@@ -680,7 +672,8 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
                                             float(sc[h]))
         # a node too is out only where its best samples are (_steady): on a loaded 5-host
         # testbed a healthy host's median latency scored 16.4 and its retest 21.3
-        fb = _Flat.of(m.best_values(k), _WORSE_UP[k]) if has_best else None
+        fb = _node_flat(_Flat.of(m.best_values(k), _WORSE_UP[k]), lab, findings) \
+            if has_best else None
         if fb is not None and fb.w.size:
             cb = (lab[fb.src] != lab[fb.dst]).astype(np.int64)
             centres_b = _class_centres(cb, fb.w)
@@ -768,6 +761,32 @@ def _steady_group(fd: GroupFinding, best: GroupFinding | None) -> GroupFinding |
                    best_spreads=best.spreads)
 
 
+def _explained(f: _Flat, lab: np.ndarray, findings: Sequence[GroupFinding]) -> np.ndarray:
+    """The directions a leaf or uplink finding explains: a bad leaf's directions to the other
+    leaves, a bad uplink's directions between its two groups."""
+    out = np.zeros(f.w.size, dtype=bool)
+    la, lb = lab[f.src], lab[f.dst]
+    for fd in findings:
+        if fd.kind == "bad leaf":
+            out |= (la != lb) & ((la == fd.groups[0]) | (lb == fd.groups[0]))
+        else:
+            out |= (((la == fd.groups[0]) & (lb == fd.groups[1])) |
+                    ((la == fd.groups[1]) & (lb == fd.groups[0])))
+    return out
+
+
+def _node_flat(f: _Flat, lab: np.ndarray, findings: Sequence[GroupFinding]) -> _Flat:
+    """The directions a node is judged on: those no leaf or uplink finding explains. A host
+    of a bad leaf has half or more of its directions slow through the leaf's uplink; kept,
+    they made the across class bimodal, its spread swallowed a slow host inside that leaf
+    (64 hosts in 4 leaves: named as 30 bad links, not one slow node), and every host of the
+    leaf looked alike."""
+    if not findings:
+        return f
+    keep = ~_explained(f, lab, findings)
+    return _Flat(f.src[keep], f.dst[keep], f.w[keep])
+
+
 def _link_scores(metric: str, f: _Flat, lab: np.ndarray, slow: np.ndarray,
                  findings: Sequence[GroupFinding]
                  ) -> tuple[Scale, dict[int, float], np.ndarray]:
@@ -775,16 +794,9 @@ def _link_scores(metric: str, f: _Flat, lab: np.ndarray, slow: np.ndarray,
     centres and the scores (worse-up, capped within FLOOR)."""
     cid = (lab[f.src] != lab[f.dst]).astype(np.int64)
     clean = ~(slow[f.src] | slow[f.dst]) if f.w.size else np.zeros(0, dtype=bool)
-    keep = clean.copy()
     # nor the directions a leaf or uplink verdict explains: they would drag the centre of
     # the across class (a bad leaf of 4 among 16 hosts owns half of it)
-    la, lb = lab[f.src], lab[f.dst]
-    for fd in findings:
-        if fd.kind == "bad leaf":
-            keep &= ~((la != lb) & ((la == fd.groups[0]) | (lb == fd.groups[0])))
-        else:
-            keep &= ~(((la == fd.groups[0]) & (lb == fd.groups[1])) |
-                      ((la == fd.groups[1]) & (lb == fd.groups[0])))
+    keep = clean & ~_explained(f, lab, findings)
     centres = _class_centres(cid, f.w, keep)
     full = _class_centres(cid, f.w)
     centre_of = np.array([centres.get(int(c), full[int(c)]) for c in cid]) \
@@ -872,10 +884,11 @@ def find_suspects(m: Matrix, groups: Groups | None = None,
     """What to retest. With `screen` (a retest follows), nodes from NODE_SCREEN on."""
     an = analysis or analyse(m, groups)
     scores = an.scores
-    inleaf = an.group_hosts(m.hosts)
-    slow = frozenset(h for h in an.slow if h not in inleaf)
+    # a host behind a bad leaf is judged on the directions the leaf does not explain
+    # (_node_flat): it is a suspect only when it stands out among those
+    slow = an.slow
     nodes = slow | frozenset(h for h, sc in enumerate(an.nodes)
-                             if screen and max(sc.values()) > NODE_SCREEN and h not in inleaf)
+                             if screen and max(sc.values()) > NODE_SCREEN)
     # the links of a suspect node stay suspects of their own: the retest measures them anyway,
     # and if it clears the node (concurrent noise made it look slow) a bad link of its stays
     # to be judged; a node the retest confirms names its links itself
