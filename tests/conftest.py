@@ -45,6 +45,9 @@ def pytest_configure(config: pytest.Config) -> None:
 # Tests that must have the CPU to themselves: a testbed's links and HPCC measure, and a test
 # marked `timing` judges a time or a ratio of times. They run after the others, alone.
 SERIAL_MARKERS = ("netns", "hpcc", "timing")
+# ... unless marked `concurrent`: a testbed or HPCC test that judges no time or rate (cleanup
+# after a signal, a refusal, what is stored). Its testbed carries its own name prefix and its
+# processes are found by its own tokens, so it shares the first pass with the others.
 # Tests that start MPI ranks get the `mpi` marker (the quick tier `make check` leaves them out).
 # Without `timing` they only check function (output parsed, records stored, errors) and share
 # the CPU in the first pass: its workers export mpi_yield_when_idle (pytest_configure), so two
@@ -69,7 +72,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if any(_starts(item, f) for f in MPI_FIXTURES):
             item.add_marker(pytest.mark.mpi)
-        if any(item.get_closest_marker(m) for m in SERIAL_MARKERS) or _starts(item, SERIAL_MPI):
+        measures = any(item.get_closest_marker(m) for m in SERIAL_MARKERS) and \
+            not item.get_closest_marker("concurrent")
+        if measures or _starts(item, SERIAL_MPI):
             item.add_marker(pytest.mark.serial)
     # Slow tests run in CI (which has 90 minutes) and when asked for; a developer's quick
     # `pytest` skips them.

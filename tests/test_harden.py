@@ -100,6 +100,7 @@ def test_spec_env_name_cannot_become_script(tmp_path: Path) -> None:
     assert not pwned.exists()
 
 
+@pytest.mark.concurrent
 @pytest.mark.netns
 @pytest.mark.parametrize("option", [
     ["--rate", "1gbit", "--burst", "$(touch {p})"],
@@ -279,6 +280,7 @@ def test_kernel_own_error_is_shown(tmp_path: Path, openmpi: str) -> None:
 
 # --- doing what was asked: the default testbed --------------------------------------------
 
+@pytest.mark.concurrent
 @pytest.mark.netns
 @pytest.mark.skipif(os.geteuid() != 0, reason="runs on a root testbed (CI is root)")
 def test_bench_on_testbed_uses_the_default_rate_limited_one(tmp_path: Path,

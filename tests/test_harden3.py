@@ -35,6 +35,7 @@ def _mem_available() -> float:
 
 # --- item 2: a kernel argument never reads a file into the report -------------------------------
 
+@pytest.mark.concurrent
 @pytest.mark.hpcc
 def test_hpccinf_of_a_secret_file_is_refused_without_a_word_of_it(tmp_path: Path,
                                                                   openmpi: str) -> None:
@@ -90,6 +91,7 @@ def test_hpcc_kernel_arguments_that_name_files_are_refused_before_anything_runs(
     assert not (out / "fabench.sqlite").exists()
 
 
+@pytest.mark.concurrent
 @pytest.mark.hpcc
 def test_a_blas_directory_without_a_blas_is_not_run_as_one(tmp_path: Path,
                                                            openmpi: str) -> None:
@@ -127,6 +129,7 @@ def test_files_that_options_name_are_never_quoted(tmp_path: Path, cmd: list[str]
 
 # --- item 3: resources bounded by what the machine has -----------------------------------------
 
+@pytest.mark.concurrent
 @pytest.mark.hpcc
 def test_hpl_size_is_checked_against_the_nodes_memory_before_hpcc_starts(
         tmp_path: Path, openmpi: str) -> None:
@@ -148,6 +151,7 @@ def test_hpl_size_is_checked_against_the_nodes_memory_before_hpcc_starts(
     assert "Traceback" not in q.stderr and "MemAvailable" in q.stdout + q.stderr, q.stdout
 
 
+@pytest.mark.concurrent
 @pytest.mark.hpcc
 def test_ranks_per_node_follows_the_slot_rule(tmp_path: Path, openmpi: str) -> None:
     _needs_hpcc()
@@ -318,6 +322,7 @@ def test_matrix_refuses_empty_pairs(tmp_path: Path) -> None:
                         check=False, timeout=120), "--pairs")
 
 
+@pytest.mark.concurrent
 @pytest.mark.netns
 def test_matrix_pairs_by_host_name_on_a_testbed(tmp_path: Path) -> None:
     """The documented `--pairs h1:h2` was refused on a testbed."""

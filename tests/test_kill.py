@@ -83,6 +83,7 @@ def test_bench_killed_leaves_nothing(tmp_path: Path, openmpi: str, sig: int, poi
         kill_left(fb, tree)
 
 
+@pytest.mark.concurrent
 @pytest.mark.hpcc
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_hpl_nodes_killed_leaves_nothing(tmp_path: Path, openmpi: str, sig: int) -> None:
@@ -148,6 +149,7 @@ def four_hosts() -> Iterator[str]:
         yield "k"
 
 
+@pytest.mark.concurrent
 @pytest.mark.slow
 @pytest.mark.netns
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])

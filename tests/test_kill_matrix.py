@@ -326,6 +326,7 @@ def test_sim(request: pytest.FixtureRequest, tmp_path: Path, smpirun: None, poin
 
 # ---- on the module's testbed ----------------------------------------------------------------
 
+@pytest.mark.concurrent
 @pytest.mark.netns
 @pytest.mark.parametrize("sig", SIGS)
 @pytest.mark.parametrize("point", ["first-pass", "retest"])
@@ -349,6 +350,7 @@ settings:
 """
 
 
+@pytest.mark.concurrent
 @pytest.mark.netns
 @pytest.mark.parametrize("sig", SIGS)
 @pytest.mark.parametrize("point", ["B-applied"])
@@ -384,6 +386,7 @@ def test_tune_ab(request: pytest.FixtureRequest, tmp_path: Path, openmpi: str, b
         journal.unlink(missing_ok=True)
 
 
+@pytest.mark.concurrent
 @pytest.mark.netns
 @pytest.mark.parametrize("sig", SIGS)
 @pytest.mark.parametrize("point", ["half-made"])

@@ -27,6 +27,10 @@ from fabench.testbed import (
 from fabench.testbed.plumbing import _HOLD, HOLDER_MARK, holder_argv_ok
 from fabench.testbed.state import queue_us
 
+# Testbeds made, checked and removed: nothing here judges a time or a rate, so these share the
+# first pass (each testbed carries this test's own name prefix).
+pytestmark = pytest.mark.concurrent
+
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="these testbed tests run as root "
                                 "(CI is root); test_unprivileged covers the other mode")
 

@@ -29,6 +29,10 @@ from fabench.tune import journal as jr
 from fabench.tune.audit import check
 from fabench.tune.profiles import ProfileError, available_profiles, load_profile, parse_profile
 
+# Settings read, applied and reverted inside the tests' own namespaces: nothing here judges a
+# time or a rate, so these share the first pass.
+pytestmark = pytest.mark.concurrent
+
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to make namespaces")
 
 # Everything a profile may change inside a namespace, as text: equal text = exact restore.
