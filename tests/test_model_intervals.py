@@ -37,36 +37,62 @@ def _scores(plain: list[float], normalised: list[float | None] | None = None,
 def test_interval_is_the_split_conformal_quantile() -> None:
     # 19 scores 0.1..1.9: at 90 % the ceil(20 x 0.9) = 18th smallest, 1.8
     sc = _scores([0.1 * k for k in range(1, 20)])
-    iv = interval(sc, None, 0.9)
+    iv = interval(sc, None, 0.9, signed=False)
     assert iv.q == pytest.approx(1.8) and iv.rows == 19
     assert iv.width == pytest.approx(math.exp(3.6))
     # 8 scores are too few for 90 % (ceil(9 x 0.9) = 9 > 8): an infinite band, said so
-    assert math.isinf(interval(sc[:8], None, 0.9).q)
+    assert math.isinf(interval(sc[:8], None, 0.9, signed=False).q)
 
 
 def test_normalised_interval_scales_with_the_systems_own_fit_error() -> None:
     # normalised scores 1..19 (plain / sigma of their systems): the 18th smallest, 18,
     # times this fabric's sigma 0.2: q = 3.6
     sc = _scores([1.0] * 19, [float(k) for k in range(1, 20)])
-    assert interval(sc, 0.2, 0.9).q == pytest.approx(3.6)
+    assert interval(sc, 0.2, 0.9, signed=False).q == pytest.approx(3.6)
 
 
 def test_mondrian_interval_uses_the_class_when_it_holds_enough_rows() -> None:
     # 19 rows at 1 rank/node with small scores, 19 at 96 ranks/node with large ones
     sc = _scores([0.01 * k for k in range(1, 20)] + [1.0 + 0.1 * k for k in range(1, 20)],
                  ppn=[1] * 19 + [96] * 19)
-    assert interval(sc, None, 0.9, ppn=1, mondrian=True).q == pytest.approx(0.18)
-    assert interval(sc, None, 0.9, ppn=64, mondrian=True).q == pytest.approx(2.8)
+    assert interval(sc, None, 0.9, ppn=1, mondrian=True, signed=False).q == pytest.approx(0.18)
+    assert interval(sc, None, 0.9, ppn=64, mondrian=True, signed=False).q == pytest.approx(2.8)
     # the whole pool (38 rows): ceil(39 x 0.9) = 36th smallest = 1.0 + 1.7
-    assert interval(sc, None, 0.9, ppn=1).q == pytest.approx(2.7)
+    assert interval(sc, None, 0.9, ppn=1, signed=False).q == pytest.approx(2.7)
     # a class too small for the level falls back to the whole pool
-    assert interval(sc[:19] + sc[19:24], None, 0.9, ppn=96, mondrian=True).rows == 24
+    assert interval(sc[:19] + sc[19:24], None, 0.9, ppn=96, mondrian=True,
+                    signed=False).rows == 24
+
+
+def test_signed_interval_takes_each_side_from_its_own_tail() -> None:
+    # 39 signed log residuals log(predicted / published): -3.0 .. -0.1 (30 rows where the
+    # model was too fast) and 0.1 .. 0.9 (9 too slow). Each tail at (1 + 0.9) / 2 = 95 %:
+    # ceil(40 x 0.95) = 38th smallest. Upper side: of -residual (0.1 .. 3.0 and -0.9 ..
+    # -0.1) the 38th smallest is 2.9; lower side: of the residual, 0.8
+    signed = [-0.1 * k for k in range(1, 31)] + [0.1 * k for k in range(1, 10)]
+    sc = [Score(f"g{i}", abs(x), None, 1, False, x) for i, x in enumerate(signed)]
+    iv = interval(sc, None, 0.9)
+    assert (iv.down, iv.up) == (pytest.approx(0.8), pytest.approx(2.9))
+    lo, hi = iv.factors
+    assert lo == pytest.approx(math.exp(-0.8)) and hi == pytest.approx(math.exp(2.9))
+    # narrower than the symmetric band over the same rows: |x|'s 36th smallest, 2.7
+    assert iv.width < interval(sc, None, 0.9, signed=False).width
+    assert interval(sc, None, 0.9, signed=False).q == pytest.approx(2.7)
+    # normalised: each row's signed residual over its own sigma, times the fabric's
+    nsc = [Score(s.group, s.plain, s.plain / 0.5, 1, False, s.log_ratio, 0.5) for s in sc]
+    nv = interval(nsc, 0.2, 0.9)
+    assert (nv.down, nv.up) == (pytest.approx(0.8 / 0.5 * 0.2), pytest.approx(2.9 / 0.5 * 0.2))
+    pred = Prediction("allreduce", [8], {"ring": [10.0]}, chosen={})
+    add_intervals(pred, iv)
+    assert pred.bands["ring"].low[0] == pytest.approx(10.0 * math.exp(-0.8))
+    assert pred.bands["ring"].high[0] == pytest.approx(10.0 * math.exp(2.9))
+    assert "below" in pred.band_label and "above" in pred.band_label
 
 
 def test_add_intervals_scales_every_column() -> None:
     pred = Prediction("allreduce", [8, 1024], {"ring": [10.0, 20.0], "openmpi": [5.0, 40.0]},
                       chosen={"openmpi": ["binomial", "ring"]})
-    iv = interval(_scores([0.1 * k for k in range(1, 20)]), None, 0.9)
+    iv = interval(_scores([0.1 * k for k in range(1, 20)]), None, 0.9, signed=False)
     add_intervals(pred, iv)
     assert pred.bands["ring"].low[1] == pytest.approx(20.0 * math.exp(-1.8))
     assert pred.bands["openmpi"].high[0] == pytest.approx(5.0 * math.exp(1.8))
@@ -130,13 +156,15 @@ def test_calibrate_scale_runs_then_predict_at_many_nodes(tmp_path: Path) -> None
                       "-c", "allreduce", "--sizes", "8,1M", "--mpi", "openmpi", "--json",
                       "--out", store).stdout
     recs = [json.loads(x) for x in res.splitlines()]
+    factors = []
     for rec in recs:
         assert rec["times_us"]["openmpi"] == pytest.approx(t(128, rec["size"]), rel=1e-3)
         lo, hi = rec["bands_us"]["openmpi"]
         assert rec["band_kind"] == "prediction interval" and rec["band_level"] == 0.9
         assert lo < rec["times_us"]["openmpi"] < hi
-        # symmetric in log: low x high = prediction^2
-        assert lo * hi == pytest.approx(rec["times_us"]["openmpi"] ** 2, rel=1e-6)
+        factors.append((lo / rec["times_us"]["openmpi"], hi / rec["times_us"]["openmpi"]))
+    # one relative interval at every size (signed: not symmetric in log, each side its own)
+    assert factors[0] == pytest.approx(factors[1], rel=1e-6)
     text = fabench_cli("model", "predict", "-f", "mine", "-N", "128", "--ppn", "4",
                        "-c", "allreduce", "--sizes", "8", "--out", store).stdout
     assert "90% prediction interval" in text and f"scale fit's difficulty {sigma:.2f}" in text

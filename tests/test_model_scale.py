@@ -146,13 +146,36 @@ def test_conformal_quantile_and_leave_one_group_out_bands() -> None:
     # k = ceil(10 * 0.5) = 5 -> the 5th of log(1.1) .. log(1.9) = log(1.5)
     a = [row("a", 1.0 + 0.1 * k, 1.0) for k in range(1, 10)]
     b = [row("b", 4.0, 1.0)]
-    cov = conformal_bands(a + b, 0.5)
+    cov = conformal_bands(a + b, 0.5, signed=False)
     assert b[0].low == pytest.approx(4.0 / 1.5) and b[0].high == pytest.approx(4.0 * 1.5)
     assert not (b[0].low <= b[0].published <= b[0].high)
     # a's pool is b's single residual: too small for a finite band at 50 % (k = 1 of 1 is
     # finite: ceil(2 * 0.5) = 1), so a's rows get log 4 either side, and all 9 cover
     assert all(r.low == pytest.approx(r.predicted / 4) for r in a)
     assert cov.rows == 10 and cov.inside == 9
+
+
+def test_signed_conformal_bands_lean_the_way_the_model_errs() -> None:
+    def row(group: str, pred: float, pub: float, collective: str = "allreduce") -> Row:
+        return Row(group, "S", "test", "c", pred, None, None, pub, None, pred / pub - 1, "us",
+                   group=group, collective=collective)
+    # a: 19 signed log residuals log(predicted / published), -1.5 .. -0.1 and 0.1 .. 0.4
+    a = [row("a", math.exp(-0.1 * k), 1.0) for k in range(1, 16)] + \
+        [row("a", math.exp(0.1 * k), 1.0) for k in range(1, 5)]
+    b = row("b", 1.0, math.exp(1.0), "alltoall")  # the model 2.7x too fast
+    cov = conformal_bands([*a, b], 0.9)
+    # each tail at 95 %: ceil(20 x 0.95) = 19th of 19, the largest: 0.4 below, 1.5 above
+    assert b.low == pytest.approx(math.exp(-0.4)) and b.high == pytest.approx(math.exp(1.5))
+    assert b.low <= b.published <= b.high and "signed" in cov.method
+    # the symmetric band over the same pool: |x|'s 18th smallest, 1.4 either side (wider)
+    sym = row("b", 1.0, math.exp(1.0), "alltoall")
+    conformal_bands([*a, sym], 0.9, signed=False)
+    assert sym.high / sym.low == pytest.approx(math.exp(2.8))
+    assert sym.high / sym.low > b.high / b.low
+    # Mondrian: b's class (alltoall, small) has no rows elsewhere: the whole pool serves
+    mb = row("b", 1.0, math.exp(1.0), "alltoall")
+    conformal_bands([*a, mb], 0.9, mondrian=True)
+    assert (mb.low, mb.high) == (pytest.approx(b.low), pytest.approx(b.high))
 
 
 @pytest.mark.slow
@@ -180,7 +203,7 @@ def test_normalised_conformal_scales_by_how_well_the_fit_rows_fit() -> None:
     b_fit = row("b", "fit", 2.0, 1.0)  # b's own small runs: off by x2, sigma_b = ln 2
     b = row("b", "test", 4.0, 1.0)
     c = row("c", "test", 3.0, 1.0)  # no fit rows: the plain pool of everyone else
-    cov = conformal_bands([a_fit, *a, b_fit, b, c], 0.5)
+    cov = conformal_bands([a_fit, *a, b_fit, b, c], 0.5, signed=False)
     # b: the 5th of a's 9 scores log(1 + 0.1 k) / 0.1 is log(1.5) / 0.1, times sigma_b
     q_b = math.log(1.5) / 0.1 * math.log(2)
     assert b.high == pytest.approx(4.0 * math.exp(q_b))

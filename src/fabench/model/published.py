@@ -121,6 +121,7 @@ class Row:
     nodes: int = 0
     ppn: int = 0
     kind: str = ""
+    size: int = 0  # the message size (B) of a time or ratio case; 0 for the others
     band_kind: str = "parameters"  # "parameters" (assumed ranges) or "conformal 90%"
 
 
@@ -148,6 +149,7 @@ class Coverage:
     inside: int
     median_width: float  # high / low of the band, median over the rows
     infinite: int  # rows whose pool was too small for a finite band
+    method: str = ""  # how the bands were made (conformal_bands' options)
 
     @property
     def achieved(self) -> float:
@@ -373,7 +375,7 @@ def run_corpus(path: Path = CORPUS, band_samples: int = SAMPLES,
             for r in _case_rows(system, f, case, n):
                 r.group, r.collective, r.kind = system.group or system.id, case.collective, \
                     case.kind
-                r.nodes, r.ppn = case.nodes, case.ppn
+                r.nodes, r.ppn, r.size = case.nodes, case.ppn, case.size
                 rows.append(r)
     res = Result(rows, chosen, scale_fits=fits, extrapolation=extrap)
     res.coverage = conformal_bands(rows, nominal, extrapolation=extrap)
@@ -424,53 +426,99 @@ def difficulty(rows: list[Row], extrapolation: dict[str, float] | None = None
     return out
 
 
+SMALL_BELOW = 8192  # a message below it is latency-bound: one or a few packets per rank
+
+
+def band_class(r: Row) -> str:
+    """A test row's class for Mondrian (class-conditional) bands: in-network, or the
+    collective with its message size band (latency-bound below SMALL_BELOW, else
+    bandwidth-bound)."""
+    if _innet(r):
+        return "in-network"
+    return f"{r.collective} {'small' if r.size < SMALL_BELOW else 'large'}"
+
+
+def _signed_residual(r: Row) -> float:
+    return float(np.log(r.predicted / r.published))
+
+
+def _pool_bounds(scores: list[float], level: float, signed: bool) -> tuple[float, float]:
+    """(down, up): the band is prediction x [exp(-down), exp(+up)] in units of the scores.
+    Symmetric: both the `level` quantile of |score|. Signed: each tail at (1 + level) / 2 of
+    the signed log residual log(predicted / published), so each side misses at most
+    (1 - level) / 2 and the band together at most 1 - level (Linusson, Johansson, Löfström,
+    "Signed-error conformal regression", PAKDD 2014): a model that errs mostly one way gets
+    a band that leans that way instead of one as wide on both sides."""
+    if not signed:
+        q = conformal_quantile([abs(x) for x in scores], level)
+        return q, q
+    tail = (1 + level) / 2
+    # published = predicted x exp(-score): the largest scores bound it from below
+    return conformal_quantile(scores, tail), conformal_quantile([-x for x in scores], tail)
+
+
 def conformal_bands(rows: list[Row], level: float = NOMINAL,
                     normalised: bool = True,
-                    extrapolation: dict[str, float] | None = None) -> Coverage:
+                    extrapolation: dict[str, float] | None = None,
+                    signed: bool = True, mondrian: bool = False) -> Coverage:
     """A prediction interval on every time and ratio row, from the TEST rows of every other
     group only (leave-one-system-out: no residual of the row's own group, fit or test, enters
     its band).
 
     A row whose system has fit rows of its kind (host-based or in-network) is *calibrated*:
-    its band is prediction x exp(+-q sigma), sigma the system's difficulty (how well its scale
-    fit extrapolates within its own fit rows, or how well they are reproduced:
-    `difficulty`) and q the conformal quantile of |log(predicted /
-    published)| / sigma over the other groups' calibrated test rows (normalised split
+    its band is prediction x exp(-down sigma .. +up sigma), sigma the system's difficulty
+    (how well its scale fit extrapolates within its own fit rows, or how well they are
+    reproduced: `difficulty`) and down, up the conformal quantiles of log(predicted /
+    published) / sigma over the other groups' calibrated test rows (normalised split
     conformal, Papadopoulos et al. 2008): a system whose small runs fit badly gets a wider
-    band. Any other row gets prediction x exp(+-q), q the conformal quantile of |log(predicted
-    / published)| over all the other groups' test rows: the corpus's spread, nothing known of
-    the system. `normalised=False`: every row as an uncalibrated one. The coverage is over the
-    test rows; the published value is a hit when it lies inside the band (the published
-    point, not its range)."""
+    band. Any other row gets the quantiles of log(predicted / published) over all the other
+    groups' test rows: the corpus's spread, nothing known of the system. `signed` (the
+    default): each side from its own tail (`_pool_bounds`); else both from |log|.
+    `normalised=False`: every row as an uncalibrated one. `mondrian`: the pool narrowed to
+    the row's `band_class` where that class alone gives finite quantiles (Vovk, Gammerman,
+    Shafer, "Algorithmic Learning in a Random World", 2005, ch. 4.5), else the whole pool.
+    The coverage is over the test rows; the published value is a hit when it lies inside
+    the band (the published point, not its range)."""
     sig = difficulty(rows, extrapolation) if normalised else {}
 
     def sigma(r: Row) -> float | None:
         return sig.get((r.system, _innet(r)))
     pool = [r for r in rows if r.split == "test" and _scored(r)]
-    q_cache: dict[tuple[str, bool], float] = {}
+    q_cache: dict[tuple[str, bool, str], tuple[float, float]] = {}
     for r in rows:
         if not _scored(r):
             continue
         s = sigma(r)
-        key = (r.group, s is not None)
+        cls = band_class(r) if mondrian else ""
+        key = (r.group, s is not None, cls)
         if key not in q_cache:
-            if s is not None:
-                scores = [_log_residual(o) / so for o in pool
-                          if o.group != r.group and (so := sigma(o)) is not None]
-            else:
-                scores = [_log_residual(o) for o in pool if o.group != r.group]
-            q_cache[key] = conformal_quantile(scores, level)
-        q = q_cache[key] * (s if s is not None else 1.0)
-        r.low = r.predicted * float(np.exp(-q)) if np.isfinite(q) else 0.0
-        r.high = r.predicted * float(np.exp(q)) if np.isfinite(q) else float("inf")
+            others = [o for o in pool if o.group != r.group
+                      and (s is None or sigma(o) is not None)]
+
+            def scores(rs: list[Row], calibrated: bool = s is not None) -> list[float]:
+                return [_signed_residual(o) / (sigma(o) or 1.0) if calibrated
+                        else _signed_residual(o) for o in rs]
+            bounds = _pool_bounds(scores(others), level, signed)
+            if mondrian:
+                narrow = _pool_bounds(scores([o for o in others if band_class(o) == cls]),
+                                      level, signed)
+                if all(np.isfinite(narrow)):
+                    bounds = narrow
+            q_cache[key] = bounds
+        down, up = (b * (s if s is not None else 1.0) for b in q_cache[key])
+        r.low = r.predicted * float(np.exp(-down)) if np.isfinite(down) else 0.0
+        r.high = r.predicted * float(np.exp(up)) if np.isfinite(up) else float("inf")
         r.band_kind = f"conformal {level:.0%}"
     inside = sum(1 for r in pool if r.low is not None and r.high is not None
                  and r.low <= r.published <= r.high)
     widths = [r.high / r.low for r in pool
               if r.low and r.high is not None and np.isfinite(r.high)]
+    how = ("signed" if signed else "symmetric") + (", normalised" if normalised else "") + \
+        (", Mondrian per collective x size band" if mondrian else "")
     return Coverage(level, len(pool), inside,
                     float(np.median(widths)) if widths else float("inf"),
-                    sum(1 for r in pool if r.high is not None and not np.isfinite(r.high)))
+                    sum(1 for r in pool if r.high is not None and not np.isfinite(r.high)),
+                    how)
 
 
 def _fmt(v: float | None, unit: str) -> str:
@@ -592,8 +640,9 @@ def loso_lines(res: Result) -> list[str]:
     cov = res.coverage
     if cov is not None:
         lines.append(f"# prediction intervals: nominal {cov.nominal:.0%}, split conformal over "
-                     f"leave-one-system-out |log(predicted/published)| of the test rows; "
-                     f"achieved {cov.inside}/{cov.rows} = {cov.achieved:.0%}, median width "
+                     f"leave-one-system-out log(predicted/published) of the test rows "
+                     f"({cov.method}); achieved {cov.inside}/{cov.rows} = {cov.achieved:.0%}, "
+                     f"median width "
                      f"x{cov.median_width:.2f} (high/low)"
                      + (f", {cov.infinite} rows without a finite band" if cov.infinite else ""))
     order: dict[str, list[Row]] = {}
