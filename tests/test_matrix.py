@@ -549,7 +549,7 @@ def test_testbed_slow_host_and_one_way_link_at_six_hosts(openmpi: str, tmp_path:
                                                          slow_host_testbed: str,
                                                          kernel: str) -> None:
     # issue 28's case: the default matrix named the link and missed the slow host
-    proc, j = _matrix(tmp_path / "sl", slow_host_testbed, "--kernel", kernel)
+    proc, j = _matrix(tmp_path / "sl", slow_host_testbed, "--kernel", kernel, *QUICK)
     got = {v["line"].split(":")[0] for v in j["verdicts"]}
     assert {"slow node h4", "bad link h1 -> h6"} <= got, proc.stdout
     assert got <= {"slow node h4", "bad link h1 -> h6", "asymmetric link h1 -> h6"}, \
