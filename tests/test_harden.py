@@ -145,9 +145,9 @@ def test_non_utf8_journal(tmp_path: Path) -> None:
 
 
 def test_unbalanced_quotes(tmp_path: Path) -> None:
-    refused(fabench_cli("bench", "mpi.latency", "--kernel-args", "--foo 'bar", "--out",
+    refused(fabench_run("bench", "mpi.latency", "--kernel-args", "--foo 'bar", "--out",
                         str(tmp_path), check=False), "--kernel-args", "quotation")
-    refused(fabench_cli("bench", "mpi.latency", "--on", "hosts 'x", "--out",
+    refused(fabench_run("bench", "mpi.latency", "--on", "hosts 'x", "--out",
                         str(tmp_path), check=False), "--on", "quotation")
 
 
@@ -164,9 +164,9 @@ def test_csv_cell(value: object, cell: object) -> None:
 
 def test_csv_export_neutralises_formulas(tmp_path: Path) -> None:
     osu = ROOT / "tests" / "fixtures" / "import" / "osu_latency_z.txt"
-    fabench_cli("import", "osu", str(osu), "--label", '=HYPERLINK("http://x","y")',
+    fabench_run("import", "osu", str(osu), "--label", '=HYPERLINK("http://x","y")',
                 "--transport", "@evil", "--out", str(tmp_path))
-    fabench_cli("report", "--out", str(tmp_path))
+    fabench_run("report", "--out", str(tmp_path))
     with (tmp_path / "report.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
     assert rows
@@ -330,7 +330,7 @@ def test_import_osu74_alltoall_values_checked(tmp_path: Path) -> None:
     p = refused(fabench_run("import", "osu", str(f), "--ranks", "4", "--strict", "--store",
                             str(out), check=False), "--strict", "line 6", "line 7", "line 8")
     assert "line 5" not in p and _campaigns(out) == 0
-    p = fabench_cli("import", "osu", str(f), "--ranks", "4", "--store", str(out))
+    p = fabench_run("import", "osu", str(f), "--ranks", "4", "--store", str(out))
     for n in (6, 7, 8, 10):
         assert f"a2a.txt line {n}:" in p.stderr, p.stderr
     db = sqlite3.connect(out / "fabench.sqlite")
@@ -355,7 +355,7 @@ def test_import_is_one_transaction(tmp_path: Path) -> None:
     bad = tmp_path / "a2a.txt"
     bad.write_text(_A2A)
     out = tmp_path / "s"
-    fabench_cli("import", "osu", str(good), "--store", str(out))
+    fabench_run("import", "osu", str(good), "--store", str(out))
     # the first file stores fine, the second is refused: neither is kept
     refused(fabench_run("import", "osu", str(good), str(bad), "--store", str(out),
                         check=False), "give --ranks N")
@@ -369,7 +369,7 @@ def test_import_imb_broken_numbers(tmp_path: Path) -> None:
                  "            nan         1000         0.50         0.00\n"
                  "            1         1000         -0.50         0.00\n"
                  "            8         1000         0.75         10.00\n")
-    p = fabench_cli("import", "imb", str(f), "--store", str(tmp_path))
+    p = fabench_run("import", "imb", str(f), "--store", str(tmp_path))
     assert "imb.txt line 4:" in p.stderr and "imb.txt line 5:" in p.stderr, p.stderr
     refused(fabench_run("import", "imb", str(f), "--strict", "--store", str(tmp_path),
                         check=False), "line 4", "line 5")
@@ -380,7 +380,7 @@ def test_import_imb_broken_numbers(tmp_path: Path) -> None:
 def test_truncated_store_is_one_message_and_resume_runs_nothing(tmp_path: Path) -> None:
     osu = ROOT / "tests" / "fixtures" / "import" / "osu_latency_z.txt"
     for _ in range(3):  # a store of several pages
-        fabench_cli("import", "osu", str(osu), "--store", str(tmp_path))
+        fabench_run("import", "osu", str(osu), "--store", str(tmp_path))
     db = tmp_path / "fabench.sqlite"
     data = db.read_bytes()
     db.write_bytes(data[:len(data) // 2])

@@ -174,7 +174,7 @@ def test_ranks_per_node_follows_the_slot_rule(tmp_path: Path, openmpi: str) -> N
 def test_model_and_simulator_state_their_scale(tmp_path: Path, args: list[str],
                                                words: list[str]) -> None:
     """`sim -N 1e9` and `model predict -N 1e9` grew until killed."""
-    refused(fabench_cli(*args, "--out", str(tmp_path), check=False, timeout=120), *words)
+    refused(fabench_run(*args, "--out", str(tmp_path), check=False, timeout=120), *words)
 
 
 @pytest.mark.parametrize(("args", "words"), [
@@ -231,8 +231,8 @@ OSU = Path(__file__).parent / "fixtures" / "import" / "osu_latency_z.txt"
 
 
 def test_a_changed_sample_byte_is_refused_and_the_good_backup_kept(tmp_path: Path) -> None:
-    fabench_cli("import", "osu", str(OSU), "--store", str(tmp_path))
-    fabench_cli("import", "osu", str(OSU), "--store", str(tmp_path))  # backup of the first
+    fabench_run("import", "osu", str(OSU), "--store", str(tmp_path))
+    fabench_run("import", "osu", str(OSU), "--store", str(tmp_path))  # backup of the first
     db_path, bak = tmp_path / "fabench.sqlite", tmp_path / "fabench.sqlite.bak"
     good = bak.read_bytes()
     db = sqlite3.connect(db_path)
@@ -241,7 +241,7 @@ def test_a_changed_sample_byte_is_refused_and_the_good_backup_kept(tmp_path: Pat
                (bytes([data[0] ^ 0xFF]) + data[1:], rid))
     db.commit()
     db.close()
-    p = fabench_cli("import", "osu", str(OSU), "--store", str(tmp_path), check=False)
+    p = fabench_run("import", "osu", str(OSU), "--store", str(tmp_path), check=False)
     refused(p, "damaged")
     assert bak.read_bytes() == good
     db = sqlite3.connect(db_path)
@@ -260,7 +260,7 @@ def test_a_dropped_samples_table_is_found_before_resume_runs_anything(tmp_path: 
     db.execute("DROP TABLE samples")
     db.commit()
     db.close()
-    p = fabench_cli("run", str(spec), "--resume", "--out", str(tmp_path), check=False)
+    p = fabench_run("run", str(spec), "--resume", "--out", str(tmp_path), check=False)
     refused(p, "samples")
     db = sqlite3.connect(tmp_path / "fabench.sqlite")
     assert db.execute("SELECT count(*) FROM runs").fetchone()[0] == 0  # no job ran
@@ -290,7 +290,7 @@ def test_store_check_passes_a_healthy_matrix_store(tmp_path: Path) -> None:
         st.finish_run(rid, status="ok")
         st.save_matrix(cid, ["h1", "h2"], {"verdicts": []})
         st.end_campaign(cid, "finished")
-    p = fabench_cli("store", "check", "--store", str(tmp_path), check=False)
+    p = fabench_run("store", "check", "--store", str(tmp_path), check=False)
     assert p.returncode == 0, p.stdout + p.stderr
 
 
@@ -308,7 +308,7 @@ def test_matrix_refuses_a_host_listed_twice(tmp_path: Path, hosts: str) -> None:
     agent = tmp_path / "agent"
     agent.write_text(AGENT)
     agent.chmod(0o755)
-    p = fabench_cli("matrix", "--kernel", "tcp", "--on", "hosts", str(hostfile), "--out",
+    p = fabench_run("matrix", "--kernel", "tcp", "--on", "hosts", str(hostfile), "--out",
                     str(tmp_path), check=False, env={"FABENCH_RSH_AGENT": str(agent)})
     refused(p, "localhost", "more than once")
     if (tmp_path / "fabench.sqlite").exists():
@@ -318,7 +318,7 @@ def test_matrix_refuses_a_host_listed_twice(tmp_path: Path, hosts: str) -> None:
 
 def test_matrix_refuses_empty_pairs(tmp_path: Path) -> None:
     """`--pairs ''` measured every pair."""
-    refused(fabench_cli("matrix", "--pairs", "", "--hosts", "2", "--out", str(tmp_path),
+    refused(fabench_run("matrix", "--pairs", "", "--hosts", "2", "--out", str(tmp_path),
                         check=False, timeout=120), "--pairs")
 
 
@@ -359,7 +359,7 @@ def test_an_import_that_keeps_no_row_fails(tmp_path: Path) -> None:
     bad = tmp_path / "osu.txt"
     bad.write_text("# OSU MPI Latency Test v7.4\n# Size       Avg Latency(us)\n"
                    "8   -1.0\n16  nan\n")
-    p = fabench_cli("import", "osu", str(bad), "--store", str(tmp_path), check=False)
+    p = fabench_run("import", "osu", str(bad), "--store", str(tmp_path), check=False)
     assert p.returncode != 0 and "Traceback" not in p.stderr, (p.returncode, p.stderr)
     if (tmp_path / "fabench.sqlite").exists():
         with Store(tmp_path / "fabench.sqlite") as st:
@@ -370,7 +370,7 @@ def test_an_import_that_keeps_no_row_fails(tmp_path: Path) -> None:
 @pytest.mark.parametrize("value", ["1e300", "9.3e9", "1e10", "3e6"])
 def test_timeouts_beyond_any_run_are_refused(tmp_path: Path, value: str) -> None:
     """A timeout above 9.2e9 s crashed the watchdog thread and the run went on without one."""
-    refused(fabench_cli("bench", "tcp.latency", "--sizes", "8", "--iterations", "10",
+    refused(fabench_run("bench", "tcp.latency", "--sizes", "8", "--iterations", "10",
                         "--timeout", value, "--out", str(tmp_path), check=False), "--timeout")
 
 
@@ -389,7 +389,7 @@ def test_model_define_refuses_values_that_are_no_figures(tmp_path: Path,
         args[extra[i]] = extra[i + 1]
         i += 2
     words = [w for k, v in args.items() for w in (k, v)]
-    p = fabench_cli("model", "define", "mine", "--family", "ib", *words, "--out",
+    p = fabench_run("model", "define", "mine", "--family", "ib", *words, "--out",
                     str(tmp_path), check=False)
     refused(p)
     assert not list(tmp_path.rglob("mine.json"))
@@ -411,10 +411,10 @@ def test_model_refuses_hops_and_ratios_that_are_no_figures(tmp_path: Path, args:
 
 
 def test_model_define_refuses_a_presets_name(tmp_path: Path) -> None:
-    p = fabench_cli("model", "define", "tcp-40g", "--family", "tcp", "--latency-us", "1",
+    p = fabench_run("model", "define", "tcp-40g", "--family", "tcp", "--latency-us", "1",
                     "--bandwidth-MBps", "10", "--out", str(tmp_path), check=False)
     refused(p, "preset")
-    shown = fabench_cli("model", "show", "tcp-40g", "--out", str(tmp_path))
+    shown = fabench_run("model", "show", "tcp-40g", "--out", str(tmp_path))
     assert "10 MB/s" not in shown.stdout
 
 
@@ -425,13 +425,13 @@ def test_model_define_refuses_a_presets_name(tmp_path: Path) -> None:
 def test_unknown_run_ids_are_errors(tmp_path: Path, cmd: list[str]) -> None:
     with Store(tmp_path / "fabench.sqlite"):
         pass
-    refused(fabench_cli(*cmd, "--out", str(tmp_path), check=False), "no run 999")
+    refused(fabench_run(*cmd, "--out", str(tmp_path), check=False), "no run 999")
 
 
 def test_testbed_name_ending_in_a_newline_is_refused() -> None:
     prefix = "fbnl" + uuid.uuid4().hex[:3]
     with own_testbeds(prefix):
-        refused(fabench_cli("testbed", "up", "--name", "x\n", "--hosts", "2", check=False,
+        refused(fabench_run("testbed", "up", "--name", "x\n", "--hosts", "2", check=False,
                             timeout=120), "name")
 
 
@@ -458,7 +458,7 @@ def test_a_yaml_number_of_thousands_of_digits_is_refused(tmp_path: Path,
 def test_a_deeply_nested_iperf3_file_is_refused(tmp_path: Path) -> None:
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
-    refused(fabench_cli("import", "iperf3", str(deep), "--store", str(tmp_path),
+    refused(fabench_run("import", "iperf3", str(deep), "--store", str(tmp_path),
                         check=False), "deep")
     assert os.path.exists(deep)
 
@@ -519,7 +519,7 @@ def test_hostfile_duplicates_and_slots_refused_for_every_command(tmp_path: Path,
     hostfile.write_text(text)
     for argv in (["hpl", "nodes", "--on", "hosts", str(hostfile), "--sizes", "1000"],
                  ["bench", "mpi.latency", "--on", "hosts", str(hostfile), "--sizes", "8"]):
-        p = fabench_cli(*argv, "--out", str(tmp_path / "out"), check=False)
+        p = fabench_run(*argv, "--out", str(tmp_path / "out"), check=False)
         refused(p, *words)
         assert not (tmp_path / "out" / "fabench.sqlite").exists() or not \
             Store(tmp_path / "out" / "fabench.sqlite").campaigns()
@@ -532,13 +532,13 @@ def test_a_refused_timeout_stores_no_campaign(tmp_path: Path) -> None:
                  ["bench", "tcp.latency"], ["sim", "mpi.allreduce", "--fabric", "roce-100g",
                                             "--nodes", "2"], ["hpl", "nodes"],
                  ["hpl", "scaling", "--nodes", "1"], ["congestion"]):
-        p = fabench_cli(*argv, "--timeout", "1e300", "--out", str(tmp_path), check=False)
+        p = fabench_run(*argv, "--timeout", "1e300", "--out", str(tmp_path), check=False)
         refused(p, "--timeout", "30 days")
         assert not (tmp_path / "fabench.sqlite").exists(), argv
 
 
 def test_model_define_source_is_a_label(tmp_path: Path) -> None:
-    p = fabench_cli("model", "define", "x", "--family", "ib", "--latency-us", "1",
+    p = fabench_run("model", "define", "x", "--family", "ib", "--latency-us", "1",
                     "--bandwidth-MBps", "1000", "--source", "a\nsee line 2",
                     "--out", str(tmp_path), check=False)
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
@@ -551,14 +551,14 @@ def test_import_of_a_fifo_is_refused_not_a_hang(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     for tool in ("osu", "imb", "iperf3"):
-        p = fabench_cli("import", tool, str(fifo), "--store", str(tmp_path / "s.sqlite"),
+        p = fabench_run("import", tool, str(fifo), "--store", str(tmp_path / "s.sqlite"),
                         check=False, timeout=60)
         refused(p, "not a regular file")
-    p = fabench_cli("run", str(fifo), "--out", str(tmp_path), check=False, timeout=60)
+    p = fabench_run("run", str(fifo), "--out", str(tmp_path), check=False, timeout=60)
     refused(p, "not a regular file")
 
 
 def test_model_define_refuses_a_latency_below_a_nanosecond(tmp_path: Path) -> None:
-    refused(fabench_cli("model", "define", "x", "--family", "ib", "--latency-us", "1e-300",
+    refused(fabench_run("model", "define", "x", "--family", "ib", "--latency-us", "1e-300",
                         "--bandwidth-MBps", "1000", "--out", str(tmp_path), check=False),
             "--latency-us", "1 ns")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, fabench_cli
+from conftest import ROOT, fabench_run
 from fabench.model.catalog import load_fabric
 from fabench.model.collectives import Prediction, algorithms
 from fabench.model.cost import Cluster, Model
@@ -114,9 +114,9 @@ def test_calibrate_scale_runs_then_predict_at_many_nodes(tmp_path: Path) -> None
     OSU files, and `model predict -N 128` gives the same machine's 128-node time, with a
     90 % prediction interval normalised by the fit's own error."""
     store = str(tmp_path)
-    fabench_cli("import", "osu", str(FIX / "osu_latency_z.txt"), "--transport", "ib",
+    fabench_run("import", "osu", str(FIX / "osu_latency_z.txt"), "--transport", "ib",
                 "--store", store)
-    fabench_cli("model", "calibrate", "1", "--name", "base", "--family", "ib", "--out", store)
+    fabench_run("model", "calibrate", "1", "--name", "base", "--family", "ib", "--out", store)
     truth = load_fabric("base", tmp_path)
     noise, gap = NOISE_GRID[9], NIC_GAP_GRID[5]  # 1.78 us per step, 0.1 us per message
     truth.noise_us, truth.nic_gap_us, truth.noise_exponent = noise, gap, 0.5
@@ -132,11 +132,11 @@ def test_calibrate_scale_runs_then_predict_at_many_nodes(tmp_path: Path) -> None
         p = tmp_path / f"ar{nodes}.txt"
         _osu_allreduce(p, {m: t(nodes, m) for m in sizes})
         files.append(p)
-    fabench_cli("import", "osu", str(files[0]), "--ranks", "32", "--mpi", "openmpi",
+    fabench_run("import", "osu", str(files[0]), "--ranks", "32", "--mpi", "openmpi",
                 "--store", store)
-    fabench_cli("import", "osu", str(files[1]), "--ranks", "64", "--mpi", "openmpi",
+    fabench_run("import", "osu", str(files[1]), "--ranks", "64", "--mpi", "openmpi",
                 "--store", store)
-    out = fabench_cli("model", "calibrate", "1", "--name", "mine", "--family", "ib",
+    out = fabench_run("model", "calibrate", "1", "--name", "mine", "--family", "ib",
                       "--scale-runs", "2", "3", "--scale-ppn", "4", "--out", store).stdout
     assert "scale terms fitted to runs 2, 3 (12 times)" in out
     mine = load_fabric("mine", tmp_path)
@@ -152,7 +152,7 @@ def test_calibrate_scale_runs_then_predict_at_many_nodes(tmp_path: Path) -> None
     sigma = fabric_sigma(mine)
     assert sigma == pytest.approx(max(0.1, extrap))  # floored at 0.1
 
-    res = fabench_cli("model", "predict", "-f", "mine", "-N", "128", "--ppn", "4",
+    res = fabench_run("model", "predict", "-f", "mine", "-N", "128", "--ppn", "4",
                       "-c", "allreduce", "--sizes", "8,1M", "--mpi", "openmpi", "--json",
                       "--out", store).stdout
     recs = [json.loads(x) for x in res.splitlines()]
@@ -165,11 +165,11 @@ def test_calibrate_scale_runs_then_predict_at_many_nodes(tmp_path: Path) -> None
         factors.append((lo / rec["times_us"]["openmpi"], hi / rec["times_us"]["openmpi"]))
     # one relative interval at every size (signed: not symmetric in log, each side its own)
     assert factors[0] == pytest.approx(factors[1], rel=1e-6)
-    text = fabench_cli("model", "predict", "-f", "mine", "-N", "128", "--ppn", "4",
+    text = fabench_run("model", "predict", "-f", "mine", "-N", "128", "--ppn", "4",
                        "-c", "allreduce", "--sizes", "8", "--out", store).stdout
     assert "90% prediction interval" in text and f"scale fit's difficulty {sigma:.2f}" in text
     # the parameter bands stay available under their own name
-    par = fabench_cli("model", "predict", "-f", "mine", "-N", "128", "--ppn", "4", "-c",
+    par = fabench_run("model", "predict", "-f", "mine", "-N", "128", "--ppn", "4", "-c",
                       "allreduce", "--sizes", "8", "--bands", "parameters", "--json",
                       "--out", store).stdout
     assert json.loads(par.splitlines()[0])["band_kind"] == "parameters"
@@ -210,10 +210,10 @@ def test_calibrate_scale_runs_from_fabench_runs_then_predict(openmpi: str,
                     "    transport: tcp\n    ranks: 2\n    sizes: '8,1K,64K'\n"
                     "    iterations: 100\n")
     out = tmp_path / "out"
-    fabench_cli("run", str(spec), "--out", str(out))
+    fabench_run("run", str(spec), "--out", str(out))
     with Store(out / "fabench.sqlite") as st:
         ids = {r.kernel: r.id for r in st.runs(1)}
-    cal = fabench_cli("model", "calibrate", str(ids["mpi.latency"]), "--name", "here",
+    cal = fabench_run("model", "calibrate", str(ids["mpi.latency"]), "--name", "here",
                       "--scale-runs", str(ids["mpi.allreduce"]), "--out", str(out)).stdout
     assert f"scale terms fitted to runs {ids['mpi.allreduce']} (3 times)" in cal
     f = load_fabric("here", out)
@@ -222,7 +222,7 @@ def test_calibrate_scale_runs_from_fabench_runs_then_predict(openmpi: str,
     # one node count: nothing to extrapolate to, the fit's own error is the difficulty
     assert f.fit["scale"]["extrapolation_rms_log_error"] is None
     assert fabric_sigma(f) == pytest.approx(max(0.1, f.fit["scale"]["rms_log_error"]))
-    res = fabench_cli("model", "predict", "-f", "here", "-N", "64", "-c", "allreduce",
+    res = fabench_run("model", "predict", "-f", "here", "-N", "64", "-c", "allreduce",
                       "--sizes", "8", "--json", "--out", str(out)).stdout
     rec = json.loads(res.splitlines()[0])
     assert rec["band_kind"] == "prediction interval" and rec["band_level"] == 0.9
