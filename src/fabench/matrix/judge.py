@@ -450,6 +450,16 @@ def _node_scores(n: int, f: _Flat, e: np.ndarray) -> tuple[np.ndarray, np.ndarra
     if n < MIN_NODE_HOSTS:  # no reference left once a host is left out: links only
         zero = np.zeros(n)
         return own, zero, zero, zero
+    # A host whose directions (those no leaf or uplink finding explains) reach one other host
+    # only cannot be told from that one link: 2 hosts per leaf under a bad uplink leave each
+    # host its 2 directions to its neighbour, and both hosts scored alike. Links only there.
+    partners = np.zeros(n, dtype=np.int64)
+    pairs = {(min(a, b), max(a, b)) for a, b in zip(f.src.tolist(), f.dst.tolist(),
+                                                   strict=True)}
+    for a, b in pairs:
+        partners[a] += 1
+        partners[b] += 1
+    own = np.where(partners >= 2, own, math.nan)
 
     def sweep(out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ref_c, ref_s = np.zeros(n), np.zeros(n)
