@@ -2,6 +2,7 @@
 function to dodge one. Computed from the source with `ast`, so it needs nothing built."""
 
 import ast
+import functools
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "fabench"
@@ -42,7 +43,20 @@ def inside_function(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
     return False
 
 
+@functools.cache  # one parse of the package for the four tests that read it (5 s each)
+def _import_graph() -> tuple[dict[str, frozenset[str]], tuple[str, ...]]:
+    graph, local = _parse_graph()
+    return {m: frozenset(t) for m, t in graph.items()}, tuple(local)
+
+
 def import_graph() -> tuple[dict[str, set[str]], list[str]]:
+    """The package's import graph (module -> modules it imports) and its function-level
+    imports; a fresh copy each call, so a test may plant edges in it."""
+    graph, local = _import_graph()
+    return {m: set(t) for m, t in graph.items()}, list(local)
+
+
+def _parse_graph() -> tuple[dict[str, set[str]], list[str]]:
     files = {module_name(p): p for p in SRC.rglob("*.py")}
     graph: dict[str, set[str]] = {m: set() for m in files}
     local: list[str] = []
