@@ -1,6 +1,7 @@
 /* fb_loop.h - the timing engine: one implementation of each loop shape, parameterised by the
  * transport's hooks, used by every point-to-point kernel (mpi/pt2pt.c, mpi/matrix.c,
- * transport/ucx.c, transport/sock_tcp.c), so a change to the timing policy is made once.
+ * transport/ucx.c, transport/sock_tcp.c, transport/sock_udp.c, transport/ofi.c,
+ * transport/verbs.c), so a change to the timing policy is made once.
  *
  * A transport posts operations (post_recv, post_send), may start what it holds back (start),
  * and completes every operation posted since its last wait (wait). `prepost` says whether the
