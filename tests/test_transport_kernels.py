@@ -288,6 +288,22 @@ def test_ofi_msg_endpoints_over_tcp(kernel: str) -> None:
     assert all(r.validated is True for r in res.output.results)
 
 
+@pytest.mark.parametrize("provider", ["shm", "tcp;ofi_rxm"])
+def test_ofi_latency_batch(provider: str) -> None:
+    """ofi.latency --batch N through the loop engine, as tcp.latency's: an iteration is N round
+    trips on both sides (a responder that answered one would leave the client waiting), the
+    record says N, the bytes moved count them all, and a sample is their mean half round
+    trip, so the samples add up to the timed part."""
+    res = run("ofi.latency", "--sizes", "8,1K", "--iterations", "30", "--warmup", "2",
+              "--batch", "10", "--validate", transport=f"ofi:{provider}")
+    check_protocol(res, "ofi.latency", [8, 1024], 30)
+    for r in res.output.results:
+        assert r.extra["batch"] == 10 and r.validated is True
+        assert r.extra["bytes_moved"] == 2 * r.size * 10 * 30
+        assert sum(r.times) * 2 * 10 <= r.extra["timed_s"] * 1e6 * 1.01
+        assert sum(r.times) * 2 * 10 >= r.extra["timed_s"] * 1e6 * 0.5
+
+
 def test_ofi_msg_endpoint_on_a_provider_without_one() -> None:
     # shm offers RDM endpoints only: both sides say which provider lacks which endpoint type.
     res = run("ofi.latency", "--endpoint", "msg", "--sizes", "8", "--iterations", "5",
