@@ -281,6 +281,25 @@ def test_ucx_bandwidth_kernels(kernel: str) -> None:
     assert res.output.meta["ucx_lanes"].startswith("posix/")
 
 
+def test_ucx_bw_validated_keeps_the_plain_footprint() -> None:
+    """--validate keeps ucx.bw's one receive slot (the window's messages all land in it), so a
+    validated run measures the cache footprint of a plain one: the receiver's peak resident
+    set (server_max_rss_mib) grows by less than one message, where a slot per message of the
+    window would add 63 x 4 MiB (tcp.bw, which still keeps one, reads ~250 MiB more)."""
+    rss = {}
+    for mode in ("plain", "validated"):
+        extra = ["--validate"] if mode == "validated" else []
+        res = run("ucx.bw", "--sizes", "4M", "--iterations", "3", "--warmup", "1", "--window",
+                  "64", *extra, transport="ucx:posix")
+        check_protocol(res, "ucx.bw", [4 << 20], 3)
+        rec = res.output.results[0]
+        assert bool(rec.validated) is (mode == "validated")
+        rss[mode] = rec.extra["server_max_rss_mib"]
+        # the peak holds at least the send and receive buffers of 4 MiB each
+        assert rss[mode] >= 8, rss
+    assert rss["validated"] - rss["plain"] < 4, rss
+
+
 @pytest.mark.parametrize("provider", ["shm", "tcp;ofi_rxm"])
 @pytest.mark.parametrize("kernel", ["ofi.latency", "ofi.bw"])
 def test_ofi_reports_provider_fabric_domain(kernel: str, provider: str) -> None:
