@@ -137,12 +137,18 @@ static void *ack_or(struct ofist *o, void *buf, int tag, void **desc, void *data
     return tag == FB_TAG_ACK ? o->abuf : buf;
 }
 
+static int next_ctx(struct ofist *o)
+{
+    o->next_ctx = (o->next_ctx + 1) % o->nctx;
+    return o->next_ctx;
+}
+
 static int hook_send(void *c, void *buf, size_t len, int tag)
 {
     struct ofist *o = c;
     void *desc;
     buf = ack_or(o, buf, tag, &desc, o->sdesc);
-    if (post_send(o->t, o, buf, len, desc, o->next_ctx++))
+    if (post_send(o->t, o, buf, len, desc, next_ctx(o)))
         return -1;
     o->tx_posted++;
     return 0;
@@ -153,7 +159,7 @@ static int hook_recv(void *c, void *buf, size_t len, int tag)
     struct ofist *o = c;
     void *desc;
     buf = ack_or(o, buf, tag, &desc, o->rdesc);
-    if (post_recv(o->t, o, buf, len, desc, o->next_ctx++))
+    if (post_recv(o->t, o, buf, len, desc, next_ctx(o)))
         return -1;
     o->rx_posted++;
     return 0;
