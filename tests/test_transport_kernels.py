@@ -1,6 +1,7 @@
 """Real loopback runs of every transport kernel through the pair launcher (server, then client),
 checked against docs/kernel-protocol.md and docs/transports.md."""
 
+import json
 import math
 import os
 import statistics
@@ -16,6 +17,7 @@ from fabench.host.native import native_root
 from fabench.kernels import get_kernel
 from fabench.metrics import BANDWIDTH
 from fabench.starters.pair import run_pair
+from fabench.testbed import TestbedConfig, create
 
 # UCX and libfabric's shm poll, and the delayed-ACK stall is a timing: the CPUs to themselves.
 pytestmark = pytest.mark.serial
@@ -175,6 +177,41 @@ def test_udp_latency() -> None:
         lost += x["lost_round_trips"]
         stale += x["stale_replies"]
         assert 0 <= stale <= lost, (r.size, x)
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(os.geteuid() != 0, reason="namespaces as root (CI is root)")
+def test_udp_latency_sends_a_lost_ping_again(tb: str) -> None:
+    """Real loss (10 % each way on the testbed's h2 link): a ping or echo lost does not hang
+    the round trip; the client sends the ping again after --udp-timeout and counts the loss,
+    and a sample times only the attempt that came back (the engine's FB_XFER_LOST), so none
+    reaches the half timeout a timed-out attempt inside it would add."""
+    st = create("u", TestbedConfig(hosts=2, impairs=["h2:loss=10%"]))
+    h1, h2 = st.hosts
+    exe = str(native_root() / "bin" / get_kernel("udp.latency").executable)
+    timeout_ms = 100
+    opts = ["--sizes", "64", "--iterations", "100", "--warmup", "5", "--udp-timeout",
+            str(timeout_ms), "--connect-timeout", "30"]
+    srv = subprocess.Popen([*h2.enter, exe, "--role", "server", "--bind", h2.address, "--port",
+                            "0", *opts], stdout=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout is not None
+        port = json.loads(srv.stdout.readline())["port"]
+        cli = subprocess.run([*h1.enter, exe, "--role", "client", "--peer", h2.address,
+                              "--port", str(port), *opts], capture_output=True, text=True,
+                             timeout=120, check=False)
+        assert srv.wait(timeout=60) == 0
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+    assert cli.returncode == 0, cli.stderr
+    res = [json.loads(line) for line in cli.stdout.splitlines()]
+    (rec,) = [r for r in res if r["type"] == "result"]
+    assert len(rec["times"]) == 100 and all(t > 0 for t in rec["times"])
+    # 105 round trips at 19 % loss each: none lost has a chance of 1e-9
+    assert rec["lost_round_trips"] >= 1, rec
+    assert max(rec["times"]) < timeout_ms * 1e3 / 2, rec["times"]
 
 
 def test_udp_stream_counts_add_up() -> None:
