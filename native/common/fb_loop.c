@@ -18,11 +18,12 @@ static int post_n(const struct fb_xfer *x, bool send, void *buf, size_t stride, 
     return 0;
 }
 
-/* One message, completed before anything else starts (OSU's MPI_Send / MPI_Recv). */
+/* One message, completed before anything else starts (OSU's MPI_Send / MPI_Recv): 0, -1, or
+ * the hook's FB_XFER_LOST. */
 static int one(const struct fb_xfer *x, bool send, void *buf, size_t size, int tag)
 {
     int rc = send ? x->post_send(x->c, buf, size, tag) : x->post_recv(x->c, buf, size, tag);
-    return rc || x->wait(x->c) ? -1 : 0;
+    return rc ? rc : x->wait(x->c);
 }
 
 static int start(const struct fb_xfer *x)
@@ -30,21 +31,35 @@ static int start(const struct fb_xfer *x)
     return x->start ? x->start(x->c) : 0;
 }
 
+/* One round trip: 0, -1, or FB_XFER_LOST from the initiator's side. */
+static int round_trip(const struct fb_xfer *x, bool initiator, void *sbuf, void *rbuf,
+                      size_t size)
+{
+    if (!initiator)
+        return one(x, false, rbuf, size, FB_TAG_DATA) || one(x, true, sbuf, size, FB_TAG_DATA)
+                   ? -1
+                   : 0;
+    if (x->prepost) { /* the pong's receive before the ping: it can never be early */
+        if (post_n(x, false, rbuf, 0, size, 1) || post_n(x, true, sbuf, 0, size, 1))
+            return -1;
+        return x->wait(x->c);
+    }
+    if (one(x, true, sbuf, size, FB_TAG_DATA))
+        return -1;
+    return one(x, false, rbuf, size, FB_TAG_DATA);
+}
+
 int fb_pingpong(const struct fb_xfer *x, bool initiator, void *sbuf, void *rbuf, size_t size,
                 long batch, double *sample)
 {
     double t0 = fb_now_us();
     for (long b = 0; b < batch; b++) {
-        int rc;
-        if (!initiator)
-            rc = one(x, false, rbuf, size, FB_TAG_DATA) ||
-                 one(x, true, sbuf, size, FB_TAG_DATA);
-        else if (x->prepost) /* the pong's receive before the ping: it can never be early */
-            rc = post_n(x, false, rbuf, 0, size, 1) || post_n(x, true, sbuf, 0, size, 1) ||
-                 x->wait(x->c);
-        else
-            rc = one(x, true, sbuf, size, FB_TAG_DATA) ||
-                 one(x, false, rbuf, size, FB_TAG_DATA);
+        int rc = round_trip(x, initiator, sbuf, rbuf, size);
+        if (rc == FB_XFER_LOST && initiator) { /* send again, time the new attempt */
+            t0 = fb_now_us();
+            b = -1;
+            continue;
+        }
         if (rc)
             return -1;
     }

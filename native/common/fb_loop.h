@@ -1,6 +1,7 @@
 /* fb_loop.h - the timing engine: one implementation of each loop shape, parameterised by the
  * transport's hooks, used by every point-to-point kernel (mpi/pt2pt.c, mpi/matrix.c,
- * transport/ucx.c, transport/sock_tcp.c), so a change to the timing policy is made once.
+ * transport/ucx.c, transport/sock_tcp.c, transport/sock_udp.c, transport/ofi.c,
+ * transport/verbs.c), so a change to the timing policy is made once.
  *
  * A transport posts operations (post_recv, post_send), may start what it holds back (start),
  * and completes every operation posted since its last wait (wait). `prepost` says whether the
@@ -34,9 +35,17 @@ struct fb_xfer {
 #define FB_TAG_DATA 100
 #define FB_TAG_ACK 101
 
+/* What a hook returns (the initiator's post_recv or wait in fb_pingpong) when the reply did not
+ * come within the transport's own receive timeout: a datagram transport lost the ping or the
+ * pong. fb_pingpong then sends the ping again and starts the sample afresh, so a sample only
+ * times round trips that were not lost; the transport counts the losses and gives up (-1)
+ * where it must. The other shapes take it as a failure. */
+#define FB_XFER_LOST 1
+
 /* `batch` ping-pongs of `size` bytes (the initiator sends first). Initiator: *sample is the
  * half round trip in us, the elapsed time over 2 * batch (one timer pair per sample: with
- * batch > 1 the timer's own cost is spread, as IMB times its whole loop). 0 or -1. */
+ * batch > 1 the timer's own cost is spread, as IMB times its whole loop). A round trip lost
+ * (FB_XFER_LOST) restarts the sample. 0 or -1. */
 int fb_pingpong(const struct fb_xfer *x, bool initiator, void *sbuf, void *rbuf, size_t size,
                 long batch, double *sample);
 

@@ -1,6 +1,8 @@
 /* t_loop.c - the order in which the loop engine (fb_loop.c) posts, starts and completes a
  * window receiver's operations: the next window's receives go out before the ack, and a
- * window whose receives went out ahead does not post them again. The transport here only
+ * window whose receives went out ahead does not post them again; a ping-pong whose reply was
+ * lost (FB_XFER_LOST) sends the ping again and times only the round trip that came back. The
+ * transport here only
  * writes down each call; the kernels' runs under mpirun (tests/native) move the bytes. */
 #define T_NAME "t_loop"
 #include "t_expect.h"
@@ -8,6 +10,7 @@
 #include <string.h>
 
 #include "fb_loop.h"
+#include "fb_timer.h"
 
 struct log {
     char text[512];
@@ -46,8 +49,58 @@ static int wait_hook(void *c)
     return 0;
 }
 
+/* A datagram transport that loses the first `lose` replies, each after a timeout of
+ * `timeout_us` busy-waited on the clock, as a receive timeout would pass. */
+struct lossy {
+    struct log l;
+    int lose;
+    double timeout_us;
+};
+
+static int lossy_recv(void *c, void *buf, size_t len, int tag)
+{
+    struct lossy *y = c;
+    recv_hook(&y->l, buf, len, tag);
+    if (y->lose <= 0)
+        return 0;
+    y->lose--;
+    for (double t0 = fb_now_us(); fb_now_us() - t0 < y->timeout_us;)
+        ;
+    add(&y->l, "lost ");
+    return FB_XFER_LOST;
+}
+
+static int lossy_send(void *c, void *buf, size_t len, int tag)
+{
+    return send_hook(&((struct lossy *)c)->l, buf, len, tag);
+}
+
+static int lossy_wait(void *c)
+{
+    return wait_hook(&((struct lossy *)c)->l);
+}
+
+static void lost_round_trips(void)
+{
+    char a[8], s[8];
+    struct lossy y = {.l = {.rbuf = a}, .lose = 2, .timeout_us = 20000};
+    struct fb_xfer x = {.post_recv = lossy_recv, .post_send = lossy_send, .wait = lossy_wait,
+                        .c = &y};
+    double t = -1;
+    EXPECT(!fb_pingpong(&x, true, s, a, 1, 1, &t), "ping-pong with two lost replies");
+    const char *want = "s wait ra lost s wait ra lost s wait ra wait ";
+    EXPECT(!strcmp(y.l.text, want), "lossy: got '%s', want '%s'", y.l.text, want);
+    /* the sample is the last attempt's: the two 20 ms timeouts before it are not in it */
+    EXPECT(t >= 0 && t < 10000, "lossy: sample %.1f us includes a lost attempt", t);
+
+    /* a responder that sees the hook's loss (it has no timeout of its own) fails */
+    y = (struct lossy){.l = {.rbuf = a}, .lose = 1, .timeout_us = 0};
+    EXPECT(fb_pingpong(&x, false, s, a, 1, 1, &t) == -1, "responder: a loss is a failure");
+}
+
 int main(void)
 {
+    lost_round_trips();
     char a[8], b[8], s[8];
     struct log l = {.rbuf = a};
     struct fb_xfer x = {.post_recv = recv_hook, .post_send = send_hook, .start = start_hook,

@@ -295,6 +295,10 @@ static void emit_side(struct fb_json *j, const char *who, const struct fb_tp_sid
     fb_json_double(j, key, s->wall_s > 0 ? cpu / s->wall_s : NAN, 4);
     snprintf(key, sizeof(key), "%s_cpu_s_per_gb", who);
     fb_json_double(j, key, bytes > 0 ? cpu / (bytes / 1e9) : NAN, 6);
+    /* the peak resident set at the end of the size (a launch's peak: a sweep's later sizes
+     * carry the largest so far), which shows what --validate's receive slots cost */
+    snprintf(key, sizeof(key), "%s_max_rss_mib", who);
+    fb_json_double(j, key, s->max_rss_mib, 1);
 }
 
 /* One iteration, with --validate's fill, barrier and check around it (never inside it). */
@@ -400,6 +404,7 @@ static int measure_count(struct fb_tp *t, size_t size, long round, double durati
     m->me.user_s = tv_diff(r0.ru_utime, r1.ru_utime);
     m->me.sys_s = tv_diff(r0.ru_stime, r1.ru_stime);
     m->me.wall_s = (t1 - t0) * 1e-6;
+    m->me.max_rss_mib = (double)r1.ru_maxrss / 1024.0; /* Linux: kB */
     return 0;
 }
 
@@ -424,6 +429,7 @@ void fb_tp_usage_since(struct fb_tp_side *me, const struct rusage *r0, double t0
     me->user_s = tv_diff(r0->ru_utime, r1.ru_utime);
     me->sys_s = tv_diff(r0->ru_stime, r1.ru_stime);
     me->wall_s = (fb_now_us() - t0_us) * 1e-6;
+    me->max_rss_mib = (double)r1.ru_maxrss / 1024.0; /* Linux: kB */
 }
 
 static int run_size(struct fb_tp *t, size_t size, long round)

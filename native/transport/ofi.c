@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "fb_buf.h"
+#include "fb_loop.h"
 #include "fb_timer.h"
 #include "fb_tp.h"
 
@@ -43,8 +44,11 @@ struct ofist {
     struct fid_mr *smr, *rmr, *amr;
     void *sdesc, *rdesc, *adesc;
     struct fi_context *ctx; /* FI_CONTEXT mode: one per operation in flight */
-    int nctx;
+    int nctx, next_ctx;
     long tx_done, rx_done;
+    long tx_posted, rx_posted; /* the engine's wait() completes up to these */
+    struct fb_xfer x;          /* the loop engine's hooks (fb_loop.h) */
+    struct fb_tp *t;
 };
 
 /* The server's passive-endpoint name as it travels through the bootstrap: the client needs the
@@ -122,6 +126,49 @@ static int post_recv(struct fb_tp *t, struct ofist *o, void *buf, size_t len, vo
         if (fi_cq_read(o->cq, &e, 1) == 1)
             count(o, &e);
     }
+}
+
+/* The engine's hooks. Every operation gets the next context of the ring (nctx exceeds the
+ * most in flight: a window and its ack); the 1-byte ack travels in abuf, which is registered
+ * (FI_MR_LOCAL providers take no unregistered byte), not in the engine's own ack byte. */
+static void *ack_or(struct ofist *o, void *buf, int tag, void **desc, void *data_desc)
+{
+    *desc = tag == FB_TAG_ACK ? o->adesc : data_desc;
+    return tag == FB_TAG_ACK ? o->abuf : buf;
+}
+
+static int next_ctx(struct ofist *o)
+{
+    o->next_ctx = (o->next_ctx + 1) % o->nctx;
+    return o->next_ctx;
+}
+
+static int hook_send(void *c, void *buf, size_t len, int tag)
+{
+    struct ofist *o = c;
+    void *desc;
+    buf = ack_or(o, buf, tag, &desc, o->sdesc);
+    if (post_send(o->t, o, buf, len, desc, next_ctx(o)))
+        return -1;
+    o->tx_posted++;
+    return 0;
+}
+
+static int hook_recv(void *c, void *buf, size_t len, int tag)
+{
+    struct ofist *o = c;
+    void *desc;
+    buf = ack_or(o, buf, tag, &desc, o->rdesc);
+    if (post_recv(o->t, o, buf, len, desc, next_ctx(o)))
+        return -1;
+    o->rx_posted++;
+    return 0;
+}
+
+static int hook_wait(void *c)
+{
+    struct ofist *o = c;
+    return wait_cq(o->t, o, o->tx_posted, o->rx_posted);
 }
 
 static int reg(struct fb_tp *t, struct ofist *o, void *buf, size_t len, uint64_t access,
@@ -342,6 +389,11 @@ static int ofi_setup(struct fb_tp *t)
     else
         setup_rdm(t, o);
     o->nctx = 2 * t->opts.window + 8;
+    o->t = t;
+    /* prepost: the reply's (ack's) receive goes out before the send that provokes it, as
+     * fi_pingpong and this kernel always did */
+    o->x = (struct fb_xfer){.post_recv = hook_recv, .post_send = hook_send, .wait = hook_wait,
+                            .c = o, .prepost = true};
     o->ctx = calloc((size_t)o->nctx, sizeof(*o->ctx));
     o->abuf = fb_buf_alloc(64);
     if (!o->ctx || !o->abuf)
@@ -405,7 +457,7 @@ static int lat_begin(struct fb_tp *t, size_t size)
 {
     t->bytes_per_sample = (double)size;
     t->messages_per_sample = 1;
-    t->bytes_per_iteration = 2.0 * (double)size;
+    t->bytes_per_iteration = 2.0 * (double)size * (double)t->opts.batch; /* --batch round trips */
     return ofi_buffers(t, size, 1);
 }
 
@@ -443,52 +495,24 @@ static void check_receiver(struct fb_tp *t, size_t size, long iter)
             fb_tp_check(t, o->rbuf + (size_t)k * size, size, 0, size, iter);
 }
 
+/* The ping-pong is the engine's (fb_pingpong), --batch included: the pong's receive is posted
+ * before the ping; the responder posts its receive and completes it, then its send. */
 static int ofi_latency(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
     (void)iter, (void)timed;
     struct ofist *o = t->priv;
-    long tx0 = o->tx_done, rx0 = o->rx_done;
-    double t0 = fb_now_us();
-    if (post_recv(t, o, o->rbuf, size, o->rdesc, 0))
-        return -1;
-    if (t->index == 0) {
-        if (post_send(t, o, o->sbuf, size, o->sdesc, 1) || wait_cq(t, o, tx0 + 1, rx0 + 1))
-            return -1;
-        *sample = (fb_now_us() - t0) / 2.0;
-        return 0;
-    }
-    if (wait_cq(t, o, tx0, rx0 + 1) || post_send(t, o, o->sbuf, size, o->sdesc, 1) ||
-        wait_cq(t, o, tx0 + 1, rx0 + 1))
-        return -1;
-    return 0;
+    return fb_pingpong(&o->x, t->index == 0, o->sbuf, o->rbuf, size, t->opts.batch, sample);
 }
 
+/* The window is the engine's (fb_window): the sender posts the ack's receive, then the
+ * window's sends, and completes them all; the receiver posts the window's receives (one slot
+ * each when validating), completes them, then sends the ack. */
 static int ofi_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
     (void)iter, (void)timed;
     struct ofist *o = t->priv;
-    int w = t->opts.window;
-    long tx0 = o->tx_done, rx0 = o->rx_done;
-    double t0 = fb_now_us();
-    if (t->index == 0) {
-        if (post_recv(t, o, o->abuf, 1, o->adesc, 0))
-            return -1;
-        for (int k = 0; k < w; k++)
-            if (post_send(t, o, o->sbuf, size, o->sdesc, 1 + k))
-                return -1;
-        if (wait_cq(t, o, tx0 + w, rx0 + 1))
-            return -1;
-        *sample = fb_now_us() - t0;
-        return 0;
-    }
-    for (int k = 0; k < w; k++)
-        if (post_recv(t, o, o->rbuf + (t->opts.validate ? (size_t)k * size : 0), size, o->rdesc,
-                      1 + k))
-            return -1;
-    if (wait_cq(t, o, tx0, rx0 + w) || post_send(t, o, o->abuf, 1, o->adesc, 0) ||
-        wait_cq(t, o, tx0 + 1, rx0 + w))
-        return -1;
-    return 0;
+    return fb_window(&o->x, t->index == 0, o->sbuf, o->rbuf, NULL,
+                     t->opts.validate ? size : 0, size, t->opts.window, sample);
 }
 
 static void ofi_teardown(struct fb_tp *t)
@@ -522,15 +546,15 @@ static void ofi_teardown(struct fb_tp *t)
     t->priv = NULL;
 }
 
-#define OFI_COMMON                                                                              \
-    .family = FB_FAM_OFI, .opts = FB_OPT_OFI, .setup = ofi_setup, .meta = ofi_meta,           \
-    .teardown = ofi_teardown
+#define OFI_COMMON \
+    .family = FB_FAM_OFI, .setup = ofi_setup, .meta = ofi_meta, .teardown = ofi_teardown
 
 static const struct fb_tp_kernel KERNELS[] = {
-    {.name = "ofi.latency", .cls = FB_CLASS_LATENCY, OFI_COMMON, .begin_size = lat_begin,
+    {.name = "ofi.latency", .cls = FB_CLASS_LATENCY, OFI_COMMON,
+     .opts = FB_OPT_OFI | FB_SC_BATCH, .begin_size = lat_begin,
      .iterate = ofi_latency, .fill = fill_send, .check = check_one},
-    {.name = "ofi.bw", .cls = FB_CLASS_BANDWIDTH, OFI_COMMON, .begin_size = bw_begin,
-     .iterate = ofi_bw, .fill = fill_sender, .check = check_receiver},
+    {.name = "ofi.bw", .cls = FB_CLASS_BANDWIDTH, OFI_COMMON, .opts = FB_OPT_OFI,
+     .begin_size = bw_begin, .iterate = ofi_bw, .fill = fill_sender, .check = check_receiver},
 };
 
 FB_TP_MAIN(KERNELS)

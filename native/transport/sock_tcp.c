@@ -64,43 +64,90 @@ int tcp_latency(struct fb_tp *t, size_t size, long iter, bool timed, double *sam
     return fb_pingpong(&x, t->index == 0, sk->sbuf, sk->rbuf, size, t->opts.batch, sample);
 }
 
+/* tcp.bw's hooks (a stream transport: a message is one write of the size, the window's
+ * completion the receiver's 1-byte ack): data written by send_msg (--zerocopy applies), the
+ * ack by a plain write, every read a blocking fb_recv_all, nothing left to wait for. */
+static int bw_post_send(void *c, void *buf, size_t len, int tag)
+{
+    struct fb_tp *t = c;
+    struct sockst *sk = t->priv;
+    return tag == FB_TAG_ACK ? fb_send_all(sk->fd[0], buf, len)
+                             : send_msg(t, sk, sk->fd[0], buf, len);
+}
+
+static int bw_post_recv(void *c, void *buf, size_t len, int tag)
+{
+    (void)tag;
+    return fb_recv_all(((struct sockst *)((struct fb_tp *)c)->priv)->fd[0], buf, len);
+}
+
+/* The window is the engine's (fb_window): the sender writes --window messages and reads the
+ * ack; the receiver reads them (one slot each when validating) and writes the ack. */
 int tcp_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
     (void)iter, (void)timed;
     struct sockst *sk = t->priv;
-    int fd = sk->fd[0];
-    int w = t->opts.window;
-    if (t->index == 0) {
-        char ack;
-        double t0 = fb_now_us();
-        for (int k = 0; k < w; k++)
-            if (send_msg(t, sk, fd, sk->sbuf, size))
-                return -1;
-        if (fb_recv_all(fd, &ack, 1))
-            return -1;
-        *sample = fb_now_us() - t0;
-        return 0;
-    }
-    size_t stride = sk->slots ? size : 0;
-    for (int k = 0; k < w; k++)
-        if (fb_recv_all(fd, sk->rbuf + (size_t)k * stride, size))
-            return -1;
-    return fb_send_all(fd, "a", 1);
+    struct fb_xfer x = {.post_recv = bw_post_recv, .post_send = bw_post_send,
+                        .wait = tcp_done, .c = t};
+    return fb_window(&x, t->index == 0, sk->sbuf, sk->rbuf, NULL, sk->slots ? size : 0, size,
+                     t->opts.window, sample);
 }
 
-/* tcp.bibw: both sides send and receive a window at once. */
+/* tcp.bibw's hooks: both directions must move at once (blocking writes of a window each way
+ * would fill both socket buffers and stop), so posting only counts bytes and wait() moves
+ * them all through multiplex(), which polls the connection for either direction. multiplex
+ * lays the window out itself (message k at rbuf + k * size when validating, else one
+ * message-sized slot; every write from sbuf): the posts are checked against that layout. */
+struct bidir {
+    struct fb_tp *t;
+    struct sockst *sk;
+    size_t size, spend, rpend;
+};
+
+static int bidir_post_send(void *c, void *buf, size_t len, int tag)
+{
+    struct bidir *b = c;
+    (void)tag;
+    if (buf != b->sk->sbuf)
+        return -1;
+    b->size = len;
+    b->spend += len;
+    return 0;
+}
+
+static int bidir_post_recv(void *c, void *buf, size_t len, int tag)
+{
+    struct bidir *b = c;
+    (void)tag;
+    if (buf != b->sk->rbuf + (b->sk->slots ? b->rpend : 0))
+        return -1;
+    b->size = len;
+    b->rpend += len;
+    return 0;
+}
+
+static int bidir_wait(void *c)
+{
+    struct bidir *b = c;
+    size_t spend[MAX_STREAMS], rpend[MAX_STREAMS];
+    for (int k = 0; k < b->sk->nfd; k++) {
+        spend[k] = b->spend;
+        rpend[k] = b->rpend;
+    }
+    b->spend = b->rpend = 0;
+    return multiplex(b->t, b->sk, b->size, spend, rpend, false, NULL);
+}
+
+/* tcp.bibw: both sides send and receive a window at once (fb_window_bidir). */
 int tcp_bibw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
     (void)iter, (void)timed;
     struct sockst *sk = t->priv;
-    size_t spend[MAX_STREAMS], rpend[MAX_STREAMS];
-    for (int k = 0; k < sk->nfd; k++)
-        spend[k] = rpend[k] = sk->window_bytes;
-    double t0 = fb_now_us();
-    if (multiplex(t, sk, size, spend, rpend, false, NULL))
-        return -1;
-    *sample = fb_now_us() - t0;
-    return 0;
+    struct bidir b = {.t = t, .sk = sk};
+    struct fb_xfer x = {.post_recv = bidir_post_recv, .post_send = bidir_post_send,
+                        .wait = bidir_wait, .c = &b};
+    return fb_window_bidir(&x, sk->sbuf, sk->rbuf, sk->slots ? size : 0, size, t->opts.window,
+                           sample);
 }
 
 int tcp_streams(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)

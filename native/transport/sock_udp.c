@@ -1,6 +1,8 @@
 /* sock_udp.c - udp.latency and udp.stream (sock.h). */
 #include "sock.h"
 
+#include "fb_loop.h"
+
 /* ---- UDP kernels ------------------------------------------------------------------------- */
 
 static void put_hdr(char *buf, uint32_t seq, bool timed)
@@ -30,44 +32,66 @@ static int wait_readable(int fd, int extra_fd, double ms)
     return 2; /* only the bootstrap connection: the peer has moved on */
 }
 
-int udp_latency(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+/* udp.latency's hooks: one ping-pong of datagrams numbered by the iteration. */
+struct udp_pp {
+    struct fb_tp *t;
+    struct sockst *sk;
+    uint32_t seq;
+    int lost; /* round trips lost in a row */
+    struct sockaddr_storage from; /* server: where the ping came from */
+    socklen_t fl;
+};
+
+static int pp_send(void *c, void *buf, size_t len, int tag)
 {
-    (void)timed;
-    struct sockst *sk = t->priv;
-    uint32_t seq = (uint32_t)iter + 1;
-    if (t->index == 0) {
-        put_hdr(sk->sbuf, seq, true);
-        for (int attempt = 0;; attempt++) {
-            if (attempt > 100)
-                fb_tp_die(t, "UDP: 100 round trips in a row were lost");
-            double t0 = fb_now_us();
-            if (send(sk->ufd, sk->sbuf, size, 0) < 0 && errno != ECONNREFUSED) {
-                perror("send");
-                return -1;
-            }
-            for (;;) {
-                if (!wait_readable(sk->ufd, -1, t->cfg.udp_timeout_ms)) {
-                    sk->lost_rt++; /* no reply: send again and time the new attempt */
-                    break;
-                }
-                ssize_t n = recv(sk->ufd, sk->rbuf, size, 0);
-                if (n < 0)
-                    break;
-                if ((size_t)n != size || get_hdr(sk->rbuf).seq != seq) {
-                    sk->stale++;
-                    continue;
-                }
-                double t1 = fb_now_us();
-                *sample = (t1 - t0) / 2.0;
-                return 0;
-            }
-        }
+    struct udp_pp *u = c;
+    struct sockst *sk = u->sk;
+    (void)tag;
+    put_hdr(buf, u->seq, true);
+    if (u->t->index == 1) { /* the echo: as long as the ping, back where it came from */
+        sendto(sk->ufd, buf, (size_t)sk->got, 0, (struct sockaddr *)&u->from, u->fl);
+        return 0;
     }
-    /* Server: echo every ping; an old one (its reply was lost) is echoed again. */
+    if (u->lost > 100)
+        fb_tp_die(u->t, "UDP: 100 round trips in a row were lost");
+    if (send(sk->ufd, buf, len, 0) < 0 && errno != ECONNREFUSED) {
+        perror("send");
+        return -1;
+    }
+    return 0;
+}
+
+/* Client: the reply to this ping, skipping stale ones (replies to pings sent again);
+ * FB_XFER_LOST when none comes within --udp-timeout (or the receive fails: send again). */
+static int pp_reply(struct udp_pp *u, void *buf, size_t len)
+{
+    struct sockst *sk = u->sk;
     for (;;) {
-        struct sockaddr_storage from;
-        socklen_t fl = sizeof(from);
-        ssize_t n = recvfrom(sk->ufd, sk->rbuf, size, 0, (struct sockaddr *)&from, &fl);
+        if (!wait_readable(sk->ufd, -1, u->t->cfg.udp_timeout_ms)) {
+            sk->lost_rt++;
+            u->lost++;
+            return FB_XFER_LOST;
+        }
+        ssize_t n = recv(sk->ufd, buf, len, 0);
+        if (n < 0) {
+            u->lost++;
+            return FB_XFER_LOST;
+        }
+        if ((size_t)n == len && get_hdr(buf).seq == u->seq) {
+            u->lost = 0;
+            return 0;
+        }
+        sk->stale++;
+    }
+}
+
+/* Server: the ping of this iteration; an old one (its reply was lost) is echoed again. */
+static int pp_ping(struct udp_pp *u, void *buf, size_t len)
+{
+    struct sockst *sk = u->sk;
+    for (;;) {
+        u->fl = sizeof(u->from);
+        ssize_t n = recvfrom(sk->ufd, buf, len, 0, (struct sockaddr *)&u->from, &u->fl);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -76,14 +100,38 @@ int udp_latency(struct fb_tp *t, size_t size, long iter, bool timed, double *sam
         }
         if ((size_t)n < UDP_HDR)
             continue;
-        uint32_t got = get_hdr(sk->rbuf).seq;
-        put_hdr(sk->sbuf, got, true);
-        sendto(sk->ufd, sk->sbuf, (size_t)n, 0, (struct sockaddr *)&from, fl);
-        if (got == seq) {
+        uint32_t got = get_hdr(buf).seq;
+        if (got == u->seq) {
             sk->got = n;
             return 0;
         }
+        put_hdr(sk->sbuf, got, true);
+        sendto(sk->ufd, sk->sbuf, (size_t)n, 0, (struct sockaddr *)&u->from, u->fl);
     }
+}
+
+static int pp_recv(void *c, void *buf, size_t len, int tag)
+{
+    struct udp_pp *u = c;
+    (void)tag;
+    return u->t->index == 1 ? pp_ping(u, buf, len) : pp_reply(u, buf, len);
+}
+
+static int pp_done(void *c)
+{
+    (void)c;
+    return 0;
+}
+
+/* The ping-pong is the engine's (fb_pingpong); a lost round trip is sent again and timed
+ * afresh (FB_XFER_LOST). One round trip per sample: a batch would share one sequence number
+ * among its round trips, and a late echo could then pass for the next one's. */
+int udp_latency(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
+{
+    (void)timed;
+    struct udp_pp u = {.t = t, .sk = t->priv, .seq = (uint32_t)iter + 1};
+    struct fb_xfer x = {.post_recv = pp_recv, .post_send = pp_send, .wait = pp_done, .c = &u};
+    return fb_pingpong(&x, t->index == 0, u.sk->sbuf, u.sk->rbuf, size, 1, sample);
 }
 
 /* Both sides' payload after the sequence header: the client's reply, the server's ping. */

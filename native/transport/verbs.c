@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "fb_buf.h"
+#include "fb_loop.h"
 #include "fb_timer.h"
 #include "fb_tp.h"
 
@@ -31,8 +32,12 @@ struct verbsst {
     size_t cap;
     struct remote_buf remote;
     long tx_done, rx_done;
+    long tx_posted, rx_posted; /* the engine's wait() completes up to these */
+    int nsend;                 /* data sends posted since the last wait: the next one's slot */
     bool write;
     char devname[64];
+    struct fb_xfer x; /* the loop engine's hooks (fb_loop.h) */
+    struct fb_tp *t;
 };
 
 /* Before any peer: is there a device at all (and the one asked for)? */
@@ -214,8 +219,54 @@ static int wait_cq(struct fb_tp *t, struct verbsst *v, long tx, long rx)
     return 0;
 }
 
+/* The engine's hooks. A receive is named by its offset in the registered rbuf; the 1-byte
+ * ack is received at rbuf + 0 and sent from sbuf (the engine's own ack byte is not
+ * registered). A window's k-th send (counted since the last wait) targets the receiver's
+ * slot k with --op write when validating, slot 0 otherwise, as the receives are laid out. */
+static int hook_recv(void *c, void *buf, size_t len, int tag)
+{
+    struct verbsst *v = c;
+    bool ack = tag == FB_TAG_ACK;
+    if (post_recv(v, ack ? 0 : (size_t)((char *)buf - v->rbuf), ack ? 1 : len))
+        return -1;
+    v->rx_posted++;
+    return 0;
+}
+
+static int hook_send(void *c, void *buf, size_t len, int tag)
+{
+    struct verbsst *v = c;
+    (void)buf;
+    size_t roff = 0;
+    if (tag != FB_TAG_ACK && v->t->opts.validate)
+        roff = (size_t)v->nsend++ * len;
+    if (post_send(v, tag == FB_TAG_ACK ? 1 : len, roff))
+        return -1;
+    v->tx_posted++;
+    return 0;
+}
+
+static int hook_wait(void *c)
+{
+    struct verbsst *v = c;
+    v->nsend = 0;
+    return wait_cq(v->t, v, v->tx_posted, v->rx_posted);
+}
+
+/* Each size starts the engine afresh over this connection. prepost: the reply's (ack's)
+ * receive goes out before the send that provokes it, as this kernel always did (an RC send
+ * without a posted receive is an RNR retry). */
+static void engine_hooks(struct fb_tp *t)
+{
+    struct verbsst *v = t->priv;
+    v->t = t;
+    v->x = (struct fb_xfer){.post_recv = hook_recv, .post_send = hook_send, .wait = hook_wait,
+                            .c = v, .prepost = true};
+}
+
 static int lat_begin(struct fb_tp *t, size_t size)
 {
+    engine_hooks(t);
     t->bytes_per_sample = (double)size;
     t->messages_per_sample = 1;
     t->bytes_per_iteration = 2.0 * (double)size;
@@ -224,6 +275,7 @@ static int lat_begin(struct fb_tp *t, size_t size)
 
 static int bw_begin(struct fb_tp *t, size_t size)
 {
+    engine_hooks(t);
     size_t w = (size_t)t->opts.window;
     t->bytes_per_sample = (double)(size * w);
     t->messages_per_sample = (double)w;
@@ -256,50 +308,24 @@ static void check_receiver(struct fb_tp *t, size_t size, long iter)
             fb_tp_check(t, v->rbuf + (size_t)k * size, size, 0, size, iter);
 }
 
+/* The ping-pong is the engine's (fb_pingpong): the pong's receive is posted before the ping
+ * (prepost); the responder posts its receive and completes it, then its send. */
 static int verbs_latency(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
     (void)iter, (void)timed;
     struct verbsst *v = t->priv;
-    long tx0 = v->tx_done, rx0 = v->rx_done;
-    double t0 = fb_now_us();
-    if (post_recv(v, 0, size))
-        return -1;
-    if (t->index == 0) {
-        if (post_send(v, size, 0) || wait_cq(t, v, tx0 + 1, rx0 + 1))
-            return -1;
-        *sample = (fb_now_us() - t0) / 2.0;
-        return 0;
-    }
-    if (wait_cq(t, v, tx0, rx0 + 1) || post_send(v, size, 0) || wait_cq(t, v, tx0 + 1, rx0 + 1))
-        return -1;
-    return 0;
+    return fb_pingpong(&v->x, t->index == 0, v->sbuf, v->rbuf, size, 1, sample);
 }
 
+/* The window is the engine's (fb_window): the sender posts the ack's receive, then the
+ * window's sends, and completes them all; the receiver posts the window's receives (one slot
+ * each when validating), completes them, then sends the ack. */
 static int verbs_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
     (void)iter, (void)timed;
     struct verbsst *v = t->priv;
-    int w = t->opts.window;
-    long tx0 = v->tx_done, rx0 = v->rx_done;
-    size_t slot = t->opts.validate ? size : 0;
-    double t0 = fb_now_us();
-    if (t->index == 0) {
-        if (post_recv(v, 0, 1))
-            return -1;
-        for (int k = 0; k < w; k++)
-            if (post_send(v, size, (size_t)k * slot))
-                return -1;
-        if (wait_cq(t, v, tx0 + w, rx0 + 1))
-            return -1;
-        *sample = fb_now_us() - t0;
-        return 0;
-    }
-    for (int k = 0; k < w; k++)
-        if (post_recv(v, (size_t)k * slot, size))
-            return -1;
-    if (wait_cq(t, v, tx0, rx0 + w) || post_send(v, 1, 0) || wait_cq(t, v, tx0 + 1, rx0 + w))
-        return -1;
-    return 0;
+    return fb_window(&v->x, t->index == 0, v->sbuf, v->rbuf, NULL,
+                     t->opts.validate ? size : 0, size, t->opts.window, sample);
 }
 
 static void verbs_teardown(struct fb_tp *t)
