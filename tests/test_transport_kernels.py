@@ -19,8 +19,9 @@ from fabench.metrics import BANDWIDTH
 from fabench.starters.pair import run_pair
 from fabench.testbed import TestbedConfig, create
 
-# UCX and libfabric's shm poll, and the delayed-ACK stall is a timing: the CPUs to themselves.
-pytestmark = pytest.mark.serial
+# These check the records (fields, counts, validation, what the kernels chose), which hold on a
+# shared CPU: they share the first pass. The delayed-ACK stall is a timing (marked so) and the
+# lossy testbed link a testbed: those run alone.
 
 
 def built(name: str) -> bool:
@@ -146,6 +147,7 @@ def test_tcp_options_reach_the_socket() -> None:
     assert rec.extra["client_zerocopy_copied"] <= rec.extra["client_zerocopy_sends"]
 
 
+@pytest.mark.timing
 def test_nagle_delayed_ack_stall_and_its_two_cures() -> None:
     """write-write-read: Nagle holds the 2nd write until the 1st is ACKed, the server delays
     that ACK (~40 ms). TCP_NODELAY or TCP_QUICKACK each remove the stall."""
