@@ -790,15 +790,19 @@ def test_matrix_cut_short_is_stored_and_resumed(openmpi: str, tmp_path: Path) ->
         j = json.loads(proc.stdout)
         lost = [v["line"] for v in j["verdicts"] if v["kind"] == "unreachable"]
         assert "unreachable h1 -> h2" in lost and len(j["latency_us"]) + len(lost) == 12
+        # the resume's judgement without the isolated retest (the retest is other tests'
+        # subject; here it measured the 50 mbit link twice more, ~20 s): the slow link is
+        # named from the resumed directions, whatever first-pass noise stands beside it
         proc = fabench_cli("matrix", "--on", "testbed", "cut", "--out", str(tmp_path),
-                           "--resume", str(j["campaign_id"]), "--iterations", "8", "--json",
-                           check=False)
+                           "--resume", str(j["campaign_id"]), "--iterations", "8",
+                           "--no-retest", "--json", check=False)
         assert proc.returncode == 3, proc.stdout + proc.stderr
         j2 = json.loads(proc.stdout)
         assert len(j2["latency_us"]) == 12
         assert j2["passes"][0]["directions"] == len(lost)
-        assert [v["line"].split(":")[0] for v in j2["verdicts"]] == [
-            "bad link h1 -> h2", "bad link h2 -> h1"]
+        named = {v["line"].split(":")[0] for v in j2["verdicts"]}
+        assert {"bad link h1 -> h2", "bad link h2 -> h1"} <= named, named
+        assert not [v for v in j2["verdicts"] if v["kind"] == "unreachable"]
 
 
 def test_cli_usage_errors_exit_2(tmp_path: Path) -> None:
