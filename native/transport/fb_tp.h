@@ -55,7 +55,7 @@ struct fb_tp_cfg {
 #define FB_TP_COUNTERS 8
 struct fb_tp_side {
     double user_s, sys_s, wall_s;
-    double max_rss_mib; /* the process's peak resident set so far: its buffers' footprint */
+    double max_rss_mib; /* this image's peak resident set so far (VmHWM): its buffers' footprint */
     double retrans;
     double c[FB_TP_COUNTERS]; /* family-specific counters (UDP receive counts, ...) */
 };

@@ -52,7 +52,6 @@ struct sockst {
     char *sbuf, *rbuf;
     size_t scap, rcap;
     size_t window_bytes; /* one window of one stream: size * --window */
-    bool slots;          /* --validate: every received byte of a window kept until checked */
     bool wwr;            /* tcp.latency --pattern wwr */
     ssize_t got;         /* udp.latency server: length of the ping it answered */
     /* TCP_INFO at the start of the size, per connection */

@@ -82,22 +82,23 @@ static int bw_post_recv(void *c, void *buf, size_t len, int tag)
 }
 
 /* The window is the engine's (fb_window): the sender writes --window messages and reads the
- * ack; the receiver reads them (one slot each when validating) and writes the ack. */
+ * ack; the receiver reads them all into one message-sized buffer (validating too: sock.c's
+ * check_window) and writes the ack. */
 int tcp_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
 {
     (void)iter, (void)timed;
     struct sockst *sk = t->priv;
     struct fb_xfer x = {.post_recv = bw_post_recv, .post_send = bw_post_send,
                         .wait = tcp_done, .c = t};
-    return fb_window(&x, t->index == 0, sk->sbuf, sk->rbuf, NULL, sk->slots ? size : 0, size,
-                     t->opts.window, sample);
+    return fb_window(&x, t->index == 0, sk->sbuf, sk->rbuf, NULL, 0, size, t->opts.window,
+                     sample);
 }
 
 /* tcp.bibw's hooks: both directions must move at once (blocking writes of a window each way
  * would fill both socket buffers and stop), so posting only counts bytes and wait() moves
  * them all through multiplex(), which polls the connection for either direction. multiplex
- * lays the window out itself (message k at rbuf + k * size when validating, else one
- * message-sized slot; every write from sbuf): the posts are checked against that layout. */
+ * lays the window out itself (every message read into the one message-sized rbuf, every write
+ * from sbuf): the posts are checked against that layout. */
 struct bidir {
     struct fb_tp *t;
     struct sockst *sk;
@@ -119,7 +120,7 @@ static int bidir_post_recv(void *c, void *buf, size_t len, int tag)
 {
     struct bidir *b = c;
     (void)tag;
-    if (buf != b->sk->rbuf + (b->sk->slots ? b->rpend : 0))
+    if (buf != b->sk->rbuf)
         return -1;
     b->size = len;
     b->rpend += len;
@@ -146,8 +147,7 @@ int tcp_bibw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample
     struct bidir b = {.t = t, .sk = sk};
     struct fb_xfer x = {.post_recv = bidir_post_recv, .post_send = bidir_post_send,
                         .wait = bidir_wait, .c = &b};
-    return fb_window_bidir(&x, sk->sbuf, sk->rbuf, sk->slots ? size : 0, size, t->opts.window,
-                           sample);
+    return fb_window_bidir(&x, sk->sbuf, sk->rbuf, 0, size, t->opts.window, sample);
 }
 
 int tcp_streams(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
