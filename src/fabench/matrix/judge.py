@@ -453,12 +453,9 @@ def _node_scores(n: int, f: _Flat, e: np.ndarray) -> tuple[np.ndarray, np.ndarra
     # A host whose directions (those no leaf or uplink finding explains) reach one other host
     # only cannot be told from that one link: 2 hosts per leaf under a bad uplink leave each
     # host its 2 directions to its neighbour, and both hosts scored alike. Links only there.
-    partners = np.zeros(n, dtype=np.int64)
-    pairs = {(min(a, b), max(a, b)) for a, b in zip(f.src.tolist(), f.dst.tolist(),
-                                                   strict=True)}
-    for a, b in pairs:
-        partners[a] += 1
-        partners[b] += 1
+    lo, hi = np.minimum(f.src, f.dst), np.maximum(f.src, f.dst)
+    pairs = np.unique(lo * n + hi)  # each unordered pair once (a million directions at 1024)
+    partners = np.bincount(pairs // n, minlength=n) + np.bincount(pairs % n, minlength=n)
     own = np.where(partners >= 2, own, math.nan)
 
     def sweep(out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
