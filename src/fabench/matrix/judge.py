@@ -419,19 +419,6 @@ class Analysis:
     def slow(self) -> frozenset[int]:
         return frozenset(h for h, s in enumerate(self.nodes) if max(s.values()) > THRESHOLD)
 
-    def explained(self, hosts: Sequence[str], link: Link) -> bool:
-        """A link inside a group verdict's pairs (a bad leaf's or a bad uplink's)."""
-        if self.groups is None or not self.findings:
-            return False
-        lab = self.groups.labels(hosts)
-        a, b = int(lab[link[0]]), int(lab[link[1]])
-        for f in self.findings:
-            if f.kind == "bad leaf" and a != b and f.groups[0] in (a, b):
-                return True
-            if f.kind == "bad uplink" and {a, b} == set(f.groups):
-                return True
-        return False
-
 
 def _by_node(n: int, f: _Flat, e: np.ndarray) -> list[np.ndarray]:
     """Each host's values over its row and column, in one sort."""
@@ -908,8 +895,11 @@ def find_suspects(m: Matrix, groups: Groups | None = None,
         worst = np.nanmax(np.where(np.isnan(sc), -np.inf, sc), axis=1) if k else np.zeros(0)
     node_mask = np.zeros(len(m.hosts) + 1, dtype=bool)
     node_mask[list(nodes)] = True
-    links = frozenset(keys[x] for x in np.flatnonzero(worst > THRESHOLD).tolist()
-                      if not an.explained(m.hosts, keys[x]))
+    out = worst > THRESHOLD
+    if an.groups is not None and an.findings and k:  # a leaf or uplink verdict names those
+        out &= ~_explained(_Flat(ends[:, 0], ends[:, 1], np.zeros(k)),
+                           an.groups.labels(m.hosts), an.findings)
+    links = frozenset(keys[x] for x in np.flatnonzero(out).tolist())
     # References: the links closest to their class centre on both metrics, neither a suspect
     # (either direction) nor touching a suspect node. A reference may share a host with a
     # suspect link: on 4 hosts every link does, and a retest without references has no
