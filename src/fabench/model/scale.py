@@ -69,13 +69,18 @@ class ScaleFit:
         return f
 
 
-def _objective(fabric: Fabric, obs: list[Observation]) -> float:
+def _objective(fabric: Fabric, obs: list[Observation], bound: float = math.inf) -> float:
+    """The sum of squared log ratios; once the partial sum passes `bound` (the best so far)
+    the rest cannot make this point the best, and it returns that partial sum: every term
+    is >= 0, so the search keeps the same point and skips most predictions."""
     total = 0.0
     for o in obs:
         t = o.predict(fabric)
         if not (t > 0 and math.isfinite(t)):
             return math.inf
         total += math.log(t / o.measured_us) ** 2
+        if total > bound:
+            return total
     return total
 
 
@@ -88,7 +93,7 @@ def _search(trial: Fabric, obs: list[Observation], exponents: list[float],
                 if noise == 0.0 and b > 0:
                     continue  # the exponent of no noise is no parameter
                 trial.nic_gap_us, trial.noise_us, trial.noise_exponent = gap, noise, b
-                err = _objective(trial, obs)
+                err = _objective(trial, obs, best[0])
                 if err < best[0] - 1e-12:
                     best = (err, noise, gap, b)
     return best
@@ -115,7 +120,7 @@ def fit_scale(fabric: Fabric, obs: list[Observation], rounds: int = 2) -> ScaleF
         best_mem = (err, mem)
         for cand in MEMORY_GRID:
             trial.node_memory_MBps = cand
-            e = _objective(trial, obs)
+            e = _objective(trial, obs, best_mem[0])
             if e < best_mem[0] - 1e-12:
                 best_mem = (e, cand)
         err, mem = best_mem
