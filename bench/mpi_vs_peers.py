@@ -13,6 +13,8 @@ from the run's `command` in the store), with only the executable and its argumen
 What is compared:
   latency    fabench median of per-iteration half round trips, OSU `-z` P50 (the same
              statistic), NetPIPE's reported time (its best trial's mean half round trip).
+             An OSU before 7 (no `-z`, no `-m`: 5.x runs every size) prints only the mean
+             over its loop: fabench's mean half round trip is compared with it instead.
   bandwidth  fabench median of per-window bandwidth (window 64 + 1-byte ack), osu_bw's
              aggregate (same window scheme; the best of the rounds is shown too, as the issue's
              target reads), NetPIPE's ping-pong throughput (a different pattern: one message
@@ -111,6 +113,8 @@ class Fabench:
         self.cli = cli
         self.out = out
         self.prefix: dict[str, list[str]] = {}
+        # latency as the median (OSU 7's P50) or, beside an OSU without percentiles, the mean
+        self.latency_stat = "median"
 
     def measure(self, case: Case, effort: Effort) -> Sample:
         lat = case.kernel == "mpi.latency"
@@ -131,7 +135,8 @@ class Fabench:
         with Store(self.out / "fabench.sqlite") as store:
             command = store.run(int(row["run_id"])).command or ""
         self.prefix[case.name] = mpirun_prefix(shlex.split(command))
-        return Sample(float(row["median"]), f"selected {row.get('selected_transport')}")
+        stat = self.latency_stat if lat else "median"
+        return Sample(float(row[stat]), f"{stat}, selected {row.get('selected_transport')}")
 
 
 def mpirun_prefix(argv: list[str]) -> list[str]:
@@ -176,15 +181,23 @@ def find_osu(root: Path) -> tuple[str, str] | None:
     return None
 
 
-def osu(lat_exe: str, bw_exe: str) -> Callable[[Case, list[str], Effort], Sample]:
+def osu_is_legacy(lat_exe: str) -> bool:
+    """An OSU before 7: its usage lists neither -m (size range) nor -z (percentiles)."""
+    cp = run([lat_exe, "-h"], timeout=30)
+    usage = cp.stdout + cp.stderr
+    return " -m" not in usage and " -z" not in usage
+
+
+def osu(lat_exe: str, bw_exe: str, legacy: bool) -> Callable[[Case, list[str], Effort], Sample]:
     def measure(case: Case, prefix: list[str], effort: Effort) -> Sample:
         lat = case.kernel == "mpi.latency"
         rng = f"{case.size}:{case.size}"
+        size_args = [] if legacy else ["-m", rng]
         if lat:
-            argv = [*prefix, lat_exe, "-z", "-m", rng, "-i", str(effort.lat_iters),
-                    "-x", str(effort.lat_warmup)]
+            argv = [*prefix, lat_exe, *([] if legacy else ["-z"]), *size_args,
+                    "-i", str(effort.lat_iters), "-x", str(effort.lat_warmup)]
         else:
-            argv = [*prefix, bw_exe, "-m", rng, "-i", str(effort.bw_iters),
+            argv = [*prefix, bw_exe, *size_args, "-i", str(effort.bw_iters),
                     "-x", str(effort.bw_warmup)]
         try:
             cp = run(argv, timeout=600)
@@ -194,6 +207,8 @@ def osu(lat_exe: str, bw_exe: str) -> Callable[[Case, list[str], Effort], Sample
         for ln in cp.stdout.splitlines():
             cols = ln.split()
             if cols and not ln.startswith("#") and cols[0] == str(case.size):
+                if lat and legacy and len(cols) >= 2:
+                    return Sample(float(cols[1]), "mean")
                 if lat and len(cols) >= 3:
                     return Sample(float(cols[2]), "P50")
                 if not lat and len(cols) >= 2:
@@ -242,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     notes: list[str] = []
     tools: list[Tool] = []
+    fab_latency_stat = "median"
     np_exe = shutil.which(args.netpipe)
     if np_exe:
         tools.append(Tool("NetPIPE", netpipe(np_exe)))
@@ -250,8 +266,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.osu_dir:
         found = find_osu(Path(args.osu_dir))
         if found:
-            tools.append(Tool("OSU", osu(*found)))
-            notes.append(f"OSU: {found[0]}, {found[1]}")
+            legacy = osu_is_legacy(found[0])
+            tools.append(Tool("OSU", osu(*found, legacy)))
+            if legacy:
+                fab_latency_stat = "mean"
+            notes.append(f"OSU: {found[0]}, {found[1]}" + (
+                " (before 7: every size run, latency compared as fabench's mean with OSU's "
+                "mean)" if legacy else ""))
         else:
             notes.append(f"OSU: no osu_latency + osu_bw under {args.osu_dir}")
     else:
@@ -260,6 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cli = shlex.split(args.fabench) if args.fabench else [sys.executable, "-m", "fabench"]
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="fabench-peers-"))
     fab = Fabench(cli, out)
+    fab.latency_stat = fab_latency_stat
     names = ["fabench", *(t.name for t in tools)]
     # values[case][tool] -> one value per round (None when that run failed)
     values: dict[str, dict[str, list[float | None]]] = {
