@@ -17,10 +17,12 @@ collectives at the campaign's rank counts) with exactly the mpirun options faben
 each run of that round's first campaign (read back from the store), each tool with its own
 defaults; the round's order rotates over the variants and OSU. A variant `native=DIR` runs the
 kernels built in DIR (FABENCH_NATIVE_DIR: e.g. a build of an earlier commit) with nothing else
-changed. Per variant it prints each round's wall time and its ratio to that round's OSU time
-(paired), the warm-up iterations the latency records used, and the precision of the headline
-medians: their CV over the rounds and the median over campaigns of the 95 % interval of the
-median (width / median, docs/statistics.md).
+changed; `src=DIR` runs fabench's Python from DIR (a checkout's src/, e.g. of an earlier
+commit: PYTHONPATH) over this installation's kernels, to time a change on the Python side. Per
+variant it prints each round's wall time and its ratio to that round's OSU time (paired), the
+warm-up iterations the latency records used, and the precision of the headline medians: their
+CV over the rounds and the median over campaigns of the 95 % interval of the median (width /
+median, docs/statistics.md).
 
 Prints numbers, never asserts them; exits 0 when every campaign finished.
 """
@@ -43,6 +45,7 @@ from pathlib import Path
 import yaml
 
 from fabench.analysis.analyse import summarize_result
+from fabench.host.native import native_root
 from fabench.host.probe import run_core_to_core_ns
 from fabench.host.provenance import load_snapshot
 from fabench.kernels import get_kernel
@@ -67,7 +70,7 @@ def uptime() -> str:
 
 
 def parse_variant(text: str) -> dict[str, object]:
-    if text == "plain" or text.startswith("native="):
+    if text == "plain" or text.startswith(("native=", "src=")):
         return {}
     out: dict[str, object] = {}
     for item in text.split(","):
@@ -223,6 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             env = dict(os.environ)
             if v.startswith("native="):
                 env["FABENCH_NATIVE_DIR"] = v.split("=", 1)[1]
+            if v.startswith("src="):
+                env["FABENCH_NATIVE_DIR"] = str(native_root())
+                env["PYTHONPATH"] = v.split("=", 1)[1]
             vdir = out / v.replace("=", "-").replace(",", "_")
             spec_path = vdir / "spec.yaml"
             vdir.mkdir(parents=True, exist_ok=True)

@@ -22,9 +22,11 @@ Cases
   cold       4 MiB, cache-cold and cache-hot: mpi.latency --cache-cold (mean and median half
              round trip) beside IMB PingPong -off_cache (t[usec], its loop mean), mpi.bw
              --cache-cold (osu_mb_s) beside IMB Uniband -off_cache (MB/s, the same window of
-             64; fabench puts a window's messages in one slot, IMB cycles them through its
-             slots); IMB's cache size: this host's last-level cache (its buffers then span twice
-             of it, as fabench's region), PingPong also at -off_cache -1 (IMB's built-in 8 MB)
+             64; both put each message of a window in its own slot of the region);
+             IMB's cache size: this host's last-level cache (its buffers then span twice
+             of it, as fabench's region), PingPong also at -off_cache -1 (IMB's built-in 8 MB);
+             BEFORE_DIR: its mpi.bw --cache-cold too (e.g. a slot per window)
+  coldbw     the cold case's bandwidth part alone (mpi.bw cold and hot, before, IMB Uniband)
 
 Prints per-round (paired) ratios, median and range over rounds, never asserts; every number is
 measured in the run that prints it.
@@ -99,7 +101,8 @@ def main() -> int:
     ap.add_argument("--before-dir", type=Path, default=os.environ.get("BEFORE_DIR"))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cases", default="lat,mbw,validate,cold",
-                    help="comma list of lat, mbw, validate, cold (default: all)")
+                    help="comma list of lat, mbw, validate, cold, coldbw (default: the "
+                         "first four)")
     ap.add_argument("--pairs", default="2",
                     help="comma list of pair counts for mbw (2 ranks a pair; default 2)")
     a = ap.parse_args()
@@ -177,14 +180,15 @@ def main() -> int:
             tools["before"] = pair("before (slot per message)", a.before_dir / "fb-mpi-bw")
         return tools
 
-    def cold() -> dict[str, Callable[[], None]]:
+    def cold(bw_only: bool = False) -> dict[str, Callable[[], None]]:
         size = 4 << 20
         # 100 ping-pongs, 20 windows of 64 (mpi.bw's default at this size) for every tool
         iters = {"latency": "100", "bw": "20", "PingPong": "100", "Uniband": "20"}
 
-        def fab(kind: str, cache: tuple[str, ...], tag: str) -> Callable[[], None]:
+        def fab(kind: str, cache: tuple[str, ...], tag: str,
+                kdir: Path = k) -> Callable[[], None]:
             def go() -> None:
-                r = fabench(k / f"fb-mpi-{kind}", 2, "--sizes", str(size),
+                r = fabench(kdir / f"fb-mpi-{kind}", 2, "--sizes", str(size),
                             "--iterations", iters[kind], *cache)[0]
                 if cache and r.get("cache") != "cold":
                     raise RuntimeError(f"fb-mpi-{kind} --cache-cold ran {r.get('cache')}")
@@ -195,10 +199,12 @@ def main() -> int:
                     put(f"cold bw fabench {tag} osu_mb_s", r["osu_mb_s"])
             return go
 
-        tools = {"lat cold": fab("latency", ("--cache-cold",), "cold"),
-                 "lat hot": fab("latency", (), "hot"),
-                 "bw cold": fab("bw", ("--cache-cold",), "cold"),
-                 "bw hot": fab("bw", (), "hot")}
+        tools = {} if bw_only else {"lat cold": fab("latency", ("--cache-cold",), "cold"),
+                                    "lat hot": fab("latency", (), "hot")}
+        tools.update({"bw cold": fab("bw", ("--cache-cold",), "cold"),
+                      "bw hot": fab("bw", (), "hot")})
+        if a.before_dir:
+            tools["bw cold before"] = fab("bw", ("--cache-cold",), "cold before", a.before_dir)
         if a.imb_dir:
             llc = llc_mb()
 
@@ -211,14 +217,16 @@ def main() -> int:
                     what = "lat IMB PingPong" if bench == "PingPong" else "bw IMB Uniband"
                     put(f"cold {what} {tag}", table_value(out, size, 2))
                 return go
-            tools["imb pp cold"] = imb("PingPong", f"{llc:g}", "cold (LLC)")
-            tools["imb pp cold -1"] = imb("PingPong", "-1", "cold (-1)")
-            tools["imb pp hot"] = imb("PingPong", None, "hot")
+            if not bw_only:
+                tools["imb pp cold"] = imb("PingPong", f"{llc:g}", "cold (LLC)")
+                tools["imb pp cold -1"] = imb("PingPong", "-1", "cold (-1)")
+                tools["imb pp hot"] = imb("PingPong", None, "hot")
             tools["imb uni cold"] = imb("Uniband", f"{llc:g}", "cold (LLC)")
             tools["imb uni hot"] = imb("Uniband", None, "hot")
         return tools
 
-    makers = {"lat": lat, "mbw": mbw, "validate": validate, "cold": cold}
+    makers = {"lat": lat, "mbw": mbw, "validate": validate, "cold": cold,
+              "coldbw": lambda: cold(bw_only=True)}
     print(f"# load average {' '.join(f'{x:.1f}' for x in os.getloadavg())} at start",
           flush=True)
     for rnd in range(a.rounds):
@@ -258,12 +266,15 @@ def main() -> int:
             for stat in ("mean", "median"):
                 ratio(f"cold lat fabench {tag} {stat}", f"cold lat IMB PingPong {imb_tag}")
     ratio("cold bw fabench cold osu_mb_s", "cold bw IMB Uniband cold (LLC)")
+    ratio("cold bw fabench cold before osu_mb_s", "cold bw IMB Uniband cold (LLC)")
+    ratio("cold bw fabench cold osu_mb_s", "cold bw fabench cold before osu_mb_s")
     ratio("cold bw fabench hot osu_mb_s", "cold bw IMB Uniband hot")
     ratio("cold lat fabench cold mean", "cold lat fabench hot mean")
     ratio("cold lat IMB PingPong cold (LLC)", "cold lat IMB PingPong hot")
     ratio("cold lat IMB PingPong cold (-1)", "cold lat IMB PingPong hot")
     ratio("cold bw fabench cold osu_mb_s", "cold bw fabench hot osu_mb_s")
     ratio("cold bw IMB Uniband cold (LLC)", "cold bw IMB Uniband hot")
+    ratio("cold bw fabench cold before osu_mb_s", "cold bw fabench hot osu_mb_s")
     for name, vals in got.items():
         if name.startswith("validate/plain"):
             v = list(vals.values())

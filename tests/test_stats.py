@@ -31,6 +31,37 @@ def test_median_ci_takes_the_order_statistics_scipy_quantile_test_takes() -> Non
                 assert not ci.defined, (n, conf)
 
 
+def test_bootstrap_is_scipy_stats_bootstrap_without_importing_it() -> None:
+    """The two-sample intervals come from fabench's own percentile bootstrap (scipy.stats
+    costs seconds to import on every campaign's report): the same intervals as
+    scipy.stats.bootstrap with the same seed, one sample and two, small and subsampled."""
+    import inspect
+
+    from scipy import stats
+
+    from fabench.util.stats import SEED, _bootstrap, _diff_ratio
+
+    seed_kw = "rng" if "rng" in inspect.signature(stats.bootstrap).parameters \
+        else "random_state"
+    gen = np.random.default_rng(11)
+
+    def one(x: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.stack([np.median(x, axis=axis), np.mean(x, axis=axis)])
+
+    cases = [((gen.lognormal(size=40), gen.lognormal(size=57) * 1.1), _diff_ratio, 0.95),
+             ((gen.normal(5, 1, 500), gen.normal(5.2, 2, 300)), _diff_ratio, 0.9),
+             ((gen.exponential(size=7),), one, 0.95),
+             ((np.round(gen.normal(3, 0.1, 200), 2),), one, 0.99)]
+    for data, statistic, conf in cases:
+        lo, hi = _bootstrap(data, statistic, 800, conf)
+        ref = stats.bootstrap(data, statistic, n_resamples=800, confidence_level=conf,
+                              method="percentile", vectorized=True,
+                              **{seed_kw: np.random.default_rng(SEED)}).confidence_interval
+        np.testing.assert_allclose(lo, ref.low, rtol=1e-12, atol=0)
+        np.testing.assert_allclose(hi, ref.high, rtol=1e-12, atol=0)
+        assert np.all(lo < hi)
+
+
 def test_median_ci_covers_the_true_median_about_95_percent_of_the_time() -> None:
     rng = np.random.default_rng(7)
     trials, hits = 400, 0

@@ -127,14 +127,29 @@ size_t fb_cold_region(size_t max_size)
     size_t llc = fb_llc_bytes();
     if (!llc)
         return 0;
-    size_t step = (max_size + 63) & ~(size_t)63;
+    size_t step = fb_cold_step(max_size);
     size_t r = 2 * llc;
     return r < 2 * step ? 2 * step : r;
 }
 
-size_t fb_cold_offset(size_t region, size_t size, long iter)
+size_t fb_cold_step(size_t size)
 {
-    size_t step = size ? (size + 63) & ~(size_t)63 : 64;
-    size_t slots = region / step;
-    return slots ? ((size_t)iter % slots) * step : 0;
+    return size ? (size + 63) & ~(size_t)63 : 64;
+}
+
+size_t fb_cold_slots(size_t region, size_t size)
+{
+    return region / fb_cold_step(size);
+}
+
+size_t fb_cold_offset(size_t region, size_t size, long n)
+{
+    size_t slots = fb_cold_slots(region, size);
+    return slots ? ((size_t)n % slots) * fb_cold_step(size) : 0;
+}
+
+struct fb_ring fb_cold_ring(size_t region, size_t size, long first)
+{
+    return (struct fb_ring){.step = fb_cold_step(size), .n = fb_cold_slots(region, size),
+                            .first = first};
 }

@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "fb_loop.h"
+
 /* Page-aligned buffer of at least `len` bytes (len 0 gives one page), every page written
  * once so no page fault lands inside a timed region. NULL (and a message on stderr) if the
  * allocation fails. Free with fb_buf_free. */
@@ -38,10 +40,21 @@ int fb_buf_renew_pair(char **sbuf, size_t slen, char **rbuf, size_t rlen, bool h
 size_t fb_llc_bytes(void);
 
 /* --cache-cold: the region a buffer cycles through, twice the last-level cache and at least
- * two messages of `max_size` (0 if the cache size is unknown), and the offset in it of
- * iteration `iter`'s message of `size` bytes: consecutive iterations take consecutive
- * cache-line-aligned slots, so no iteration finds in cache what an earlier one left. */
+ * two messages of `max_size` (0 if the cache size is unknown). Messages of `size` bytes take
+ * cache-line-aligned slots of fb_cold_step(size) bytes, fb_cold_slots(region, size) of them
+ * in the region; fb_cold_offset is the offset of the `n`th message (an iteration's message for
+ * the ping-pong, each message of each window for the window kernels): consecutive messages
+ * take consecutive slots, and a slot comes round again only after the rest of the region,
+ * at least one last-level cache of other bytes, has passed through, so no message finds in
+ * cache what an earlier one left. The region does not grow with the window: a window of more
+ * messages than slots reuses slots within the window, each still cold (IMB -off_cache: the
+ * same 2x region, slots ws % n per window). */
 size_t fb_cold_region(size_t max_size);
-size_t fb_cold_offset(size_t region, size_t size, long iter);
+size_t fb_cold_step(size_t size);
+size_t fb_cold_slots(size_t region, size_t size);
+size_t fb_cold_offset(size_t region, size_t size, long n);
+/* The engine's placement of a window whose first message is the `first`th of the cycle: its
+ * message k at fb_cold_offset(region, size, first + k). */
+struct fb_ring fb_cold_ring(size_t region, size_t size, long first);
 
 #endif

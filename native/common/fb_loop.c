@@ -5,12 +5,19 @@
 
 #include "fb_timer.h"
 
-/* Post `n` data messages one way, message k at buf + k * stride: every shape's window. */
-static int post_n(const struct fb_xfer *x, bool send, void *buf, size_t stride, size_t size,
-                  int n)
+size_t fb_ring_at(const struct fb_ring *r, long k)
+{
+    if (!r || !r->n)
+        return 0;
+    return (size_t)((r->first + k) % (long)r->n) * r->step;
+}
+
+/* Post `n` data messages one way, message k placed by `ring`: every shape's window. */
+static int post_n(const struct fb_xfer *x, bool send, void *buf, const struct fb_ring *ring,
+                  size_t size, int n)
 {
     for (int k = 0; k < n; k++) {
-        char *b = (char *)buf + (size_t)k * stride;
+        char *b = (char *)buf + fb_ring_at(ring, k);
         if (send ? x->post_send(x->c, b, size, FB_TAG_DATA)
                  : x->post_recv(x->c, b, size, FB_TAG_DATA))
             return -1;
@@ -40,7 +47,7 @@ static int round_trip(const struct fb_xfer *x, bool initiator, void *sbuf, void 
                    ? -1
                    : 0;
     if (x->prepost) { /* the pong's receive before the ping: it can never be early */
-        if (post_n(x, false, rbuf, 0, size, 1) || post_n(x, true, sbuf, 0, size, 1))
+        if (post_n(x, false, rbuf, NULL, size, 1) || post_n(x, true, sbuf, NULL, size, 1))
             return -1;
         return x->wait(x->c);
     }
@@ -68,9 +75,10 @@ int fb_pingpong(const struct fb_xfer *x, bool initiator, void *sbuf, void *rbuf,
     return 0;
 }
 
-int fb_window_post(struct fb_xfer *x, void *rbuf, size_t stride, size_t size, int window)
+int fb_window_post(struct fb_xfer *x, void *rbuf, const struct fb_ring *ring, size_t size,
+                   int window)
 {
-    if (post_n(x, false, rbuf, stride, size, window) || start(x))
+    if (post_n(x, false, rbuf, ring, size, window) || start(x))
         return -1;
     x->ahead = true;
     return 0;
@@ -80,15 +88,17 @@ int fb_window_post(struct fb_xfer *x, void *rbuf, size_t stride, size_t size, in
  * the next window's receives when one follows, then the ack. With a next window the ack is
  * left in flight: the next call's wait completes it with that window's receives, so the
  * receiver never waits on a 1-byte send between windows. */
-static int window_receive(struct fb_xfer *x, void *rbuf, void *next, size_t stride, size_t size,
-                          int window)
+static int window_receive(struct fb_xfer *x, void *rbuf, void *next, const struct fb_ring *ring,
+                          size_t size, int window)
 {
-    if (!x->ahead && post_n(x, false, rbuf, stride, size, window))
+    if (!x->ahead && post_n(x, false, rbuf, ring, size, window))
         return -1;
     x->ahead = false;
     if (x->wait(x->c))
         return -1;
-    if (next && fb_window_post(x, next, stride, size, window))
+    struct fb_ring after = ring ? *ring : (struct fb_ring){0};
+    after.first += window; /* the next window goes on around the ring */
+    if (next && fb_window_post(x, next, ring ? &after : NULL, size, window))
         return -1;
     x->ack = 'a';
     if (x->post_send(x->c, &x->ack, 1, FB_TAG_ACK))
@@ -96,15 +106,15 @@ static int window_receive(struct fb_xfer *x, void *rbuf, void *next, size_t stri
     return next ? start(x) : x->wait(x->c);
 }
 
-int fb_window(struct fb_xfer *x, bool sender, void *sbuf, void *rbuf, void *next, size_t stride,
-              size_t size, int window, double *sample)
+int fb_window(struct fb_xfer *x, bool sender, void *sbuf, void *rbuf, void *next,
+              const struct fb_ring *ring, size_t size, int window, double *sample)
 {
     if (!sender)
-        return window_receive(x, rbuf, next, stride, size, window);
+        return window_receive(x, rbuf, next, ring, size, window);
     double t0 = fb_now_us();
     if (x->prepost && x->post_recv(x->c, &x->ack, 1, FB_TAG_ACK))
         return -1;
-    if (post_n(x, true, sbuf, 0, size, window) || x->wait(x->c))
+    if (post_n(x, true, sbuf, ring, size, window) || x->wait(x->c))
         return -1;
     if (!x->prepost && one(x, false, &x->ack, 1, FB_TAG_ACK))
         return -1;
@@ -112,11 +122,11 @@ int fb_window(struct fb_xfer *x, bool sender, void *sbuf, void *rbuf, void *next
     return 0;
 }
 
-int fb_window_bidir(const struct fb_xfer *x, void *sbuf, void *rbuf, size_t stride, size_t size,
-                    int window, double *sample)
+int fb_window_bidir(const struct fb_xfer *x, void *sbuf, void *rbuf, const struct fb_ring *ring,
+                    size_t size, int window, double *sample)
 {
     double t0 = fb_now_us();
-    if (post_n(x, false, rbuf, stride, size, window) || post_n(x, true, sbuf, 0, size, window) ||
+    if (post_n(x, false, rbuf, ring, size, window) || post_n(x, true, sbuf, ring, size, window) ||
         x->wait(x->c))
         return -1;
     *sample = fb_now_us() - t0;

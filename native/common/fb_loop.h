@@ -32,6 +32,20 @@ struct fb_xfer {
     char ack;
 };
 
+/* Where the messages of a window sit in their buffer. NULL: every message at the buffer's
+ * start (one slot, as OSU's loops). Otherwise message k at buf + ((first + k) % n) * step:
+ * consecutive messages take consecutive slots around a ring of n, and the next window goes on
+ * at first + window, so with n * step well above the last-level cache no message finds in
+ * cache what an earlier one left (--cache-cold: fb_cold_ring, fb_buf.h; IMB -off_cache puts
+ * a window's messages in slots ws % n the same way, but starts every window at slot 0). */
+struct fb_ring {
+    size_t step, n;
+    long first;
+};
+
+/* Message k's offset in its buffer under `r` (0 for NULL or an empty ring). */
+size_t fb_ring_at(const struct fb_ring *r, long k);
+
 #define FB_TAG_DATA 100
 #define FB_TAG_ACK 101
 
@@ -50,26 +64,27 @@ int fb_pingpong(const struct fb_xfer *x, bool initiator, void *sbuf, void *rbuf,
                 long batch, double *sample);
 
 /* One window of `window` messages from the sender, acknowledged by one byte. Sender: *sample
- * is the window's time in us. The receiver puts message k at rbuf + k * stride (stride 0: one
- * slot for all, as OSU). With `next` (receiver; NULL on the sender), another window of the
- * same size follows into `next`: its receives are posted before this window's ack, so none
+ * is the window's time in us. Both sides place message k by `ring` (NULL: one slot for all,
+ * as OSU). With `next` (receiver; NULL on the sender), another window of the
+ * same size follows into `next`, placed by the ring going on at first + window: its receives are posted before this window's ack, so none
  * of its messages can arrive before its receive (osu_bw posts them after the ack, and a fast
  * sender's first messages then land unexpected). The call that follows must be the window
  * into `next`. The kernels give `next` for large messages only: posting W small receives
  * before the ack puts them on the sender's path (8 B windows 0.64x), while a large message
  * arriving unexpected costs a rendezvous round or a copy. 0 or -1. */
-int fb_window(struct fb_xfer *x, bool sender, void *sbuf, void *rbuf, void *next, size_t stride,
-              size_t size, int window, double *sample);
+int fb_window(struct fb_xfer *x, bool sender, void *sbuf, void *rbuf, void *next,
+              const struct fb_ring *ring, size_t size, int window, double *sample);
 
 /* Receiver: post the coming window's receives now, where fb_window's `next` could not be given
  * (an MPI receive buffer may not be read while a receive into it is pending: a validating
  * kernel checks the last window first, then posts the next one's). */
-int fb_window_post(struct fb_xfer *x, void *rbuf, size_t stride, size_t size, int window);
+int fb_window_post(struct fb_xfer *x, void *rbuf, const struct fb_ring *ring, size_t size,
+                   int window);
 
-/* Windows both ways at once (bibw): each side receives `window` messages (at rbuf + k * stride)
- * while it sends as many. *sample: the time until both directions completed. */
-int fb_window_bidir(const struct fb_xfer *x, void *sbuf, void *rbuf, size_t stride, size_t size,
-                    int window, double *sample);
+/* Windows both ways at once (bibw): each side receives `window` messages while it sends as
+ * many, both placed by `ring`. *sample: the time until both directions completed. */
+int fb_window_bidir(const struct fb_xfer *x, void *sbuf, void *rbuf, const struct fb_ring *ring,
+                    size_t size, int window, double *sample);
 
 /* The median of `n` back-to-back pairs of timer reads (us): what the two reads around one
  * sample add to it. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fb_buf.h"
 #include "fb_json.h"
 
 #define ALL FB_SC_COMMON
@@ -599,8 +600,13 @@ void fb_result_begin(struct fb_json *j, const struct fb_opts *o, const struct fb
         fb_json_int(j, "batch", o->batch);
     /* every record says which cache regime it measured */
     fb_json_str(j, "cache", o->cache_cold ? "cold" : "hot");
-    if (o->cache_cold)
+    if (o->cache_cold) {
         fb_json_uint(j, "cache_region_bytes", o->cold_region);
+        /* a slot per message (windows) or per iteration (ping-pong), and how many of this
+         * size the region holds: a window of more messages than slots reuses slots in it */
+        fb_json_str(j, "cache_cycle", o->cold_cycle ? o->cold_cycle : "iteration");
+        fb_json_uint(j, "cache_slots", fb_cold_slots(o->cold_region, h->size));
+    }
 }
 
 void fb_opts_free(struct fb_opts *o)

@@ -63,6 +63,7 @@ struct fb_opts {
     long batch;     /* ping-pong kernels: round trips timed together per sample (default 1) */
     bool cache_cold;     /* --cache-cold: buffers cycled through cold_region bytes */
     size_t cold_region;  /* set by the kernel that honours --cache-cold */
+    const char *cold_cycle; /* and what takes the next slot: "message" or "iteration" */
     struct fb_defaults defaults;
 };
 

@@ -98,7 +98,7 @@ static void bandwidth(struct matrix *m, int me, int src, int dst)
         /* the receiver posts the next window's receives before its ack (fb_window) */
         char *next = me == dst && i + 1 < total &&
                              m->size >= m->ctx->opts.large_threshold ? m->rbuf : NULL;
-        if (fb_window(&m->x, me == src, m->sbuf, m->rbuf, next, 0, m->size, m->window,
+        if (fb_window(&m->x, me == src, m->sbuf, m->rbuf, next, NULL, m->size, m->window,
                       &sample))
             failed(m);
         if (me == src && i >= m->bw_warmup)

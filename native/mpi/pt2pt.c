@@ -47,9 +47,13 @@ struct pt2pt {
     bool sender;     /* streams (bw, mbw_mr) or starts the ping-pong (latency) */
     bool designated; /* the rank FABENCH_CORRUPT acts on */
     int window;
-    size_t rslots;   /* receive slots: 1, validating or not (one footprint, OSU's) */
     char *sbuf, *rbuf;
-    char *scur, *rcur; /* this iteration's message buffers (--cache-cold: a slot of each) */
+    /* this iteration's message buffers: the start of each (one slot, validating or not:
+     * one footprint, OSU's), or --cache-cold's slot of the ping-pong's message; a window
+     * kernel's --cache-cold places each message of the window by `ring` (`at`) instead */
+    char *scur, *rcur;
+    struct fb_ring ring;
+    const struct fb_ring *at; /* &ring, or NULL: every message of a window at scur / rcur */
     size_t blen;       /* bytes of each of sbuf and rbuf */
     struct fb_mpi_xfer mx; /* the loop engine's MPI hooks (fb_loop.h) */
     struct fb_xfer x;
@@ -61,7 +65,6 @@ struct pt2pt {
 static double iteration(struct pt2pt *p, size_t size, char *next)
 {
     double sample = 0.0;
-    size_t stride = p->rslots > 1 ? size : 0;
     int rc = 0;
     switch (p->kind) {
     case FB_PT2PT_LATENCY:
@@ -70,11 +73,11 @@ static double iteration(struct pt2pt *p, size_t size, char *next)
         break;
     case FB_PT2PT_BW:
     case FB_PT2PT_MBW_MR:
-        rc = fb_window(&p->x, p->sender, p->scur, p->rcur, p->sender ? NULL : next, stride,
+        rc = fb_window(&p->x, p->sender, p->scur, p->rcur, p->sender ? NULL : next, p->at,
                        size, p->window, &sample);
         break;
     case FB_PT2PT_BIBW:
-        rc = fb_window_bidir(&p->x, p->scur, p->rcur, stride, size, p->window, &sample);
+        rc = fb_window_bidir(&p->x, p->scur, p->rcur, p->at, size, p->window, &sample);
         break;
     }
     if (rc) {
@@ -100,25 +103,50 @@ static bool sends(const struct pt2pt *p)
     return p->kind == FB_PT2PT_LATENCY || p->kind == FB_PT2PT_BIBW || p->sender;
 }
 
+/* Every slot the window sends from carries the iteration's bytes. With --cache-cold the fill
+ * leaves the slots it wrote last (up to a last-level cache of them) in cache: a validated
+ * cold window is partly warm on its sending side. */
 static void fill(struct pt2pt *p, size_t size, long iter)
 {
-    if (sends(p))
-        fb_pattern_fill(p->scur, size, 0, size, iter, p->ctx->rank);
+    if (!sends(p))
+        return;
+    long n = 1; /* distinct send slots of the window */
+    if (p->at)
+        n = (long)p->at->n < p->window ? (long)p->at->n : p->window;
+    for (long k = 0; k < n; k++)
+        fb_pattern_fill(p->scur + fb_ring_at(p->at, k), size, 0, size, iter, p->ctx->rank);
 }
 
 static void check(struct pt2pt *p, size_t size, long iter)
 {
     if (!receives(p))
         return;
+    /* the slot of the window's last message: every message carries the iteration's bytes */
+    char *last = p->rcur + fb_ring_at(p->at, p->window - 1);
     /* the sub-communicator keeps world order, so p->peer is also the peer's world rank */
-    fb_mpi_maybe_corrupt(p->ctx, p->rcur, size, p->designated);
-    fb_mpi_check_bytes(p->ctx, p->rcur, size, 0, size, iter, p->peer, 0);
+    fb_mpi_maybe_corrupt(p->ctx, last, size, p->designated);
+    fb_mpi_check_bytes(p->ctx, last, size, 0, size, iter, p->peer, 0);
 }
 
-/* Where iteration i's messages sit in the buffers (--cache-cold: a slot of the region). */
-static size_t slot(const struct fb_opts *o, size_t size, long i)
+/* --cache-cold, window kernels: every message in its own slot, as IMB's Uniband/Biband
+ * -off_cache, not one slot per window (which left all but a window's first message warm). */
+static bool per_message(const struct pt2pt *p)
 {
-    return o->cache_cold ? fb_cold_offset(o->cold_region, size, i) : 0;
+    return p->ctx->opts.cache_cold && p->kind != FB_PT2PT_LATENCY;
+}
+
+/* Where iteration i's messages sit in the buffers: --cache-cold's ping-pong, a slot of the
+ * region per iteration; otherwise the buffers' start (window kernels then place each
+ * message by the ring, iteration i's window going on from message i * window). */
+static size_t slot(const struct pt2pt *p, size_t size, long i)
+{
+    const struct fb_opts *o = &p->ctx->opts;
+    return o->cache_cold && !per_message(p) ? fb_cold_offset(o->cold_region, size, i) : 0;
+}
+
+static struct fb_ring ring(const struct pt2pt *p, size_t size, long i)
+{
+    return fb_cold_ring(p->ctx->opts.cold_region, size, i * p->window);
 }
 
 /* Iteration i of a size (warm-up and timed ones counted together), with --validate's fill,
@@ -127,13 +155,17 @@ static double step(struct pt2pt *p, size_t size, long i, bool follows)
 {
     const struct fb_opts *o = &p->ctx->opts;
     bool validate = o->validate;
-    size_t off = slot(o, size, i);
+    size_t off = slot(p, size, i);
     p->scur = p->sbuf + off;
     p->rcur = p->rbuf + off;
+    if (per_message(p)) {
+        p->ring = ring(p, size, i);
+        p->at = &p->ring;
+    }
     /* the receive buffer of the window after this one, if one follows; below
      * --large-threshold none: W eager receives posted before the ack sit on the
      * sender's path (8 B windows read 0.64x, bench/prepost_window.py) */
-    char *next = follows && size >= o->large_threshold ? p->rbuf + slot(o, size, i + 1) : NULL;
+    char *next = follows && size >= o->large_threshold ? p->rbuf + slot(p, size, i + 1) : NULL;
     if (validate)
         fill(p, size, i);
     /* validating, the next window's receives wait until this one is checked: MPI lets
@@ -141,8 +173,9 @@ static double step(struct pt2pt *p, size_t size, long i, bool follows)
     double sample = iteration(p, size, validate ? NULL : next);
     if (validate) {
         check(p, size, i);
+        struct fb_ring after = ring(p, size, i + 1);
         if (next && posts_ahead(p) &&
-            fb_window_post(&p->x, next, p->rslots > 1 ? size : 0, size, p->window)) {
+            fb_window_post(&p->x, next, p->at ? &after : NULL, size, p->window)) {
             fprintf(stderr, "%s: a transfer failed\n", p->ctx->kernel);
             MPI_Abort(p->ctx->comm, 1);
         }
@@ -208,6 +241,7 @@ static void setup(struct pt2pt *p, struct fb_mpi_ctx *ctx, enum fb_pt2pt_kind ki
     p->window = kind == FB_PT2PT_LATENCY ? 1 : ctx->opts.window;
     if (ctx->opts.cache_cold) { /* every rank, idle ones too: the usage exit is collective */
         ctx->opts.cold_region = fb_cold_region(fb_opts_max_size(&ctx->opts, 1));
+        ctx->opts.cold_cycle = kind == FB_PT2PT_LATENCY ? "iteration" : "message";
         if (!ctx->opts.cold_region)
             fb_mpi_usage_exit(ctx, "--cache-cold: cannot read the last-level cache size "
                                    "(/sys/devices/system/cpu/cpu0/cache)");
@@ -234,9 +268,8 @@ static void setup(struct pt2pt *p, struct fb_mpi_ctx *ctx, enum fb_pt2pt_kind ki
     /* Validating, every message of a window still lands in the one slot: they all carry the
      * iteration's bytes, so the check of the slot after the window sees the last to land,
      * and a validated run measures the cache footprint of a plain one (W slots read 1.2-1.6x
-     * slower at 4 MiB). */
-    p->rslots = 1;
-    p->blen = ctx->opts.cache_cold ? ctx->opts.cold_region : maxs * p->rslots;
+     * slower at 4 MiB). --cache-cold: the region, whatever the window (fb_buf.h). */
+    p->blen = ctx->opts.cache_cold ? ctx->opts.cold_region : maxs;
     p->sbuf = fb_buf_alloc_pages(p->blen, ctx->opts.hugepages);
     p->rbuf = fb_buf_alloc_pages(p->blen, ctx->opts.hugepages);
     p->scur = p->sbuf, p->rcur = p->rbuf;

@@ -515,7 +515,7 @@ static int ofi_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *s
 {
     (void)iter, (void)timed;
     struct ofist *o = t->priv;
-    return fb_window(&o->x, t->index == 0, o->sbuf, o->rbuf, NULL, 0, size, t->opts.window,
+    return fb_window(&o->x, t->index == 0, o->sbuf, o->rbuf, NULL, NULL, size, t->opts.window,
                      sample);
 }
 

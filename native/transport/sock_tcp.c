@@ -90,7 +90,7 @@ int tcp_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)
     struct sockst *sk = t->priv;
     struct fb_xfer x = {.post_recv = bw_post_recv, .post_send = bw_post_send,
                         .wait = tcp_done, .c = t};
-    return fb_window(&x, t->index == 0, sk->sbuf, sk->rbuf, NULL, 0, size, t->opts.window,
+    return fb_window(&x, t->index == 0, sk->sbuf, sk->rbuf, NULL, NULL, size, t->opts.window,
                      sample);
 }
 
@@ -147,7 +147,7 @@ int tcp_bibw(struct fb_tp *t, size_t size, long iter, bool timed, double *sample
     struct bidir b = {.t = t, .sk = sk};
     struct fb_xfer x = {.post_recv = bidir_post_recv, .post_send = bidir_post_send,
                         .wait = bidir_wait, .c = &b};
-    return fb_window_bidir(&x, sk->sbuf, sk->rbuf, 0, size, t->opts.window, sample);
+    return fb_window_bidir(&x, sk->sbuf, sk->rbuf, NULL, size, t->opts.window, sample);
 }
 
 int tcp_streams(struct fb_tp *t, size_t size, long iter, bool timed, double *sample)

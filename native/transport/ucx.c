@@ -321,7 +321,7 @@ static int ucx_bw(struct fb_tp *t, size_t size, long iter, bool timed, double *s
      * sends again only after the engine's barrier, which follows the check */
     void *next = t->index == 1 && iter + 1 < t->iter_end &&
                          size >= t->opts.large_threshold ? u->rbuf : NULL;
-    return fb_window(&u->x, t->index == 0, u->sbuf, u->rbuf, next, 0, size, t->opts.window,
+    return fb_window(&u->x, t->index == 0, u->sbuf, u->rbuf, next, NULL, size, t->opts.window,
                      sample);
 }
 
@@ -329,7 +329,7 @@ static int ucx_bibw(struct fb_tp *t, size_t size, long iter, bool timed, double 
 {
     (void)iter, (void)timed;
     struct ucxst *u = t->priv;
-    return fb_window_bidir(&u->x, u->sbuf, u->rbuf, 0, size, t->opts.window,
+    return fb_window_bidir(&u->x, u->sbuf, u->rbuf, NULL, size, t->opts.window,
                            sample);
 }
 

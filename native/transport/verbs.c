@@ -321,7 +321,7 @@ static int verbs_bw(struct fb_tp *t, size_t size, long iter, bool timed, double 
 {
     (void)iter, (void)timed;
     struct verbsst *v = t->priv;
-    return fb_window(&v->x, t->index == 0, v->sbuf, v->rbuf, NULL, 0, size, t->opts.window,
+    return fb_window(&v->x, t->index == 0, v->sbuf, v->rbuf, NULL, NULL, size, t->opts.window,
                      sample);
 }
 

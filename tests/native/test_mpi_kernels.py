@@ -329,6 +329,34 @@ if pytest is not None:
         rc, _, err = run(native, flavour_list[0], "bw", 2, ["--sizes", "8", "--batch", "2"])
         assert rc == 2 and "does not apply" in err
 
+    @pytest.mark.parametrize("kernel", ["bw", "bibw", "mbw_mr"])
+    def test_cache_cold_gives_every_message_of_a_window_a_slot(native, flavour_list, kernel):
+        # IMB -off_cache's method: each message of a window in the cycle's next slot, the
+        # region not grown with the window (1 KiB: more slots than the window; 4 MiB: fewer
+        # wherever the last-level cache is under 128 MiB, so slots come round within a
+        # window). Validated: the sender fills every slot it sends from, the receiver checks
+        # the slot of the window's last message.
+        rc, recs, err = run(native, flavour_list[0], kernel, 2,
+                            ["--sizes", "1K,4M", "--iterations", "2", "--warmup", "1",
+                             "--cache-cold", "--validate", "--large-threshold", "64"])
+        assert rc == 0, err
+        res = [r for r in recs if r["type"] == "result"]
+        assert [r["size"] for r in res] == [1024, 4 << 20]
+        for r in res:
+            step = -(-r["size"] // 64) * 64  # cache-line-aligned slot
+            assert r["cache"] == "cold" and r["cache_cycle"] == "message"
+            assert r["cache_slots"] == r["cache_region_bytes"] // step >= 2
+            assert r["cache_region_bytes"] >= 2 * step
+        rc, recs, err = run(native, flavour_list[0], kernel, 2,
+                            ["--sizes", "64", "--iterations", "2", "--warmup", "0",
+                             "--cache-cold", "--validate"], corrupt=True)
+        assert rc != 0 and any(r["type"] == "error" for r in recs)
+        # the ping-pong keeps a slot per iteration (one message each)
+        rc, recs, err = run(native, flavour_list[0], "latency", 2,
+                            ["--sizes", "1K", "--iterations", "2", "--cache-cold"])
+        assert rc == 0, err
+        assert next(r for r in recs if r["type"] == "result")["cache_cycle"] == "iteration"
+
     def test_warmup_used_is_in_every_record(native, flavour_list):
         # default: the ping-pong settles between its floor and cap (fb_settle.h), in whole
         # blocks of 100 below --large-threshold and 10 at and above it

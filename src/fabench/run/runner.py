@@ -16,7 +16,6 @@ from ..records import ResultRecord
 from ..schedulers import Scheduler
 from ..store.database import Store
 from ..util.progress import Progress
-from ..util.stats import load_bootstrap
 from .adaptive import refine
 
 SKIP_EXIT = 77  # the kernels' "cannot run here" status (automake's convention)
@@ -93,8 +92,6 @@ def execute_run(store: Store, scheduler: Scheduler, planned: PlannedRun,
         launcher=scheduler.name, repeat=planned.repeat, settings=planned.record())
     c2c_start = _HandOff.start() if scheduler.ranks_here else None
     load_start = load_snapshot()
-    if planned.precision is not None:
-        load_bootstrap()
     cpu_start = cpu_snapshot()
     t_start = time.monotonic()
     outcome = RunOutcome(run_id, planned, "failed")
