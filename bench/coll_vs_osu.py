@@ -10,6 +10,8 @@ options fabench used in that round (read back from the stored run's command). Co
   headline     fabench's median of the slowest rank per call (context: not what OSU prints)
 
 at OSU's datatype (-T mpi_char / mpi_int / mpi_float against --datatype char / int / float).
+An OSU before 7 has no -T: its allreduce and reduce run MPI_FLOAT, the others MPI_CHAR, and
+each case takes that datatype only.
 The table shows the ratio of medians over rounds and the min..max of the per-round (paired)
 ratios. OSU is never part of fabench: build OSU Micro-Benchmarks yourself, outside the
 repository, and point --osu-dir (or OSU_DIR) at it. Prints ratios, never asserts times.
@@ -79,9 +81,21 @@ def fabench(case: Case, iters: int, warmup: int, out: Path) -> tuple[float, floa
         shlex.split(command))
 
 
-def osu(case: Case, exe: Path, prefix: list[str], iters: int, warmup: int) -> float:
+def has_datatype_option(exe: Path) -> bool:
+    """OSU 7 takes -T DATATYPE; 5.x lists no such option in its usage."""
+    cp = subprocess.run([str(exe), "-h"], capture_output=True, text=True, timeout=30,
+                        env=env(), check=False)
+    return " -T" in cp.stdout + cp.stderr
+
+
+# what an OSU before 7 runs, having no -T
+LEGACY_TYPE = {"allreduce": "float", "reduce": "float"}
+
+
+def osu(case: Case, exe: Path, prefix: list[str], iters: int, warmup: int,
+        typed: bool = True) -> float:
     argv = [*prefix, str(exe), "-m", f"{case.size}:{case.size}", "-i", str(iters), "-x",
-            str(warmup), "-T", OSU_TYPE[case.datatype]]
+            str(warmup), *(["-T", OSU_TYPE[case.datatype]] if typed else [])]
     cp = subprocess.run(argv, capture_output=True, text=True, timeout=900, env=env(),
                         check=False)
     for line in cp.stdout.splitlines():
@@ -112,10 +126,16 @@ def main() -> int:
     args = ap.parse_args()
     if not args.osu_dir:
         raise SystemExit("point --osu-dir (or OSU_DIR) at an OSU Micro-Benchmarks build")
-    cases = [Case(c, dt, s, r) for c in args.colls.split(",")
-             for dt in (OSU_TYPE if c in ("allreduce", "reduce") else ["char"])
+    colls = args.colls.split(",")
+    exes = {c: find(Path(args.osu_dir), f"osu_{c}") for c in colls}
+    typed = all(has_datatype_option(e) for e in exes.values())
+    if not typed:
+        print("# OSU before 7 (no -T): allreduce/reduce as MPI_FLOAT, the others MPI_CHAR",
+              file=sys.stderr)
+    cases = [Case(c, dt, s, r) for c in colls
+             for dt in ((OSU_TYPE if c in ("allreduce", "reduce") else ["char"]) if typed
+                        else [LEGACY_TYPE.get(c, "char")])
              for s in map(int, args.sizes.split(",")) for r in map(int, args.ranks.split(","))]
-    exes = {c: find(Path(args.osu_dir), f"osu_{c}") for c in {c.coll for c in cases}}
     with tempfile.TemporaryDirectory(prefix="coll-osu-") as tmp:
         for rnd in range(args.rounds):
             for i, case in enumerate(cases):
@@ -123,14 +143,14 @@ def main() -> int:
                 try:
                     if fab_first:
                         fo, fh, prefix = fabench(case, args.iterations, args.warmup, Path(tmp))
-                        o = osu(case, exes[case.coll], prefix, args.iterations, args.warmup)
+                        o = osu(case, exes[case.coll], prefix, args.iterations, args.warmup, typed)
                     else:
                         # OSU first, with the options fabench used for this case last round
                         # (or a fabench run to learn them on the very first)
                         if not case.fab_osu:
                             fo, fh, prefix = fabench(case, args.iterations, args.warmup,
                                                      Path(tmp))
-                        o = osu(case, exes[case.coll], prefix, args.iterations, args.warmup)
+                        o = osu(case, exes[case.coll], prefix, args.iterations, args.warmup, typed)
                         fo, fh, prefix = fabench(case, args.iterations, args.warmup, Path(tmp))
                 except RuntimeError as exc:
                     print(f"  round {rnd + 1}: {exc}", file=sys.stderr)
