@@ -6,7 +6,7 @@ from ..analysis.selection import select_runs
 from ..errors import FabenchError
 from ..model.fabric import Fabric
 from ..store.database import Store
-from .export import write_csv, write_json
+from .export import rows, write_csv, write_json
 from .html import write_html
 from .model import Report, build_report
 
@@ -23,6 +23,7 @@ def report_for(store: Store, selectors: list[str], title: str | None = None,
 
 def write_report(report: Report, html_path: Path, samples: bool = False) -> list[Path]:
     """The HTML file and, beside it, <stem>.csv and <stem>.json."""
+    table = rows(report)
     return [write_html(report, html_path),
-            write_csv(report, html_path.with_suffix(".csv")),
-            write_json(report, html_path.with_suffix(".json"), samples)]
+            write_csv(report, html_path.with_suffix(".csv"), table),
+            write_json(report, html_path.with_suffix(".json"), samples, table)]
