@@ -215,6 +215,7 @@ def test_a_failed_dependency_skips_what_depends_on_it(openmpi: str, tmp_path: Pa
   - check: latency_us <= 0.001 @ 8
     transport: shm
     iterations: 100
+    warmup: 7
     id: gate
   - check: bandwidth_MBps >= 1 @ 1K
     transport: shm
@@ -225,6 +226,11 @@ def test_a_failed_dependency_skips_what_depends_on_it(openmpi: str, tmp_path: Pa
     assert rc == 3 and [c["status"] for c in j["checks"]] == ["fail", "skipped"]
     assert "depends on 'gate' (fail)" in j["checks"][1]["reason"]
     assert junit.count("<skipped") == 1 and j["checks"][1]["run_ids"] == []
+    # the check's warm-up reached the kernel: exactly 7, not the settled default (>= 200)
+    with Store(tmp_path / "out" / "fabench.sqlite") as st:
+        for rid in j["checks"][0]["run_ids"]:
+            [rec] = st.results(rid)
+            assert (rec.warmup, rec.extra["warmup_mode"]) == (7, "fixed"), rec.extra
 
 
 @pytest.mark.timing
@@ -299,13 +305,17 @@ checks:
   - check: latency_us <= 1000 @ 8
     transport: tcp
     iterations: 200
+    warmup: 20
   - check: bandwidth_MBps >= 5 @ 1M
     transport: tcp
     iterations: 5
   - check: allreduce_us <= 2500 @ 8
     transport: tcp
     iterations: 100
+    warmup: 10
 """
+# warm-ups of 20 and 10: the defaults (200 ping-pongs, 100 allreduces) were half of each run's
+# time on the 5 ms host (4.6 and 3.7 s a run)
 
 
 @needs_root

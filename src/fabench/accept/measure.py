@@ -125,6 +125,12 @@ def _iterations(ctx: Context, pick: Callable[[PlannedCheck], bool]) -> int | Non
     return max(its) if its else None
 
 
+def _warmup(ctx: Context, pick: Callable[[PlannedCheck], bool]) -> int | None:
+    """The largest warm-up the checks sharing one series ask for (None: the kernel's)."""
+    ws = [c.item.warmup for c in ctx.spec.checks if pick(c) and c.item.warmup is not None]
+    return max(ws) if ws else None
+
+
 def _series(ctx: Context, key: object, make: Callable[[], Series]) -> Series:
     s = ctx.cache.get(key)
     if not isinstance(s, Series):
@@ -147,7 +153,8 @@ def _p2p_series(ctx: Context, pc: PlannedCheck) -> Series:
 
     def make() -> Series:
         settings = KernelSettings(sizes=Sizes.parse(_sizes_of(ctx, same)),
-                                  iterations=_iterations(ctx, same))
+                                  iterations=_iterations(ctx, same),
+                                  warmup=_warmup(ctx, same))
         planned = plan_run(kernel, transport=transport, ranks=2, mpi=ctx.mpi, settings=settings,
                            timeout_s=ctx.spec.model.timeout_s, label="accept")
         sched = ctx.scheduler
@@ -200,7 +207,8 @@ def _coll_series(ctx: Context, pc: PlannedCheck) -> tuple[Series, int, int]:
 
     def make() -> Series:
         settings = KernelSettings(sizes=Sizes.parse(_sizes_of(ctx, same)),
-                                  iterations=_iterations(ctx, same))
+                                  iterations=_iterations(ctx, same),
+                                  warmup=_warmup(ctx, same))
         planned = plan_run(f"mpi.{coll}", transport=transport, ranks=nodes * ppn, mpi=ctx.mpi,
                            settings=settings, timeout_s=ctx.spec.model.timeout_s,
                            label="accept")

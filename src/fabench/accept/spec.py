@@ -30,6 +30,9 @@ class CheckItem(BaseModel):
     hosts: list[str] | None = None  # p2p: the two hosts; hpl: the nodes; default: all/first two
     ranks_per_node: int | None = Field(default=None, ge=1)  # collectives, hpl
     iterations: int | None = Field(default=None, gt=0)
+    # p2p and collectives: untimed iterations per size (default: the kernel's settled
+    # warm-up, whose floor is OSU's 200 ping-pongs: 4 s on a 10 ms round trip)
+    warmup: int | None = Field(default=None, ge=0, le=1_000_000_000)
     sizes: str | None = None  # hpl: HPL's N
     profile: str | None = None  # tune: the profile to audit against (default: the built-in)
 
