@@ -65,10 +65,11 @@ int fb_pingpong(const struct fb_xfer *x, bool initiator, void *sbuf, void *rbuf,
 
 /* One window of `window` messages from the sender, acknowledged by one byte. Sender: *sample
  * is the window's time in us. Both sides place message k by `ring` (NULL: one slot for all,
- * as OSU). With `next` (receiver; NULL on the sender), another window of the
- * same size follows into `next`, placed by the ring going on at first + window: its receives are posted before this window's ack, so none
- * of its messages can arrive before its receive (osu_bw posts them after the ack, and a fast
- * sender's first messages then land unexpected). The call that follows must be the window
+ * as OSU). With `next` (receiver; NULL on the sender), another window of the same size
+ * follows into `next`, placed by the ring going on at first + window: its receives are
+ * posted before this window's ack, so none of its messages can arrive before its receive
+ * (osu_bw posts them after the ack, and a fast sender's first messages then land
+ * unexpected). The call that follows must be the window
  * into `next`. The kernels give `next` for large messages only: posting W small receives
  * before the ack puts them on the sender's path (8 B windows 0.64x), while a large message
  * arriving unexpected costs a rendezvous round or a copy. 0 or -1. */
