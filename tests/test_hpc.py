@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli, fabench_run, missing, own_testbeds
+from conftest import _exe, fabench_cli, fabench_run, missing, own_testbeds
 from fabench.errors import FabenchError
+from fabench.host.process import tagged
 from fabench.hpc.blas import BlasSeen, classify, fallback_warning, openblas_core
 from fabench.hpc.convert import records_for
 from fabench.hpc.hpccinf import Asked, make_input, problem_size, process_grid, read_input
@@ -310,6 +311,7 @@ def test_bad_hpccinf_value_fails_the_run(hpcc: str, tmp_path: Path) -> None:
     assert "Value of NB less than 1" in p.stderr and "asked -5" in p.stderr
     [(run, results)] = _runs(tmp_path)
     assert run.status == "failed" and results == []
+    _stopped_at_the_defaults(run, p.stderr)
     # not a number: refused before hpcc runs (it would crash on it)
     lines[7] = "abc          NBs"
     bad.write_text("\n".join(lines) + "\n")
@@ -319,6 +321,38 @@ def test_bad_hpccinf_value_fails_the_run(hpcc: str, tmp_path: Path) -> None:
     assert p.returncode == 2 and "line 8 (NB): not a number" in p.stderr
     assert "abc" not in p.stderr  # the file's words are not quoted (issue 31)
     assert len(_runs(tmp_path)) == 1
+
+
+def _stopped_at_the_defaults(run: object, stderr: str) -> None:
+    """hpcc was ended once its output showed HPL's defaults: the output kept with the run
+    holds that parameter block and none of the later test sections (hpcc runs PTRANS,
+    STREAM, FFT... at the defaults after it, HPL last), and no process of the run is
+    left."""
+    assert "stopped early" in stderr
+    text = run.kernel_meta["hpccoutf"]  # type: ignore[attr-defined]
+    assert re.search(r"^NB\s+:\s+80\s*$", text, re.M)
+    # RandomAccess, first, may have begun; PTRANS, DGEMM, STREAM, FFT and HPL come after it
+    later = re.findall(r"^Begin of (PTRANS|StarDGEMM|StarSTREAM|MPIFFT|HPL|Summary) section",
+                       text, re.M)
+    assert later == [], later
+    left = [pid for pid, (tag, _) in tagged().items() if tag.startswith(f"{os.getpid()}:")
+            and _exe(pid).endswith(("hpcc", "mpirun.openmpi", "prterun", "orterun", "prted",
+                                    "orted"))]
+    assert left == []
+
+
+@pytest.mark.hpcc
+def test_bad_hpccinf_value_stops_two_ranks_early(hpcc: str, tmp_path: Path) -> None:
+    lines = make_input(2, [500]).text().splitlines()
+    lines[7] = "-5           NBs"
+    bad = tmp_path / "hpccinf.txt"
+    bad.write_text("\n".join(lines) + "\n")
+    p = fabench_run("bench", "hpcc.hpl", "--ranks", "2", f"--kernel-args=--hpccinf {bad}",
+                    "--out", str(tmp_path), check=False)
+    assert p.returncode == 1 and "Value of NB less than 1" in p.stderr
+    [(run, results)] = _runs(tmp_path)
+    assert run.status == "failed" and results == []
+    _stopped_at_the_defaults(run, p.stderr)
 
 
 @pytest.mark.hpcc
