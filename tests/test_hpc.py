@@ -12,12 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fabench_cli, fabench_run, missing, own_testbeds
+from conftest import _exe, fabench_cli, fabench_run, missing, own_testbeds
 from fabench.errors import FabenchError
+from fabench.host.files import HostFiles
+from fabench.host.process import tagged
 from fabench.hpc.blas import BlasSeen, classify, fallback_warning, openblas_core
 from fabench.hpc.convert import records_for
 from fabench.hpc.hpccinf import Asked, make_input, problem_size, process_grid, read_input
-from fabench.hpc.output import HpccRunError, check_hpl, check_parameters, parse_output
+from fabench.hpc.job import FallbackWatch
+from fabench.hpc.output import (
+    HpccRunError,
+    check_hpl,
+    check_parameters,
+    header_used,
+    parse_output,
+)
 from fabench.hpc.peak import CpuInfo, Peak, flops_per_cycle, frequency, peak_of, read_peak
 from fabench.hpl.scaling import node_counts, sizes_per_count
 from fabench.kernels import get_kernel
@@ -114,6 +123,32 @@ def test_hpcc_fallback_on_a_bad_input_value_is_refused() -> None:
     stderr = (FIX / "nb-minus5-fallback.stderr").read_text()
     with pytest.raises(HpccRunError, match=r"Value of NB less than 1.*N 3520 \(asked 800\)"):
         check_parameters(res, Asked((800,), -5, 1, 2), stderr)
+
+
+def test_fallback_watch_reads_the_growing_output_file(tmp_path: Path) -> None:
+    """The parameter block hpcc prints at its start, read as the file grows (a real fallback
+    run's file written out in pieces): nothing until the block's closing line, then the
+    fallback named; a good run's block matches and the watch stops reading."""
+    full = (FIX / "nb-minus5-fallback.txt").read_text()
+    out = tmp_path / "hpccoutf.txt"
+    watch = FallbackWatch(HostFiles(()), str(out), Asked((800,), -5, 1, 2))
+    assert watch.poll() is None and not watch.done  # not written yet
+    block_end = full.index("\n----", full.index("The following parameter values")) + 1
+    out.write_text(full[:block_end + 10])  # the "----" line half written
+    assert watch.poll() is None and not watch.done
+    out.write_text(full)
+    why = watch.poll()
+    assert watch.done and why is not None and "NB 80 (asked -5)" in why
+    stderr = (FIX / "nb-minus5-fallback.stderr").read_text()
+    assert watch.error(stderr).startswith("HPL rejected hpccinf.txt: Value of NB less than 1")
+    assert "stopped early" in watch.error(stderr)
+    good = (FIX / "n800-2ranks-openblas.txt").read_text()
+    assert header_used(good) == {"N": "800", "NB": "128", "PMAP": "Row-major process mapping",
+                                 "P": "1", "Q": "2"}
+    ok = FallbackWatch(HostFiles(()), str(GOOD), Asked((800,), 128, 1, 2))
+    assert ok.poll() is None and ok.done
+    # a test section before any parameter block: nothing to compare, stop watching
+    assert header_used("Begin of MPIRandomAccess section.\n") == {}
 
 
 def test_truncated_output_is_an_error() -> None:
@@ -310,6 +345,7 @@ def test_bad_hpccinf_value_fails_the_run(hpcc: str, tmp_path: Path) -> None:
     assert "Value of NB less than 1" in p.stderr and "asked -5" in p.stderr
     [(run, results)] = _runs(tmp_path)
     assert run.status == "failed" and results == []
+    _stopped_at_the_defaults(run, p.stderr)
     # not a number: refused before hpcc runs (it would crash on it)
     lines[7] = "abc          NBs"
     bad.write_text("\n".join(lines) + "\n")
@@ -319,6 +355,38 @@ def test_bad_hpccinf_value_fails_the_run(hpcc: str, tmp_path: Path) -> None:
     assert p.returncode == 2 and "line 8 (NB): not a number" in p.stderr
     assert "abc" not in p.stderr  # the file's words are not quoted (issue 31)
     assert len(_runs(tmp_path)) == 1
+
+
+def _stopped_at_the_defaults(run: object, stderr: str) -> None:
+    """hpcc was ended once its output showed HPL's defaults: the output kept with the run
+    holds that parameter block and none of the later test sections (hpcc runs PTRANS,
+    STREAM, FFT... at the defaults after it, HPL last), and no process of the run is
+    left."""
+    assert "stopped early" in stderr
+    text = run.kernel_meta["hpccoutf"]  # type: ignore[attr-defined]
+    assert re.search(r"^NB\s+:\s+80\s*$", text, re.M)
+    # RandomAccess, first, may have begun; PTRANS, DGEMM, STREAM, FFT and HPL come after it
+    later = re.findall(r"^Begin of (PTRANS|StarDGEMM|StarSTREAM|MPIFFT|HPL|Summary) section",
+                       text, re.M)
+    assert later == [], later
+    left = [pid for pid, (tag, _) in tagged().items() if tag.startswith(f"{os.getpid()}:")
+            and _exe(pid).endswith(("hpcc", "mpirun.openmpi", "prterun", "orterun", "prted",
+                                    "orted"))]
+    assert left == []
+
+
+@pytest.mark.hpcc
+def test_bad_hpccinf_value_stops_two_ranks_early(hpcc: str, tmp_path: Path) -> None:
+    lines = make_input(2, [500]).text().splitlines()
+    lines[7] = "-5           NBs"
+    bad = tmp_path / "hpccinf.txt"
+    bad.write_text("\n".join(lines) + "\n")
+    p = fabench_run("bench", "hpcc.hpl", "--ranks", "2", f"--kernel-args=--hpccinf {bad}",
+                    "--out", str(tmp_path), check=False)
+    assert p.returncode == 1 and "Value of NB less than 1" in p.stderr
+    [(run, results)] = _runs(tmp_path)
+    assert run.status == "failed" and results == []
+    _stopped_at_the_defaults(run, p.stderr)
 
 
 @pytest.mark.hpcc

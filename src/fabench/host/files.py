@@ -3,6 +3,7 @@ calls work for this host (prefix ()), a testbed namespace and a cluster node."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from ..errors import FabenchError
@@ -14,6 +15,7 @@ class HostFiles:
 
     def __init__(self, prefix: Sequence[str]) -> None:
         self.prefix = tuple(prefix)
+        self._local: bool | None = None
 
     def _run(self, argv: list[str], what: str, input_text: str | None = None) -> str:
         c = run_capture([*self.prefix, *argv], timeout=60, input_text=input_text)
@@ -34,6 +36,34 @@ class HostFiles:
     def read(self, path: str) -> str | None:
         c = run_capture([*self.prefix, "cat", "--", path], timeout=60)
         return c.stdout if c.ok else None
+
+    def read_from(self, path: str, offset: int) -> str:
+        """What the file holds past its first ``offset`` bytes ("" while it does not exist).
+        Read here when this host's files are this machine's (no command started per read),
+        else through the host's prefix."""
+        if self.local:
+            try:
+                with open(path, "rb") as f:
+                    f.seek(offset)
+                    return f.read().decode("utf-8", "replace")
+            except FileNotFoundError:
+                return ""
+        c = run_capture([*self.prefix, "tail", "-c", f"+{offset + 1}", "--", path],
+                        timeout=30)
+        return c.stdout if c.ok else ""
+
+    @property
+    def local(self) -> bool:
+        """The host's files are this process's: no prefix, or one (a testbed's network
+        namespace) that reaches this machine and this mount namespace."""
+        if not self.prefix:
+            return True
+        if self._local is None:
+            mnt = run_capture([*self.prefix, "readlink", "/proc/self/ns/mnt"], timeout=30)
+            self._local = (
+                mnt.ok and mnt.stdout.strip() == os.readlink("/proc/self/ns/mnt")
+                and machine_id(self.prefix) == machine_id(()))
+        return self._local
 
     def remove(self, path: str) -> None:
         run_capture([*self.prefix, "rm", "-rf", "--", path], timeout=60)

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import KernelError
 from ..records import KernelOutput
@@ -332,6 +332,22 @@ class ProcessOutcome:
     stderr: str
     elapsed_s: float
     timed_out: bool = False
+    stopped: str | None = None  # why a watch ended the launch before it ended itself
+
+
+class Watch(Protocol):
+    """Something a launch's files show while it runs that makes its result worthless (hpcc
+    running its built-in defaults after a bad input value): polled until it says so, then
+    the launch is ended as a timeout ends it."""
+
+    every_s: float  # between polls
+
+    def poll(self) -> str | None:
+        """Why the launch must stop now, or None."""
+
+    @property
+    def done(self) -> bool:
+        """Nothing more to watch for: polling stops (a good start costs nothing later)."""
 
 
 _live: set[subprocess.Popen[str]] = set()  # launches run_streaming is reading now
@@ -352,9 +368,10 @@ def terminate_all() -> None:
 
 def run_streaming(argv: list[str], env: dict[str, str], timeout_s: float,
                   on_record: Callable[[dict[str, Any]], None] | None = None,
-                  cwd: str | None = None) -> ProcessOutcome:
-    """Start argv in its own session so that Ctrl-C or a timeout ends the whole launch tree
-    (mpirun and its ranks) we started, and nothing else."""
+                  cwd: str | None = None, watch: Watch | None = None) -> ProcessOutcome:
+    """Start argv in its own session so that Ctrl-C, a timeout or a ``watch`` that finds the
+    run worthless ends the whole launch tree (mpirun and its ranks) we started, and nothing
+    else."""
     start = time.monotonic()
     try:
         proc = popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -376,11 +393,30 @@ def run_streaming(argv: list[str], env: dict[str, str], timeout_s: float,
     # Ctrl-C it had already reported).
     timer = threading.Timer(min(timeout_s, threading.TIMEOUT_MAX), terminate, args=(proc,))
     timer.daemon = True
+    ended = threading.Event()
+    stopped: list[str] = []
+
+    def watching() -> None:
+        assert watch is not None
+        while not watch.done and not ended.wait(watch.every_s):
+            try:
+                why = watch.poll()
+            except Exception as exc:  # a watch that breaks must not end the run
+                print(f"fabench: watch stopped: {exc}", file=sys.stderr)
+                return
+            if why is not None:
+                stopped.append(why)
+                terminate(proc)
+                return
+
+    w = threading.Thread(target=watching, daemon=True) if watch is not None else None
     try:
         with _live_lock:
             _live.add(proc)
         t.start()
         timer.start()
+        if w is not None:
+            w.start()
         assert proc.stdout is not None
         out.add_lines(proc.stdout, on_record)
         proc.wait()
@@ -389,14 +425,19 @@ def run_streaming(argv: list[str], env: dict[str, str], timeout_s: float,
         raise
     finally:
         timer.cancel()
+        ended.set()
         if t.is_alive():
             t.join(timeout=5)
+        if w is not None:
+            w.join(timeout=TERM_GRACE_S + 10)  # a terminate in progress finishes first
         with _live_lock:
             _live.discard(proc)
     stderr = "".join(err_chunks)
-    timed_out = time.monotonic() - start >= timeout_s and proc.returncode != 0
+    timed_out = (time.monotonic() - start >= timeout_s and proc.returncode != 0
+                 and not stopped)
     return ProcessOutcome(out, proc.returncode, stderr[-STDERR_KEEP:],
-                          time.monotonic() - start, timed_out)
+                          time.monotonic() - start, timed_out,
+                          stopped[0] if stopped else None)
 
 
 def descendants(pid: int) -> list[tuple[int, int | None]]:

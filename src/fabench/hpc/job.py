@@ -16,7 +16,7 @@ from .blas import BlasSeen
 from .convert import records_for, summary_meta
 from .hpccinf import Asked, make_input, problem_size, read_input, read_input_file
 from .options import HpccOptions
-from .output import HpccRunError, check_parameters, parse_output
+from .output import HpccRunError, check_parameters, header_used, parse_output, rejection
 from .peak import Peak
 
 OUTPUT = "hpccoutf.txt"
@@ -89,3 +89,44 @@ def read_results(text: str, kernel: str, asked: Asked, stderr: str, ranks: int, 
     except HpccRunError as exc:
         out.error = str(exc)
     return out
+
+
+STOPPED = ("; hpcc was stopped early, as soon as its output file showed HPL's parameters, "
+           "before its other tests and HPL ran at the defaults")
+
+
+class FallbackWatch:
+    """hpcc's output file read as it grows, until the HPL parameters it prints at its start
+    are there: when they are not those asked (HPL rejected an input value and hpcc goes on
+    with its built-in defaults, every other HPCC test first), the run is stopped there
+    rather than after a long run whose result would be thrown away. After that block (or
+    a test section without one) nothing more is read."""
+
+    def __init__(self, files: HostFiles, path: str, asked: Asked) -> None:
+        self.files, self.path, self.asked = files, path, asked
+        # Read here, a few bytes a poll; through a prefix (a cluster node) each poll starts
+        # a command, so less often.
+        self.every_s = 0.25 if files.local else 1.0
+        self.text = ""
+        self._offset = 0
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    def poll(self) -> str | None:
+        more = self.files.read_from(self.path, self._offset)
+        self._offset += len(more.encode("utf-8"))
+        self.text += more
+        used = header_used(self.text)
+        if used is None:
+            return None
+        self._done = True
+        return rejection(used, self.asked) if used else None
+
+    def error(self, stderr: str) -> str:
+        """The run's error once it was stopped: today's message, HPL's complaint (on stderr,
+        complete now) included, and that the run was stopped early."""
+        why = rejection(header_used(self.text) or {}, self.asked, stderr)
+        return (why or "HPL did not use the parameters asked") + STOPPED

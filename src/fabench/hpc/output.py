@@ -6,6 +6,8 @@ section. hpcc does not fail on a bad input value: HPL prints "HPL ERROR" on stde
 runs its built-in defaults instead (N=3520, NB=80 on Debian's 1.5.0), exit status 0. So the
 parameters HPL says it used are read back and compared with those asked
 (:func:`check_parameters`): a run at other parameters than asked is refused, never stored.
+hpcc prints those parameters at its start, before its other tests and HPL's own run, so
+:func:`header_used` lets a run in progress be stopped there.
 """
 
 from __future__ import annotations
@@ -219,18 +221,43 @@ def _ring(lines: list[str]) -> list[RingResult]:
 def check_parameters(res: HpccResult, asked: Asked, stderr: str = "") -> None:
     """Refuse a run whose HPL did not use what was asked (hpcc's silent fallback on a bad
     input value), naming HPL's own complaint when it printed one."""
+    why = rejection(res.hpl_used, asked, stderr)
+    if why is not None:
+        raise HpccRunError(why)
+
+
+def rejection(used: dict[str, str], asked: Asked, stderr: str = "") -> str | None:
+    """Why HPL's parameters (its "will be used" block) are not what was asked, or None."""
     complaint = _hpl_error(stderr)
-    used = res.hpl_used
     want = {"N": " ".join(map(str, asked.sizes)), "NB": str(asked.nb), "P": str(asked.p),
             "Q": str(asked.q)}
     got = {k: " ".join(used.get(k, "").split()) for k in want}
     wrong = [f"{k} {got[k] or '?'} (asked {want[k]})" for k in want if got[k] != want[k]]
-    if wrong or complaint:
-        why = f"HPL rejected hpccinf.txt: {complaint}; " if complaint else ""
-        raise HpccRunError(
-            f"{why}HPL ran {', '.join(wrong) or 'other parameters'} instead - hpcc falls back "
+    if not wrong and not complaint:
+        return None
+    why = f"HPL rejected hpccinf.txt: {complaint}; " if complaint else ""
+    return (f"{why}HPL ran {', '.join(wrong) or 'other parameters'} instead - hpcc falls back "
             "to its built-in defaults on a bad input value; the run is failed and nothing is "
             "stored")
+
+
+def header_used(text: str) -> dict[str, str] | None:
+    """HPL's "The following parameter values will be used" block as hpcc prints it at its
+    start, before any test section (HPL itself runs last, after all the others), once the
+    block's closing "----" line is there; {} when a test section began without one, None
+    while neither is written yet."""
+    lines: list[str] = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("Begin of "):
+            return {}
+        if not line.endswith("\n"):  # a line hpcc is still writing
+            break
+        lines.append(line)
+        if line.startswith("----") and any(
+                x.strip().startswith("The following parameter values") for x in lines):
+            used = _hpl(lines)[1]
+            return used if used else {}
+    return None
 
 
 def _hpl_error(stderr: str) -> str:

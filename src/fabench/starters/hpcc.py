@@ -23,7 +23,7 @@ from ..host.placement import Allocation
 from ..host.process import run_capture, run_streaming
 from ..hpc import blas as blas_mod
 from ..hpc.hpccinf import Asked
-from ..hpc.job import INPUT, OUTPUT, hpcc_input, meta_record, read_results
+from ..hpc.job import INPUT, OUTPUT, FallbackWatch, hpcc_input, meta_record, read_results
 from ..hpc.options import HpccOptions, parse_options
 from ..hpc.peak import Peak, node_peak
 from ..mpi.base import UnsupportedTransport
@@ -88,8 +88,9 @@ class HpccStarter(MpirunStarter):
             raise FabenchError(f"{flavour.name}: {exc}") from exc
         env = {**os.environ, **launch.env, **alloc.extra_env, **env_run.env}
         argv = [*alloc.launch_prefix, *launch.argv]
+        watch = FallbackWatch(files, f"{rundir}/{OUTPUT}", asked)
         outcome = run_streaming(argv, env, run.timeout_s, None,
-                                cwd=rundir if not alloc.launch_prefix else None)
+                                cwd=rundir if not alloc.launch_prefix else None, watch=watch)
         notes = list(launch.notes)
         flags: list[str] = []
         seen = replace(seen, core=blas_mod.openblas_core(outcome.stderr))
@@ -107,6 +108,10 @@ class HpccStarter(MpirunStarter):
         records: list[dict[str, Any]] = []
         if outcome.timed_out:
             notes.append(f"timed out after {run.timeout_s:.0f} s")
+        elif outcome.stopped is not None:
+            meta["hpccoutf"] = text or watch.text
+            out.errors.append({"type": "error", "reason": watch.error(outcome.stderr)})
+            returncode = returncode or 1
         elif text is None:
             if returncode == 0:
                 out.errors.append({"type": "error", "reason": f"hpcc wrote no {OUTPUT}"})
