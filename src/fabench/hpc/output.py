@@ -3,10 +3,9 @@
 Every figure is read from hpcc's own lines: HPL's result table and residual check, PTRANS's
 WALL rows, the StarDGEMM and MPIFFT sections, b_eff's ring blocks, and the key=value Summary
 section. hpcc does not fail on a bad input value: HPL prints "HPL ERROR" on stderr and hpcc
-runs its built-in defaults instead (NB=80, N 2560 at 1 rank and 3520 at 2 here, Debian's 1.5.0),
-exit status 0. So the
-parameters HPL says it used are read back and compared with those asked
-(:func:`check_parameters`): a run at other parameters than asked is refused, never stored.
+runs its built-in defaults instead (NB=80, N 2560 at 1 rank and 3520 at 2 here, Debian's
+1.5.0), exit status 0. So the parameters HPL says it used are read back and compared with those
+asked (:func:`check_parameters`): a run at other parameters than asked is refused, never stored.
 hpcc prints those parameters at its start, before its other tests and HPL's own run, so
 :func:`header_used` lets a run in progress be stopped there.
 """
