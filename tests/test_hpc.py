@@ -333,19 +333,26 @@ def test_failed_residual_fails_the_run_and_stores_nothing(hpcc: str, tmp_path: P
     assert "FAILED its residual check" in (run.reason or "")
 
 
-@pytest.mark.hpcc
-def test_bad_hpccinf_value_fails_the_run(hpcc: str, tmp_path: Path) -> None:
-    lines = make_input(1, [500]).text().splitlines()
+def _bad_nb_fails(tmp_path: Path, ranks: int) -> tuple[list[str], Path]:
+    """An input file asking NB -5 on `ranks` ranks: the run fails, stores nothing, and is
+    stopped at hpcc's defaults; returns the file's lines and path."""
+    lines = make_input(ranks, [500]).text().splitlines()
     lines[7] = "-5           NBs"
     bad = tmp_path / "hpccinf.txt"
     bad.write_text("\n".join(lines) + "\n")
-    p = fabench_run("bench", "hpcc.hpl", "--ranks", "1", f"--kernel-args=--hpccinf {bad}",
-                    "--out", str(tmp_path), check=False)
+    p = fabench_run("bench", "hpcc.hpl", "--ranks", str(ranks),
+                    f"--kernel-args=--hpccinf {bad}", "--out", str(tmp_path), check=False)
     assert p.returncode == 1
     assert "Value of NB less than 1" in p.stderr and "asked -5" in p.stderr
     [(run, results)] = _runs(tmp_path)
     assert run.status == "failed" and results == []
     _stopped_at_the_defaults(run, p.stderr)
+    return lines, bad
+
+
+@pytest.mark.hpcc
+def test_bad_hpccinf_value_fails_the_run(hpcc: str, tmp_path: Path) -> None:
+    lines, bad = _bad_nb_fails(tmp_path, 1)
     # not a number: refused before hpcc runs (it would crash on it)
     lines[7] = "abc          NBs"
     bad.write_text("\n".join(lines) + "\n")
@@ -377,16 +384,7 @@ def _stopped_at_the_defaults(run: object, stderr: str) -> None:
 
 @pytest.mark.hpcc
 def test_bad_hpccinf_value_stops_two_ranks_early(hpcc: str, tmp_path: Path) -> None:
-    lines = make_input(2, [500]).text().splitlines()
-    lines[7] = "-5           NBs"
-    bad = tmp_path / "hpccinf.txt"
-    bad.write_text("\n".join(lines) + "\n")
-    p = fabench_run("bench", "hpcc.hpl", "--ranks", "2", f"--kernel-args=--hpccinf {bad}",
-                    "--out", str(tmp_path), check=False)
-    assert p.returncode == 1 and "Value of NB less than 1" in p.stderr
-    [(run, results)] = _runs(tmp_path)
-    assert run.status == "failed" and results == []
-    _stopped_at_the_defaults(run, p.stderr)
+    _bad_nb_fails(tmp_path, 2)
 
 
 @pytest.mark.hpcc
