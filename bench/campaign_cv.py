@@ -125,7 +125,10 @@ def warmups_used(store: Store, campaign_id: int) -> list[int]:
             for rec in store.results(run.id)]
 
 
-def osu_argvs(store: Store, campaign_id: int, osu_dir: Path) -> list[list[str]]:
+OsuCommand = tuple[tuple[str, str], list[str]]  # (kernel, transport), argv
+
+
+def osu_argvs(store: Store, campaign_id: int, osu_dir: Path) -> list[OsuCommand]:
     """OSU's command for every run of the campaign: fabench's mpirun options, OSU's program
     with its own defaults but the spec's iteration count (sizes: the collectives' -m set to
     the campaign's range; OSU 5's point-to-point programs take no -m and sweep their fixed
@@ -143,23 +146,37 @@ def osu_argvs(store: Store, campaign_id: int, osu_dir: Path) -> list[list[str]]:
             exe = osu_dir / prog
         tail = argv[at + 1:]  # the kernel's own arguments: a spec's count is OSU's -i
         iters = tail[tail.index("--iterations") + 1] if "--iterations" in tail else None
-        out.append([*argv[:at], str(exe),
-                    *(["-m", f"{max(sizes[0], 1)}:{sizes[-1]}"] if coll else []),
-                    *(["-i", str(iters)] if iters else [])])
+        out.append(((run.kernel, run.transport),
+                    [*argv[:at], str(exe),
+                     *(["-m", f"{max(sizes[0], 1)}:{sizes[-1]}"] if coll else []),
+                     *(["-i", str(iters)] if iters else [])]))
     return out
 
 
-def run_osu(argvs: list[list[str]]) -> float:
-    """Run every OSU command in turn; their wall time (s)."""
+def osu_headline(kernel: str, text: str) -> float | None:
+    """OSU's figure at the kernel's headline size (its first column is the size)."""
+    size = HEADLINE.get(get_kernel(kernel).primary.name)
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] == str(size):
+            return float(words[1])
+    return None
+
+
+def run_osu(cmds: list[OsuCommand]) -> tuple[float, dict[tuple[str, str], float]]:
+    """Run every OSU command in turn: their wall time (s) and their headline figures."""
     env = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
     t0 = time.monotonic()
-    for argv in argvs:
+    got: dict[tuple[str, str], float] = {}
+    for key, argv in cmds:
         p = subprocess.run(argv, capture_output=True, text=True, env=env, check=False,
                            timeout=900)
         if p.returncode != 0:
             raise RuntimeError(f"{shlex.join(argv)}: exit {p.returncode}: "
                                f"{p.stderr.strip()[-300:]}")
-    return time.monotonic() - t0
+        if (v := osu_headline(key[0], p.stdout)) is not None:
+            got[key] = v
+    return time.monotonic() - t0, got
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -197,14 +214,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         base = {**base, "runs": groups}
     variants = [v.strip() for v in args.variants.split(";") if v.strip()]
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="fabench-ccv-"))
-    medians: dict[str, dict[tuple[str, str], list[float]]] = {v: {} for v in variants}
+    medians: dict[str, dict[tuple[str, str], list[float]]] = {v: {} for v in
+                                                               [*variants, "osu"]}
     hand_offs: dict[str, list[float | None]] = {v: [] for v in variants}
     walls: dict[str, list[float | None]] = {v: [] for v in [*variants, "osu"]}
     widths: dict[str, dict[tuple[str, str], list[float]]] = {v: {} for v in variants}
     used: dict[str, list[int]] = {v: [] for v in variants}
     failures: list[str] = []
     load_start, t_start = uptime(), time.monotonic()
-    osu_cmds: list[list[str]] = []
+    osu_cmds: list[OsuCommand] = []
     for rep in range(args.repeats):
         order = [*variants, "osu"] if args.osu_dir else list(variants)
         shift = rep % len(order)
@@ -214,12 +232,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                     walls["osu"].append(None)
                     continue
                 try:
-                    wall = run_osu(osu_cmds)
+                    wall, heads = run_osu(osu_cmds)
                 except (RuntimeError, subprocess.TimeoutExpired) as exc:
                     failures.append(f"osu #{rep + 1}: {exc}")
                     walls["osu"].append(None)
                     continue
                 walls["osu"].append(wall)
+                for key, m in heads.items():
+                    medians["osu"].setdefault(key, []).append(m)
                 print(f"# osu #{rep + 1}: {wall:.1f} s ({len(osu_cmds)} programs); {uptime()}",
                       file=sys.stderr, flush=True)
                 continue
@@ -268,9 +288,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     head = f"{'variant':<24} {'kernel':<12} {'transport':<9} {'medians':<30} {'CV':>7}"
     print(head)
     print("-" * len(head))
-    for v in variants:
-        ns = " ".join("-" if x is None else f"{x:.0f}" for x in hand_offs[v])
-        print(f"{v:<24} core-to-core hand-off per campaign (ns, host/probe.py): {ns}")
+    for v in [*variants, "osu"]:
+        if v != "osu":
+            ns = " ".join("-" if x is None else f"{x:.0f}" for x in hand_offs[v])
+            print(f"{v:<24} core-to-core hand-off per campaign (ns, host/probe.py): {ns}")
         for (k, t), vals in sorted(medians[v].items()):
             meds = " ".join(f"{x:.4g}" for x in vals)
             cv = (statistics.stdev(vals) / statistics.mean(vals)) if len(vals) >= 2 else None

@@ -232,3 +232,48 @@ def test_collective_json_carries_what_osu_prints(openmpi: str, tmp_path: Path) -
     table = fabench_cli("bench", "mpi.allreduce", "--sizes", "8", "--iterations", "30",
                         "--out", str(tmp_path)).stdout
     assert "RankMean" in table and "OSU avg" in table
+
+
+def _precision(times: list[float]) -> float:
+    """The report's own interval (fabench.util.stats.median_ci), as a fraction of the median."""
+    from fabench.util.stats import median_ci
+    ci = median_ci(times)
+    return ci.half_width() / float(np.median(times))
+
+
+def test_stop_precision_stops_a_size_once_its_median_is_known(openmpi: str,
+                                                               tmp_path: Path) -> None:
+    """--stop-precision P: a size stops at the first block (a tenth of the count, then every
+    tenth) whose median's 95 % interval is within P; the kernel's C judgement is checked
+    against the report's Python interval on the samples it kept. At P = 0.5 any healthy run
+    stops at the floor; at P = 1e-6 none can, and every iteration runs."""
+    _bench_json(tmp_path, "mpi.latency", "--transport", "shm", "--sizes", "8,64K",
+                "--iterations", "2000", "--stop-precision", "0.5")
+    # 100 windows at the floor: their interval spans the 40th to 61st, inside +-50 % of the
+    # median however loaded the host (10 validated windows' did not, once in a loaded run)
+    _bench_json(tmp_path, "mpi.bw", "--transport", "shm", "--sizes", "1K",
+                "--iterations", "1000", "--stop-precision", "0.5", "--validate")
+    _bench_json(tmp_path, "mpi.latency", "--transport", "shm", "--sizes", "8",
+                "--iterations", "300", "--stop-precision", "0.000001")
+    with Store(tmp_path / "fabench.sqlite") as st:
+        loose_lat, loose_bw, tight = (list(st.results(r.id)) for r in st.runs())
+    for rec in (*loose_lat, *loose_bw):
+        cap = rec.extra["iterations_cap"]
+        assert rec.extra["stop_precision"] == 0.5
+        assert (rec.iterations, len(rec.times)) == (cap // 10, cap // 10), rec.size
+        # the record's times are written to 0.1 ns: a 0.3 us sample to 1.6e-4 of itself
+        assert rec.extra["precision_reached"] == pytest.approx(_precision(rec.times), rel=2e-3)
+        assert rec.extra["precision_reached"] <= 0.5
+    (rec,) = tight
+    assert (rec.iterations, len(rec.times), rec.extra["iterations_cap"]) == (300, 300, 300)
+    assert rec.extra["precision_reached"] == pytest.approx(_precision(rec.times), rel=2e-3)
+    assert rec.extra["precision_reached"] > 1e-6
+
+
+def test_stop_precision_is_refused_where_no_loop_stops(tmp_path: Path) -> None:
+    proc = fabench_cli("bench", "mpi.allreduce", "--stop-precision", "0.01", "--out",
+                       str(tmp_path), check=False)
+    assert proc.returncode == 2 and "applies to mpi.latency" in proc.stderr
+    proc = fabench_cli("bench", "mpi.latency", "--stop-precision", "0", "--out",
+                       str(tmp_path), check=False)
+    assert proc.returncode == 2 and "--stop-precision must be" in proc.stderr

@@ -121,6 +121,10 @@ static const struct fb_optdef FB_TABLE[] = {
      "cycle send and receive buffers through a region of twice the last-level cache, one "
      "cache-line-aligned slot per iteration, so no message is in cache (IMB's -off_cache, OSU's "
      "-b multiple); default: one buffer each, cache-hot, as OSU"},
+    {"stop-precision", FB_O_STOP_PRECISION, FB_SC_STOP, FB_T_DOUBLE, 1e-6, 0.5, NULL, "P",
+     "stop timing a size once the 95 % interval of its median is within P of the median (0.01: "
+     "+-1 %), after at least a tenth of --iterations (10 or more) and at most all of them; "
+     "default: every iteration, as OSU"},
     {"lat-warmup", FB_O_LAT_WARMUP, FB_SC_MATRIX, FB_T_LONG, 0, 100000000, NULL, "N",
      "untimed ping-pongs before them (default 50)"},
 };
@@ -442,6 +446,7 @@ static void print_options(FILE *out, const char *prog, const struct fb_opts *o)
     fb_json_bool(&j, "validate", o->validate);
     fb_json_bool(&j, "hugepages", o->hugepages);
     fb_json_int(&j, "batch", o->batch);
+    fb_json_double(&j, "stop_precision", o->stop_precision, 6);
     fb_json_end(&j, out);
     fb_json_free(&j);
 }
@@ -533,6 +538,7 @@ enum fb_opts_status fb_opts_parse_own(struct fb_opts *o, const struct fb_default
         case FB_O_OSU_ITERATIONS: o->osu_iterations = v.l; break;
         case FB_O_BATCH: o->batch = v.l; break;
         case FB_O_CACHE_COLD: o->cache_cold = true; break;
+        case FB_O_STOP_PRECISION: o->stop_precision = v.d; break;
         default:
             if (!own || !own->set)
                 return fail(err, prog, "option '--%s' has no reader here", t->name);
@@ -598,6 +604,15 @@ void fb_result_begin(struct fb_json *j, const struct fb_opts *o, const struct fb
     }
     if (o->batch > 1)
         fb_json_int(j, "batch", o->batch);
+    if (o->stop_precision > 0) {
+        /* how far the size ran: `iterations` of at most `iterations_cap`, and why it stopped */
+        fb_json_double(j, "stop_precision", o->stop_precision, 6);
+        fb_json_int(j, "iterations_cap", h->iterations_cap);
+        if (isfinite(h->stop_reached))
+            fb_json_double(j, "precision_reached", h->stop_reached, 6);
+        else
+            fb_json_null(j, "precision_reached");
+    }
     /* every record says which cache regime it measured */
     fb_json_str(j, "cache", o->cache_cold ? "cold" : "hot");
     if (o->cache_cold) {

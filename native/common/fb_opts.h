@@ -64,6 +64,7 @@ struct fb_opts {
     bool cache_cold;     /* --cache-cold: buffers cycled through cold_region bytes */
     size_t cold_region;  /* set by the kernel that honours --cache-cold */
     const char *cold_cycle; /* and what takes the next slot: "message" or "iteration" */
+    double stop_precision;  /* --stop-precision (fb_stop.h); 0: every iteration counted */
     struct fb_defaults defaults;
 };
 
@@ -99,6 +100,7 @@ enum fb_scope {
     FB_OPT_TIMED = 1u << 19,    /* --interval, --omit (kernels with a time mode) */
     FB_OPT_POLL = 1u << 20,     /* --poll */
     FB_OPT_REORDER = 1u << 21,  /* --displacement-threshold */
+    FB_SC_STOP = 1u << 22,      /* kernels whose timed loop stops at a precision: --stop-precision */
 };
 
 /* Every option of every kernel, one id each (the row of FB_TABLE). */
@@ -150,6 +152,7 @@ enum fb_opt_id {
     FB_O_LAT_WARMUP,
     FB_O_BATCH,
     FB_O_CACHE_COLD,
+    FB_O_STOP_PRECISION,
 };
 
 /* How a value is read and checked (the same way for every kernel that takes the option). */
@@ -228,6 +231,10 @@ struct fb_result_head {
     unsigned long long count;
     double bytes_per_sample, messages_per_sample;
     long round;
+    /* --stop-precision (fb_stop.h): the count the loop could run and the precision it
+     * reached when it stopped (INFINITY: never judged) */
+    long iterations_cap;
+    double stop_reached;
 };
 /* fb_json_begin(j, "result") and the head's fields, with validated and round/rounds from *o. */
 void fb_result_begin(struct fb_json *j, const struct fb_opts *o, const struct fb_result_head *h);

@@ -249,7 +249,7 @@ void fb_mpi_emit_result(struct fb_mpi_ctx *ctx, const struct fb_mpi_result *r)
         .warmup = r->warmup, .warmup_used = r->warmup_used, .settled = r->settled,
         .datatype = r->datatype, .count = r->count,
         .bytes_per_sample = r->bytes_per_sample, .messages_per_sample = r->messages_per_sample,
-        .round = r->round,
+        .round = r->round, .iterations_cap = r->iterations_cap, .stop_reached = r->stop_reached,
     };
     fb_result_begin(j, &ctx->opts, &h);
     if (r->osu_iterations > 0) {

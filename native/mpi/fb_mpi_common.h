@@ -70,6 +70,8 @@ struct fb_mpi_result {
     double bytes_per_sample, messages_per_sample;
     const double *times, *times_min, *times_mean;
     long round; /* which sweep over the sizes (--rounds); reported when rounds > 1 */
+    long iterations_cap; /* --stop-precision: the count the size could run (fb_stop.h) */
+    double stop_reached; /* and the precision it reached; INFINITY: not judged */
     double osu_avg;      /* collectives: OSU's average (us) */
     long osu_iterations; /* the calls behind it; 0: not measured (no osu_avg field) */
     /* A kernel's own fields, written before the times (NULL: none). */

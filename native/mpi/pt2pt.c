@@ -6,6 +6,7 @@
  */
 #include "pt2pt.h"
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "fb_buf.h"
 #include "fb_mpi_common.h"
 #include "fb_pattern.h"
+#include "fb_stop.h"
 #include "fb_timer.h"
 
 
@@ -209,13 +211,22 @@ static int warm_agree(void *ctx, bool *more)
     return 0;
 }
 
-/* Run one size: the warm-up by `rule`, then `iters` timed iterations into times[0..iters).
- * Returns the warm-up iterations used; *whole_us is the timed part as a whole (from the first
- * timed iteration's start to the last one's end: the figure OSU divides the bytes by). One
- * barrier starts the size, as OSU's loops (mbw_mr included: its pairs then stream window after
- * window, as osu_mbw_mr's do). */
+/* The timed part's outcome: iterations run, the precision reached at the stop (INFINITY
+ * when never judged), and the timed part as a whole: the sum of its blocks, from each block's
+ * first iteration's start to its last one's end (the figure OSU divides the bytes by; the
+ * judgements between blocks are left out). */
+struct timed {
+    long ran;
+    double reached, whole_us;
+};
+
+/* Run one size: the warm-up by `rule`, then the timed iterations into times[] by `stop`
+ * (at most stop->cap; fb_stop.h), in blocks whose verdict every rank follows (warm_agree).
+ * Returns the warm-up iterations used. One barrier starts the size, as OSU's loops (mbw_mr
+ * included: its pairs then stream window after window, as osu_mbw_mr's do). */
 static long run_size(struct pt2pt *p, size_t size, const struct fb_settle_rule *rule,
-                     long iters, double *times, double *whole_us)
+                     const struct fb_stop_rule *stop, double *times, double *scratch,
+                     struct timed *out)
 {
     MPI_Barrier(p->comm);
     struct warm w = {.p = p, .size = size};
@@ -226,10 +237,24 @@ static long run_size(struct pt2pt *p, size_t size, const struct fb_settle_rule *
         fprintf(stderr, "%s: the warm-up failed\n", p->ctx->kernel);
         MPI_Abort(p->ctx->comm, 1);
     }
-    double t_first = fb_now_us();
-    for (long k = 0; k < iters; k++)
-        times[k] = step(p, size, used + k, k + 1 < iters);
-    *whole_us = fb_now_us() - t_first;
+    *out = (struct timed){.reached = INFINITY};
+    for (long n; (n = fb_stop_next_block(stop, out->ran)) > 0;) {
+        long end = out->ran + n;
+        double t_first = fb_now_us();
+        /* no receive is posted past a block's end: whether one follows is decided after it */
+        for (long k = out->ran; k < end; k++)
+            times[k] = step(p, size, used + k, k + 1 < end);
+        out->whole_us += fb_now_us() - t_first;
+        out->ran = end;
+        bool more = end < stop->cap;
+        if (stop->target > 0) { /* the timing sides judge; every rank follows */
+            more = p->sender && fb_stop_more(stop, times, end, scratch, &out->reached);
+            if (warm_agree(&w, &more))
+                MPI_Abort(p->ctx->comm, 1);
+        }
+        if (!more)
+            break;
+    }
     return used;
 }
 
@@ -318,8 +343,13 @@ static void measure(struct pt2pt *p, size_t size, long round, double *local, dou
     (void)round;
     if (iters == 0)
         return;
-    double whole_us = 0;
-    long used = run_size(p, size, &rule, iters, local, &whole_us);
+    long cap = iters;
+    struct fb_stop_rule stop = fb_stop_for(cap, o->stop_precision);
+    struct timed t;
+    /* `times` is free until the samples are gathered into it: the stop's sorting space */
+    long used = run_size(p, size, &rule, &stop, local, times, &t);
+    iters = t.ran;
+    double whole_us = t.whole_us;
 
     double msgs = (double)p->window;
     /* a pair's bytes over its whole timed part, MB/s as OSU prints them (10^6 B/s) */
@@ -370,6 +400,8 @@ static void measure(struct pt2pt *p, size_t size, long round, double *local, dou
         .messages_per_sample = msgs,
         .times = times,
         .round = round,
+        .iterations_cap = cap,
+        .stop_reached = t.reached,
         .extra = p->kind == FB_PT2PT_LATENCY ? NULL : bw_fields,
         .extra_arg = &e,
     };
@@ -394,7 +426,8 @@ int fb_pt2pt_main(const struct fb_mpi_kernel *k, int argc, char **argv)
     enum fb_pt2pt_kind kind = (enum fb_pt2pt_kind)i;
     struct fb_mpi_ctx ctx;
     int code = 0;
-    struct fb_own_opts own = {.scope = FB_SC_COLD | (kind == FB_PT2PT_LATENCY ? FB_SC_BATCH : 0)};
+    struct fb_own_opts own = {.scope = FB_SC_COLD | FB_SC_STOP |
+                                       (kind == FB_PT2PT_LATENCY ? FB_SC_BATCH : 0)};
     if (fb_mpi_start(&ctx, k, KINDS[kind].cls, 2, &own, &argc, &argv, &code))
         return code;
 

@@ -5,6 +5,7 @@ from this module, so both the spec and the plan import it and neither imports th
 """
 
 import argparse
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -52,15 +53,17 @@ class Sizes:
 @dataclass(frozen=True)
 class KernelOption:
     name: str
-    kind: str  # "int", "flag", "choice" or "sizes"
+    kind: str  # "int", "float", "flag", "choice" or "sizes"
     help: str
-    lo: int | None = None
-    hi: int | None = None
+    lo: float | None = None
+    hi: float | None = None
     choices: tuple[str, ...] = ()
     # False for how much is measured (sizes, iteration counts): runs differing only there are
     # one configuration, pooled. True for what is measured: a different series.
     configures: bool = True
     collectives_only: bool = False
+    # the kernels that take it (empty: every kernel)
+    kernels: tuple[str, ...] = ()
     # the value the kernel uses when the option is absent (what "not given" means)
     kernel_default: Any = None
     # a value written as no option at all, so run keys of earlier versions stay the same
@@ -69,7 +72,7 @@ class KernelOption:
 
     @property
     def flag(self) -> str:
-        return "--" + self.name
+        return "--" + self.name.replace("_", "-")
 
     def check(self, v: Any) -> None:
         """The kernels' own ranges (native/common/fb_opts.c), checked before anything starts."""
@@ -79,6 +82,8 @@ class KernelOption:
             top = "" if self.hi is None else f"..{self.hi}"
             raise FabenchError(f"{self.flag} must be {self.lo}{top}"
                                + (" or more" if not top else "") + f", got {v}")
+        if self.kind == "float" and not (self.lo or 0.0) <= v <= (self.hi or math.inf):
+            raise FabenchError(f"{self.flag} must be {self.lo}..{self.hi}, got {v}")
         if self.kind == "choice" and v not in self.choices:
             raise FabenchError(f"{self.flag} {v!r}: one of {', '.join(self.choices)}")
 
@@ -100,6 +105,8 @@ def _option(kind: str, help: str, **kw: Any) -> Any:
 
 
 MAX_ITERATIONS = 1_000_000_000
+# The kernels whose timed loop can stop at a precision (native/mpi/pt2pt.c, FB_SC_STOP).
+STOP_KERNELS = ("mpi.latency", "mpi.bw", "mpi.bibw", "mpi.mbw_mr")
 
 
 @dataclass(frozen=True)
@@ -125,6 +132,13 @@ class KernelSettings:
     hugepages: bool = _option(
         "flag", "buffers of 2 MiB and more on transparent huge pages (default: plain pages, "
         "as OSU; large shared-memory transfers differ a lot)", kernel_default=False)
+    # how much is measured, not what: runs with and without it are one configuration
+    stop_precision: float | None = _option(
+        "float", "stop timing a size once the 95-percent interval of its median is within P "
+        "of the median (0.01: +-1 per cent), after at least a tenth of the iterations and at "
+        "most all of them (point-to-point MPI kernels; default: every iteration, as OSU; "
+        "docs/statistics.md)", lo=1e-6, hi=0.5,
+        configures=False, kernels=STOP_KERNELS, metavar="P")
     datatype: str | None = _option(
         "choice", "collectives: the MPI datatype reduced and moved, as OSU's -T "
         "(default: float)", choices=DATATYPES, collectives_only=True, kernel_default="float")
@@ -182,8 +196,9 @@ def add_kernel_options(p: argparse.ArgumentParser, *, rename: Mapping[str, str] 
         if opt.kind == "flag":
             p.add_argument(flag, dest=_dest(opt), action="store_true", default=default,
                            help=text)
-        elif opt.kind == "int":
-            p.add_argument(flag, dest=_dest(opt), type=int if strict else str,
+        elif opt.kind in ("int", "float"):
+            kind = int if opt.kind == "int" else float
+            p.add_argument(flag, dest=_dest(opt), type=kind if strict else str,
                            default=default, metavar=metavar, help=text)
         else:
             choices = opt.choices if strict and opt.choices else None

@@ -63,6 +63,9 @@ def settings_for(kernel: Kernel, *, extra: Sequence[str] = (), quick: bool = Fal
             values[opt.name] = Sizes.parse(v)
         if opt.collectives_only and v not in (None, False) and kernel.kind != "collective":
             raise FabenchError(f"{kernel.name}: {opt.flag} applies to collectives only")
+        if opt.kernels and v not in (None, False) and kernel.name not in opt.kernels:
+            raise FabenchError(f"{kernel.name}: {opt.flag} applies to "
+                               f"{', '.join(opt.kernels)} only")
     return KernelSettings(**values, extra=tuple(extra))
 
 

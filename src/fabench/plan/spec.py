@@ -104,10 +104,11 @@ def _field_name(opt: KernelOption) -> str:
 
 def _option_field(opt: KernelOption) -> tuple[Any, Any]:
     alias = opt.name if _field_name(opt) != opt.name else None
-    kind: Any = {"int": int, "flag": bool, "sizes": str}.get(opt.kind)
+    kind: Any = {"int": int, "float": float, "flag": bool, "sizes": str}.get(opt.kind)
     if opt.kind == "choice":
         kind = Literal[opt.choices]  # type: ignore[valid-type]
-    return kind | None, Field(default=None, ge=opt.lo, le=opt.hi if opt.kind == "int" else None,
+    bounded = opt.kind in ("int", "float")
+    return kind | None, Field(default=None, ge=opt.lo, le=opt.hi if bounded else None,
                               alias=alias, description=opt.help)
 
 
@@ -165,8 +166,10 @@ DEFAULT_SPEC: dict[str, Any] = {
     # ranks than cores there, and are then flagged `oversubscribed` in every output.
     "oversubscribe": True,
     "runs": [
+        # Each size stops once its median is known to +-1 % (a tenth of OSU's count at least,
+        # OSU's count at most): docs/statistics.md, "Precision stop".
         {"kernel": ["mpi.latency", "mpi.bw", "mpi.bibw"], "transport": ["shm", "tcp"],
-         "ranks": [2]},
+         "ranks": [2], "stop_precision": 0.01},
         {"kernel": ["mpi.allreduce", "mpi.alltoall", "mpi.allgather", "mpi.gather"],
          "transport": ["shm"], "ranks": [2, 4]},
     ],
