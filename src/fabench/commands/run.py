@@ -14,8 +14,10 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
         "run", help="run a campaign (a YAML spec, or the built-in default)",
         description="Expand a campaign spec into runs, execute them, keep every sample in the "
                     "store as it arrives, and summarise. Without SPEC: latency, bw and bibw "
-                    "over shm and tcp at 2 ranks; allreduce, alltoall, allgather and gather at "
-                    "2 and 4 ranks. See docs/campaign-spec.md and examples/.")
+                    "over shm and tcp at 2 ranks, each size timed until its median is known to "
+                    "+-1 % (stop_precision, at most OSU's count); allreduce, alltoall, "
+                    "allgather and gather at 2 and 4 ranks. See docs/campaign-spec.md and "
+                    "examples/.")
     p.add_argument("spec", nargs="?", help="campaign spec (YAML); default: built-in")
     add_on_argument(p)
     p.add_argument("--quick", action="store_true",
