@@ -80,10 +80,18 @@ def rows(report: Report) -> list[dict[str, Any]]:
             out.append({**base, "scope": "pooled", **{k: d.get(k) for k in CSV_FIELDS if k in d},
                         "run_ids": " ".join(str(r.id) for r in s.runs),
                         "runs": len(p.run_medians), **(peer_fields(recs) if timed else {})})
+        # a one-run series' point at a size of one record holds that record's samples: its
+        # summary is the run row's (a third of a default campaign's report time, computed twice)
+        lone = {p.size: p for p in s.points} if len(s.runs) == 1 else {}
         for run in s.runs:
-            for rec in s.results.get(run.id, []):
-                vals = s.metric.values(rec.times, rec.bytes_per_sample, rec.messages_per_sample)
-                sm = summarize(vals).as_dict()
+            recs = s.results.get(run.id, [])
+            for rec in recs:
+                p1 = lone.get(rec.size)
+                if p1 is not None and sum(r.size == rec.size for r in recs) == 1:
+                    sm = p1.summary.as_dict()
+                else:
+                    sm = summarize(s.metric.values(rec.times, rec.bytes_per_sample,
+                                                   rec.messages_per_sample)).as_dict()
                 out.append({**base, "scope": "run", "size": rec.size, "run_ids": str(run.id),
                             "runs": 1, **sm, "selected": run.selected_transport or "",
                             **(peer_fields([rec]) if timed else {})})
