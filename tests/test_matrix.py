@@ -537,7 +537,10 @@ def test_testbed_two_switches_give_two_groups(openmpi: str, tmp_path: Path) -> N
                     "--uplink-rate", "100mbit")
         topo = tmp_path / "topo"
         topo.write_text("leaf1: h1 h2 h3\nleaf2: h4 h5 h6\n")
-        proc, j = _matrix(tmp_path / "sw", "sw", "--topology", str(topo), "--no-retest")
+        # 512 KiB: 144 MiB cross the 100 Mbit/s uplink, not 1 MiB's 288 MiB; at 256 KiB a
+        # loaded host (load 5.6) measured one group
+        proc, j = _matrix(tmp_path / "sw", "sw", "--topology", str(topo), "--no-retest",
+                          "--size", "512K")
         assert j["topology"]["groups"] == [["h1", "h2", "h3"], ["h4", "h5", "h6"]], proc.stdout
         assert j["topology"]["misplaced"] == []
         adv = fabench_run("matrix", "advise", "--nodes", "3", "--store", str(tmp_path / "sw"))
