@@ -7,7 +7,8 @@ BIN := $(VENV)/bin
 OUT ?= results/demo
 BUILD_DIR ?= build/wheel
 PYTEST_ARGS ?=
-# Workers for the tests that may share the CPU (`serial` ones run after them, alone).
+# Workers for the tests that may share the CPU (`serial` ones run after them, two at a time,
+# then the `alone` ones one at a time).
 PYTEST_WORKERS ?= 2
 PY_DEPS := "scikit-build-core>=0.8" "pydantic>=2.5" "PyYAML>=6" "numpy>=1.24" "scipy>=1.12" \
   "psycopg[binary]>=3.1" "pyarrow>=12" "pytest>=7" "pytest-timeout>=2" "pytest-xdist>=3" \
@@ -60,8 +61,9 @@ native-test:
 	cmake --build build/native-test -j2 >/dev/null
 	cd build/native-test && ctest --output-on-failure
 
-# Two passes (scripts/test-passes.sh): the tests that may share the CPU on $(PYTEST_WORKERS)
-# workers, then the `serial` ones alone; each prints its 30 slowest tests.
+# Three passes (scripts/test-passes.sh): the tests that may share the CPU on $(PYTEST_WORKERS)
+# workers, the `serial` ones two at a time, the `alone` ones one at a time; each prints its 30
+# slowest tests.
 test: setup lint native-test
 	PYTEST_WORKERS=$(PYTEST_WORKERS) scripts/test-passes.sh $(BIN)/python "" -- $(PYTEST_ARGS)
 

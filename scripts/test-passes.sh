@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The test suite in two passes (`make test`, `make check`): the tests that may share the CPU on
-# PYTEST_WORKERS workers (pytest-xdist), then the `serial` ones alone (they measure: `timing`
-# tests, testbeds, HPCC; functional MPI tests share the first pass). Each pass prints its 30 slowest tests.
+# The test suite in three passes (`make test`, `make check`): the tests that may share the CPU
+# on PYTEST_WORKERS workers (pytest-xdist); then the `serial` ones that measure links shaped
+# below what the CPU carries, or run HPCC, two at a time; then the `alone` ones (`timing`
+# tests, MPICH's ranks, a rate the CPU sets), one at a time. Functional MPI tests share the
+# first pass. Each pass prints its 30 slowest tests; tests/conftest.py assigns the markers.
 # Usage: scripts/test-passes.sh PYTHON [MARKER_EXPRESSION] [-- PYTEST ARGS...]
 set -uo pipefail
 python=$1
@@ -10,6 +12,8 @@ select=${1:-}
 [ $# -gt 0 ] && shift
 [ "${1:-}" = "--" ] && shift
 workers=${PYTEST_WORKERS:-2}
+# testbeds at once: 2 was measured (tests/conftest.py), more was not
+serial_workers=${SERIAL_WORKERS:-2}
 with() { if [ -n "$select" ]; then echo "($select) and $1"; else echo "$1"; fi; }
 
 # pytest's exit statuses: 0 passed, 1 some failed, 2 interrupted, 3 internal error, 4 usage
@@ -25,5 +29,6 @@ pass() {
   esac
 }
 pass -n "$workers" -m "$(with "not serial")" "$@"
-pass -p no:xdist -m "$(with serial)" "$@"
+pass -n "$serial_workers" -m "$(with "serial and not alone")" "$@"
+pass -p no:xdist -m "$(with alone)" "$@"
 exit "$status"

@@ -99,6 +99,7 @@ def test_nodelay_and_route_quickack_remove_the_delayed_ack_stall(testbed: str,
 
 
 @pytest.mark.netns
+@pytest.mark.alone  # offloads off: the CPU sets the rate, so another test's load would too
 def test_mtu_9000_without_offloads_raises_bandwidth(testbed: str, tmp_path: Path) -> None:
     targets = tb_targets(testbed)
     prof = parse_profile(_profile("kind: mtu, value: 9000"))
