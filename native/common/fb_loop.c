@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 
+#include "fb_order.h"
 #include "fb_timer.h"
 
 size_t fb_ring_at(const struct fb_ring *r, long k)
@@ -133,12 +134,6 @@ int fb_window_bidir(const struct fb_xfer *x, void *sbuf, void *rbuf, const struc
     return 0;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 double fb_timer_overhead_us(int n)
 {
     double *d = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
@@ -149,8 +144,8 @@ double fb_timer_overhead_us(int n)
         double t1 = fb_now_us();
         d[i] = t1 - t0;
     }
-    qsort(d, (size_t)n, sizeof(d[0]), cmp_double);
-    double m = d[n / 2];
+    fb_sort_doubles(d, n);
+    double m = n > 0 ? fb_median_sorted(d, n) : 0;
     free(d);
     return m;
 }

@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "fb_order.h"
+
 struct fb_settle_rule fb_settle_fixed(long n)
 {
     long c = n > 0 ? n : 0;
@@ -39,24 +41,13 @@ long fb_settle_next_block(const struct fb_settle *s)
     return b < left ? b : left;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, long n)
-{
-    qsort(v, (size_t)n, sizeof(v[0]), cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 bool fb_settle_block(struct fb_settle *s, double *samples, long n)
 {
     s->used += n;
     if (n <= 0 || s->used >= s->rule.cap)
         return false;
-    double m = median(samples, n);
+    fb_sort_doubles(samples, n);
+    double m = fb_median_sorted(samples, n);
     bool settled = s->prev >= 0 && fabs(m - s->prev) <= s->rule.tol * s->prev;
     s->prev = m;
     return s->used < s->rule.floor || !settled;

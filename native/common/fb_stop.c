@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fb_order.h"
+
 /* The binomial(n, 1/2) tail that a two-sided 95 % interval leaves on each side. */
 #define FB_STOP_TAIL 0.025
 /* Fewer samples than this never stop a size: the interval of 10 samples spans their 2nd to
@@ -50,12 +52,6 @@ void fb_stop_median_ranks(long n, long *lo, long *hi)
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 double fb_stop_precision(const double *samples, long n, double *scratch)
 {
     long lo, hi;
@@ -63,8 +59,8 @@ double fb_stop_precision(const double *samples, long n, double *scratch)
     if (n < 2 || lo < 0 || hi >= n)
         return INFINITY;
     memcpy(scratch, samples, sizeof(double) * (size_t)n);
-    qsort(scratch, (size_t)n, sizeof(double), cmp_double);
-    double med = n % 2 ? scratch[n / 2] : 0.5 * (scratch[n / 2 - 1] + scratch[n / 2]);
+    fb_sort_doubles(scratch, n);
+    double med = fb_median_sorted(scratch, n);
     if (!(med > 0))
         return INFINITY;
     return 0.5 * (scratch[hi] - scratch[lo]) / med;
