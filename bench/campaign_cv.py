@@ -3,13 +3,13 @@
 block (or a spec), each a separate `fabench run`, for one or more variants side by side.
 
 Issue 5's target: three repeats of the default campaign give 8 B latency and 4 MiB bandwidth
-medians with CV <= 2 %. A variant overrides keys of every run group, e.g. `rounds=5` or
-`rounds=5,hugepages=true`; `plain` overrides nothing. Repeats are interleaved over the
-variants (plain #1, rounds=5 #1, plain #2, ...), so drift in the neighbours' load hits every
-variant alike. Per variant, kernel and transport it prints each repeat's median at the
-kernel's headline size (8 B for latency, 4 MiB for bandwidth), their mean, and CV = stdev /
-mean (n - 1 in the stdev), with the host's load average before and after and each
-campaign's core-to-core hand-off (docs/statistics.md, "Host state").
+medians with CV <= 2 %. A variant overrides keys of every run group whose kernels take them,
+e.g. `rounds=5` or `rounds=5,hugepages=true`; `plain` overrides nothing. Repeats are
+interleaved over the variants (plain #1, rounds=5 #1, plain #2, ...), so drift in the
+neighbours' load hits every variant alike. Per variant, kernel and transport it prints each
+repeat's median at the kernel's headline size (8 B for latency, 4 MiB for bandwidth), their
+mean, and CV = stdev / mean (n - 1 in the stdev), with the host's load average before and
+after and each campaign's core-to-core hand-off (docs/statistics.md, "Host state").
 
 Issue 27's form: the default campaign's wall time against OSU running the same kernels and
 sizes. With --osu-dir, every round also runs OSU (osu_latency, osu_bw, osu_bibw, and the
@@ -49,6 +49,7 @@ from fabench.host.native import native_root
 from fabench.host.probe import run_core_to_core_ns
 from fabench.host.provenance import load_snapshot
 from fabench.kernels import get_kernel
+from fabench.plan.kernel_settings import KERNEL_OPTIONS
 from fabench.plan.spec import DEFAULT_SPEC
 from fabench.store.database import Store
 from fabench.util.stats import median_ci
@@ -79,11 +80,23 @@ def parse_variant(text: str) -> dict[str, object]:
     return out
 
 
+def _takes(group: dict[str, object], key: str) -> bool:
+    """Whether every kernel of a run group takes this kernel option (a variant's
+    `stop_precision` goes to the point-to-point group only: collectives refuse it)."""
+    opt = next((o for o in KERNEL_OPTIONS if o.name == key), None)
+    if opt is None:
+        return True
+    names = group.get("kernel", [])
+    kernels = [get_kernel(k) for k in ([names] if isinstance(names, str) else names)]
+    return all((not opt.kernels or k.name in opt.kernels)
+               and (not opt.collectives_only or k.kind == "collective") for k in kernels)
+
+
 def variant_spec(base: dict[str, object], overrides: dict[str, object]) -> dict[str, object]:
     spec = copy.deepcopy(base)
     spec["repeats"] = 1
     for group in spec["runs"]:  # type: ignore[union-attr]
-        group.update(overrides)
+        group.update({k: v for k, v in overrides.items() if _takes(group, k)})
     return spec
 
 
