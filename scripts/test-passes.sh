@@ -28,7 +28,9 @@ pass() {
     *) exit "$rc" ;;  # interrupted or broken: no second pass
   esac
 }
-pass -n "$workers" -m "$(with "not serial")" "$@"
-pass -n "$serial_workers" -m "$(with "serial and not alone")" "$@"
+# loadgroup: tests marked xdist_group(NAME) run on one worker, so a module fixture that does
+# the work (a testbed's matrix) is made once, not once per worker
+pass -n "$workers" --dist loadgroup -m "$(with "not serial")" "$@"
+pass -n "$serial_workers" --dist loadgroup -m "$(with "serial and not alone")" "$@"
 pass -p no:xdist -m "$(with alone)" "$@"
 exit "$status"

@@ -563,6 +563,7 @@ def slow_host_testbed() -> Iterator[str]:
 @needs_root
 @pytest.mark.slow
 @pytest.mark.netns
+@pytest.mark.xdist_group("slow_host_testbed")  # one worker: the testbed made once
 @pytest.mark.parametrize("kernel", ["mpi", "tcp"])
 def test_testbed_slow_host_and_one_way_link_at_six_hosts(openmpi: str, tmp_path: Path,
                                                          slow_host_testbed: str,
