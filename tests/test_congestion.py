@@ -259,11 +259,19 @@ def test_incast_on_a_shared_bottleneck_drop_tail_and_ecn(tmp_path: Path, openmpi
                                   ("ecn", "h2:rate=100mbit,queue=60,ecn=10,dir=in", True)):
             fabench_run("testbed", "up", "--name", name, "--hosts", "4", "--impair", impair)
             out = tmp_path / name
+            # One round of 200 ping-pongs: the incast queue multiplies the victim's median
+            # 120-220x and drops or marks thousands of frames, as 2 rounds of 300 did (21 s a
+            # testbed, 10 s with one). Not a shorter settle: after 0.5 s, a victim on a loaded
+            # host once ran partly before the incast had built (ECN: factor 5.7, interval low
+            # end 1.35). (Rounds alternate which phase runs first; with one round that order is
+            # not exercised here.)
             r = fabench_run("congestion", "--on", "testbed", name, "--victim", "latency",
-                            "--aggressor", "incast", "--rounds", "2", "--iterations", "300",
+                            "--aggressor", "incast", "--rounds", "1", "--iterations", "200",
                             "--json", "--out", str(out), timeout=600)
             (row,) = _json_rows(r.stdout)
             f = row["impact_factor"]["median"]  # type: ignore[index]
+            print(f"{name}: median factor {f['factor']:.1f}, interval {f['ci']}, "
+                  f"counters {row['counters']}")
             assert f["factor"] > 1 and f["ci"][0] > 1, row
             c = row["counters"]  # type: ignore[index]
             if ecn:
@@ -274,7 +282,7 @@ def test_incast_on_a_shared_bottleneck_drop_tail_and_ecn(tmp_path: Path, openmpi
             with Store(out / "fabench.sqlite") as store:
                 runs = store.runs()
                 assert sorted(phase_of(r.settings["label"]) or "" for r in runs) == [
-                    "incast", "incast", "isolated", "isolated"]
+                    "incast", "isolated"]
                 pids = [int(p) for r in runs for n in r.notes if n.startswith("aggressor")
                         for p in n.split("pids ")[1].split(", ")[0].split(",")]
                 assert pids and not [p for p in pids if _alive(p)]
