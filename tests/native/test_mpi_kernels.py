@@ -388,12 +388,25 @@ if pytest is not None:
         assert [x["type"] for x in recs] == ["meta", "result", "end"]
 
 
-    def _rank_pids(exe: Path) -> dict[int, int]:
-        """World rank -> PID of this executable's processes (from their environment)."""
+    def _below(pid: int, root: int) -> bool:
+        """Whether pid descends from root (another test's ranks run the same executable)."""
+        while pid > 1:
+            if pid == root:
+                return True
+            try:
+                pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                return False
+        return False
+
+    def _rank_pids(exe: Path, root: int) -> dict[int, int]:
+        """World rank -> PID of this executable's processes below root (from their
+        environment)."""
         out = {}
         for d in filter(str.isdigit, os.listdir("/proc")):
             try:
-                if os.readlink(f"/proc/{d}/exe") != str(exe.resolve()):
+                if os.readlink(f"/proc/{d}/exe") != str(exe.resolve()) or \
+                        not _below(int(d), root):
                     continue
                 env = Path(f"/proc/{d}/environ").read_bytes().split(b"\0")
             except OSError:
@@ -422,12 +435,18 @@ if pytest is not None:
                              stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 60
-            pids = _rank_pids(exe)
+            pids = _rank_pids(exe, p.pid)
             while len(pids) < 4 and p.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.2)
-                pids = _rank_pids(exe)
+                pids = _rank_pids(exe, p.pid)
             assert len(pids) == 4, f"ranks not found: {pids}"
-            time.sleep(1.0)  # past start-up: 0 and 1 in their loop, 2 and 3 parked
+            # past start-up: 0 and 1 in their loop, 2 and 3 parked. A fixed second was not
+            # enough at load 8-10 (rank 2 still starting: 4 % of the window, the pair 14 %
+            # each), so wait until the pair has run half a CPU-second each.
+            while min(_cpu_s(pids[0]), _cpu_s(pids[1])) < 0.5 and p.poll() is None \
+                    and time.monotonic() < deadline:
+                time.sleep(0.2)
+            time.sleep(0.5)
             c0, t0 = {r: _cpu_s(pid) for r, pid in pids.items()}, time.monotonic()
             time.sleep(3.0)
             c1, t1 = {r: _cpu_s(pid) for r, pid in pids.items()}, time.monotonic()
