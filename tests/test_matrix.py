@@ -553,6 +553,7 @@ def two_switch_matrix(openmpi: str, tmp_path_factory: pytest.TempPathFactory
 @pytest.mark.netns
 @needs_root
 @pytest.mark.slow
+@pytest.mark.xdist_group("two_switch_matrix")  # one worker: the matrix made once
 def test_testbed_two_switches_give_two_groups(
         two_switch_matrix: tuple[subprocess.CompletedProcess[str], dict, Path]) -> None:
     proc, j, store = two_switch_matrix
@@ -566,6 +567,7 @@ def test_testbed_two_switches_give_two_groups(
 @needs_root
 @pytest.mark.slow
 @pytest.mark.netns
+@pytest.mark.xdist_group("two_switch_matrix")  # one worker: the matrix made once
 def test_testbed_bad_uplink_of_two_switches(
         two_switch_matrix: tuple[subprocess.CompletedProcess[str], dict, Path]) -> None:
     proc, j, _ = two_switch_matrix
