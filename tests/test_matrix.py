@@ -591,7 +591,9 @@ def slow_host_testbed() -> Iterator[str]:
 @needs_root
 @pytest.mark.slow
 @pytest.mark.netns
-@pytest.mark.xdist_group("slow_host_testbed")  # one worker: the testbed made once
+# alone: h4's 200 Mbit/s is the smallest contrast of the testbed tests to the unshaped links,
+# whose rate the CPU sets; beside another testbed test the tcp matrix once missed h4 (load 6.6)
+@pytest.mark.alone
 @pytest.mark.parametrize("kernel", ["mpi", "tcp"])
 def test_testbed_slow_host_and_one_way_link_at_six_hosts(openmpi: str, tmp_path: Path,
                                                          slow_host_testbed: str,
