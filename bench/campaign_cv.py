@@ -87,9 +87,7 @@ def _takes(group: dict[str, object], key: str) -> bool:
     if opt is None:
         return True
     names = group.get("kernel", [])
-    kernels = [get_kernel(k) for k in ([names] if isinstance(names, str) else names)]
-    return all((not opt.kernels or k.name in opt.kernels)
-               and (not opt.collectives_only or k.kind == "collective") for k in kernels)
+    return all(opt.takes(get_kernel(k)) for k in ([names] if isinstance(names, str) else names))
 
 
 def variant_spec(base: dict[str, object], overrides: dict[str, object]) -> dict[str, object]:

@@ -74,6 +74,12 @@ class KernelOption:
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
 
+    def takes(self, kernel: Kernel) -> bool:
+        """Whether this kernel accepts the option at all (--datatype: collectives only;
+        --stop-precision: the point-to-point kernels)."""
+        return (not self.collectives_only or kernel.kind == "collective") and \
+            (not self.kernels or kernel.name in self.kernels)
+
     def check(self, v: Any) -> None:
         """The kernels' own ranges (native/common/fb_opts.c), checked before anything starts."""
         if v is None:

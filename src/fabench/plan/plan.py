@@ -62,11 +62,9 @@ def settings_for(kernel: Kernel, *, extra: Sequence[str] = (), quick: bool = Fal
         elif opt.kind == "sizes" and v is not None:
             # An empty --sizes is an error (Sizes.parse says so), not the kernel's default.
             values[opt.name] = Sizes.parse(v)
-        if opt.collectives_only and v not in (None, False) and kernel.kind != "collective":
-            raise FabenchError(f"{kernel.name}: {opt.flag} applies to collectives only")
-        if opt.kernels and v not in (None, False) and kernel.name not in opt.kernels:
-            raise FabenchError(f"{kernel.name}: {opt.flag} applies to "
-                               f"{', '.join(opt.kernels)} only")
+        if v not in (None, False) and not opt.takes(kernel):
+            only = "collectives" if opt.collectives_only else ", ".join(opt.kernels)
+            raise FabenchError(f"{kernel.name}: {opt.flag} applies to {only} only")
     return KernelSettings(**values, extra=tuple(extra))
 
 
