@@ -67,6 +67,7 @@ def _bench_on_login_node(cluster: TestbedState, hostfile: Path, out: Path,
 
 
 @pytest.mark.netns
+@pytest.mark.alone  # as below: these hostfile launches ran alone in every CI before
 def test_mpi_over_hostfile(openmpi: str, cluster: TestbedState, tmp_path: Path) -> None:
     hostfile = tmp_path / "hostfile"
     hostfile.write_text("h2 slots=1\nh3 slots=1\n")
@@ -84,6 +85,8 @@ def test_mpi_over_hostfile(openmpi: str, cluster: TestbedState, tmp_path: Path) 
 
 
 @pytest.mark.netns
+@pytest.mark.alone  # beside another testbed test, Open MPI once failed to route to a
+# host named twice in the hostfile (exit 213, 'target node: h2'); alone it never has
 def test_duplicate_host_is_flagged(openmpi: str, cluster: TestbedState,
                                    tmp_path: Path) -> None:
     """A hostfile naming one node twice (by name and by address) looks like two nodes; both
