@@ -127,13 +127,16 @@ class Bed:
 @pytest.fixture(scope="module")
 def bed() -> Iterator[Bed]:
     """One 4-host testbed for every case that runs on one; the slow link h2-h3 makes the
-    matrix retest (its second point). A kill leaves it as it was: the cases prove that."""
+    matrix retest (its second point). A kill leaves it as it was: the cases prove that.
+    20 Mbit/s, not 50: in a concurrent pass on a loaded host the healthy links spread over
+    13x (144-1850 MB/s at 256K), and a CI run's first pass once scored the 50 Mbit/s link
+    under the threshold, so the matrix ended without the retest this file kills."""
     if os.geteuid() != 0:
         missing("needs root (network namespaces)")
     prefix = "fbkm" + uuid.uuid4().hex[:4]
     with own_testbeds(prefix):
         fabench_cli("testbed", "up", "--name", "k", "--hosts", "4",
-                    "--impair", "h2-h3:rate=50mbit")
+                    "--impair", "h2-h3:rate=20mbit")
         ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
                             check=True).stdout.split()
         yield Bed("k", prefix, sorted(n for n in ns if n.startswith(f"{prefix}-k-")))
