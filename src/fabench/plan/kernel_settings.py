@@ -61,8 +61,8 @@ class KernelOption:
     # False for how much is measured (sizes, iteration counts): runs differing only there are
     # one configuration, pooled. True for what is measured: a different series.
     configures: bool = True
-    collectives_only: bool = False
-    # the kernels that take it (empty: every kernel)
+    # the kinds of kernel ("collective", ...) and the kernels that take it (empty: every one)
+    kinds: tuple[str, ...] = ()
     kernels: tuple[str, ...] = ()
     # the value the kernel uses when the option is absent (what "not given" means)
     kernel_default: Any = None
@@ -77,8 +77,13 @@ class KernelOption:
     def takes(self, kernel: Kernel) -> bool:
         """Whether this kernel accepts the option at all (--datatype: collectives only;
         --stop-precision: the point-to-point kernels)."""
-        return (not self.collectives_only or kernel.kind == "collective") and \
+        return (not self.kinds or kernel.kind in self.kinds) and \
             (not self.kernels or kernel.name in self.kernels)
+
+    @property
+    def takers(self) -> str:
+        """Who takes it, for a refusal: "collectives", or the kernels' names."""
+        return ", ".join([f"{k}s" for k in self.kinds] + list(self.kernels))
 
     def check(self, v: Any) -> None:
         """The kernels' own ranges (native/common/fb_opts.c), checked before anything starts."""
@@ -147,7 +152,7 @@ class KernelSettings:
         configures=False, kernels=STOP_KERNELS, metavar="P")
     datatype: str | None = _option(
         "choice", "collectives: the MPI datatype reduced and moved, as OSU's -T "
-        "(default: float)", choices=DATATYPES, collectives_only=True, kernel_default="float")
+        "(default: float)", choices=DATATYPES, kinds=("collective",), kernel_default="float")
     extra: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

@@ -63,8 +63,7 @@ def settings_for(kernel: Kernel, *, extra: Sequence[str] = (), quick: bool = Fal
             # An empty --sizes is an error (Sizes.parse says so), not the kernel's default.
             values[opt.name] = Sizes.parse(v)
         if v not in (None, False) and not opt.takes(kernel):
-            only = "collectives" if opt.collectives_only else ", ".join(opt.kernels)
-            raise FabenchError(f"{kernel.name}: {opt.flag} applies to {only} only")
+            raise FabenchError(f"{kernel.name}: {opt.flag} applies to {opt.takers} only")
     return KernelSettings(**values, extra=tuple(extra))
 
 
