@@ -12,6 +12,7 @@ PYTEST_ARGS ?=
 PYTEST_WORKERS ?= 2
 PY_DEPS := "scikit-build-core>=0.8" "pydantic>=2.5" "PyYAML>=6" "numpy>=1.24" "scipy>=1.12" \
   "psycopg[binary]>=3.1" "pyarrow>=12" "pytest>=7" "pytest-timeout>=2" "pytest-xdist>=3" \
+  "pytest-rerunfailures>=12" \
   "ruff>=0.4" "prometheus_client>=0.17"
 # What the wheel is built from: a change to any of these reinstalls it, nothing else does.
 WHEEL_SOURCES := pyproject.toml CMakeLists.txt \
