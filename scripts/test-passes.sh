@@ -20,7 +20,7 @@ with() { if [ -n "$select" ]; then echo "($select) and $1"; else echo "$1"; fi; 
 # error, 5 nothing selected (a pass may have none of the tests PYTEST ARGS name).
 status=0
 pass() {
-  # -r fER: failures, errors and reruns (tests/conftest.py, NOISY_MARKERS) in the summary
+  # -r fER: failures, errors and reruns (one per failed test: tests/conftest.py) in the summary
   "$python" -m pytest -q -r fER --durations=30 "$@"
   local rc=$?
   case $rc in
