@@ -78,6 +78,24 @@ SERIAL_MPI = "mpich"
 RERUNS = int(os.environ.get("FABENCH_RERUNS", "1"))
 
 
+_RERUN_WHY: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Why a rerun ran: the last lines of its first failure (under xdist the controller sees
+    the workers' reports here too)."""
+    if report.outcome == "rerun":
+        lines = [ln.strip() for ln in str(report.longrepr or "").splitlines() if ln.strip()]
+        _RERUN_WHY.append(f"{report.nodeid} ({report.when}): " + " | ".join(lines[-4:])[:600])
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if _RERUN_WHY:
+        terminalreporter.section("why the reruns ran (their first failures)")
+        for line in _RERUN_WHY:
+            terminalreporter.write_line(line)
+
+
 def _starts(item: pytest.Item, flavour: str) -> bool:
     if flavour in getattr(item, "fixturenames", ()):
         return True
