@@ -121,13 +121,22 @@ def test_a_dead_owners_leftovers_are_reaped_at_the_next_start(tmp_path: Path) ->
     left = subprocess.Popen(["sleep", "300"], env={**os.environ, OWNER_ENV: tag})
     keep = subprocess.Popen(["sleep", "300"], env={**os.environ, OWNER_ENV: owner_tag()})
     d = Path(tempfile.mkdtemp(prefix=f"fabench-x-o{dead.pid}.1-"))
+    # shared-memory regions named like the ofi kernels' (native/transport/ofi.c)
+    pid, _, start = owner_tag().partition(":")
+    region = Path(f"/dev/shm/fabench-shm-o{dead.pid}.1-{uuid.uuid4().hex}-0")
+    live_region = Path(f"/dev/shm/fabench-shm-o{pid}.{start}-{uuid.uuid4().hex}-0")
+    region.write_bytes(b"r")
+    live_region.write_bytes(b"r")
     try:
         said = reap_orphans()
         assert left.wait(timeout=10) is not None
         assert keep.poll() is None
         assert not d.exists()
+        assert not region.exists() and live_region.exists()
         assert any(str(left.pid) in s for s in said), said
     finally:
+        region.unlink(missing_ok=True)
+        live_region.unlink(missing_ok=True)
         for p in (left, keep):
             if p.poll() is None:
                 p.kill()

@@ -310,6 +310,35 @@ def test_diagnose_transports(request: pytest.FixtureRequest, tmp_path: Path, ope
     _nothing(kill_case(request, tmp_path, argv, ranks("fb-mpi-"), sig))
 
 
+SHM = Path("/dev/shm")
+
+
+@pytest.mark.parametrize("sig", TERM_KILL)
+@pytest.mark.parametrize("point", ["in-kernel"])
+def test_ofi_shm(request: pytest.FixtureRequest, tmp_path: Path, point: str, sig: int) -> None:
+    """A libfabric shm run killed mid-kernel leaves no shared-memory region: each side's
+    endpoint region (16 MiB in /dev/shm) carries fabench's owner tag, and the supervisor or the
+    next start removes a dead owner's. Before, the regions were named after the kernel's pid
+    alone and outlived it, and a later kernel that drew the same pid failed (fi_enable: EBUSY):
+    a clean CI lost a test that way."""
+    argv = ["bench", "ofi.bw", "--transport", "ofi:shm", "--sizes", "64K", "--iterations",
+            "100000000", "--out", str(tmp_path / "out")]
+    mine: list[str] = []
+
+    def regions_up(c: Case) -> bool:
+        if not mine:
+            mine.append(f"fabench-shm-o{c.fb.pid}.")
+        return len(list(SHM.glob(mine[0] + "*"))) == 2
+
+    def regions_left() -> list[str]:
+        return sorted(p.name for p in SHM.glob(mine[0] + "*"))
+    try:
+        _nothing(kill_case(request, tmp_path, argv, regions_up, sig, extra=regions_left))
+    finally:
+        for p in SHM.glob(mine[0] + "*") if mine else []:
+            p.unlink(missing_ok=True)
+
+
 @pytest.fixture(scope="module")
 def smpirun() -> None:
     if subprocess.run(["sh", "-c", "command -v smpirun"], capture_output=True,

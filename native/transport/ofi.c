@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "fb_buf.h"
 #include "fb_loop.h"
@@ -251,6 +253,30 @@ static const char *data_node(const struct fb_tp *t, uint64_t *flags)
     return a;
 }
 
+/* The shm provider names an endpoint's region in /dev/shm after the process id unless told
+ * otherwise, and a region outlives a killed process: once the pid comes round again (32768 on
+ * many hosts), fi_enable finds the name taken and fails with EBUSY. A name of this start
+ * alone cannot be taken; it carries the owner tag fabench puts in the environment
+ * (FABENCH_OWNER=PID:START) in the form its next start reaps a dead owner's regions by
+ * (fabench.host.process). */
+static void name_shm_region(struct fb_tp *t, struct ofist *o)
+{
+    char name[128];
+    const char *owner = getenv("FABENCH_OWNER");
+    unsigned long opid = 0, ostart = 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (owner && sscanf(owner, "%lu:%lu", &opid, &ostart) == 2)
+        snprintf(name, sizeof(name), "fabench-shm-o%lu.%lu-%ld-%ld%09ld-%d", opid, ostart,
+                 (long)getpid(), (long)ts.tv_sec, ts.tv_nsec, t->index);
+    else
+        snprintf(name, sizeof(name), "fabench-shm-%ld-%ld%09ld-%d", (long)getpid(),
+                 (long)ts.tv_sec, ts.tv_nsec, t->index);
+    int rc = fi_setname(&o->ep->fid, name, strlen(name) + 1);
+    if (rc)
+        ofi_die(t, "fi_setname", rc);
+}
+
 static void setup_rdm(struct fb_tp *t, struct ofist *o)
 {
     int rc;
@@ -270,6 +296,8 @@ static void setup_rdm(struct fb_tp *t, struct ofist *o)
     if ((rc = fi_ep_bind(o->ep, &o->cq->fid, FI_TRANSMIT | FI_RECV)) ||
         (rc = fi_ep_bind(o->ep, &o->av->fid, 0)))
         ofi_die(t, "fi_ep_bind", rc);
+    if (!strcmp(o->info->fabric_attr->prov_name, "shm"))
+        name_shm_region(t, o);
     if ((rc = fi_enable(o->ep)))
         ofi_die(t, "fi_enable", rc);
     char name[FB_FI_NAME_MAX], peer[FB_FI_NAME_MAX];

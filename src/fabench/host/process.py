@@ -160,6 +160,20 @@ def _tag_alive(tag: str) -> bool:
 
 
 _TEMP_RE = re.compile(r"^fabench-[\w-]*?-o(\d+)\.(\d+)-")
+# Shared-memory regions a kernel names with its owner tag (the ofi kernels' libfabric shm
+# endpoints: native/transport/ofi.c): a killed kernel leaves its region, 16 MiB of memory each.
+SHM_DIR = Path("/dev/shm")
+
+
+def _owned_leftovers() -> list[tuple[Path, str]]:
+    """Temporary directories and shared-memory regions named with an owner tag, with it."""
+    out = []
+    for base in (Path(tempfile.gettempdir()), SHM_DIR):
+        for d in base.glob("fabench-*"):
+            m = _TEMP_RE.match(d.name)
+            if m:
+                out.append((d, f"{m.group(1)}:{m.group(2)}"))
+    return out
 
 
 def own_tempdir(what: str) -> str:
@@ -250,11 +264,8 @@ def sweep(tags: set[str]) -> list[str]:
     procs = [(pid, start) for pid, (tag, start) in tagged().items() if tag in tags]
     _end(procs)
     said = [f"ended pid {p}" for p, _ in procs]
-    dirs = []
-    for d in Path(tempfile.gettempdir()).glob("fabench-*"):
-        m = _TEMP_RE.match(d.name)
-        if m and f"{m.group(1)}:{m.group(2)}" in tags and d.is_dir():
-            dirs.append(d)
+    mine = [d for d, tag in _owned_leftovers() if tag in tags]
+    dirs = [d for d in mine if d.is_dir()]
     for d in dirs:
         if d.name.startswith(f"fabench-{UNDO_WHAT}-"):
             ran = _run_undo(d)
@@ -263,17 +274,18 @@ def sweep(tags: set[str]) -> list[str]:
     for d in dirs:
         shutil.rmtree(d, ignore_errors=True)
         said.append(f"removed {d}")
+    for f in mine:
+        if f.parent == SHM_DIR and f.is_file():
+            f.unlink(missing_ok=True)
+            said.append(f"removed {f}")
     return said
 
 
 def reap_orphans() -> list[str]:
     """What a fabench that is gone left behind (killed with its supervisor): its tagged
-    processes and temporary directories."""
+    processes, temporary directories and shared-memory regions."""
     dead = {tag for tag, _ in tagged().values() if not _tag_alive(tag)}
-    for d in Path(tempfile.gettempdir()).glob("fabench-*"):
-        m = _TEMP_RE.match(d.name)
-        if m and not _tag_alive(f"{m.group(1)}:{m.group(2)}"):
-            dead.add(f"{m.group(1)}:{m.group(2)}")
+    dead |= {tag for _, tag in _owned_leftovers() if not _tag_alive(tag)}
     return sweep(dead) if dead else []
 
 
