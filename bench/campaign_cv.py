@@ -335,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.save:
         Path(args.save).write_text(json.dumps(
             {v: {**{f"{k} {t}": vals for (k, t), vals in d.items()},
-                 "core_to_core_ns": hand_offs[v]} for v, d in medians.items()},
+                 "core_to_core_ns": hand_offs.get(v, [])} for v, d in medians.items()},
             indent=1))
     return 1 if failures else 0
 
