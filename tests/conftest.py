@@ -69,15 +69,13 @@ SERIAL_MPI = "mpich"
 
 # One more try for a failed test (pytest-rerunfailures). The suite runs about 1,070 tests of
 # real links, ranks and kernels on a shared 2-core VM; four clean CIs in a row (2026-11-29)
-# each failed one different test that passes alone and under two busy loops here: a loaded
-# matrix pass that flagged nothing, a validated/plain ratio, an Open MPI job over a two-node
+# failed, each on tests that pass alone and under two busy loops here: a loaded matrix pass
+# that flagged nothing (twice), a validated/plain ratio, an Open MPI job over a two-node
 # Slurm that hung for its 120 s, a libfabric shm endpoint whose name a dead process's region
 # still held (fi_enable: EBUSY; pids are reused). A test that fails twice running fails the
 # suite, so a deterministic failure still fails; every rerun is listed in the pass's summary
 # (`-r R`, scripts/test-passes.sh). FABENCH_RERUNS=0 turns it off.
 RERUNS = int(os.environ.get("FABENCH_RERUNS", "1"))
-
-
 _RERUN_WHY: list[str] = []
 
 
