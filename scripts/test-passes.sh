@@ -29,9 +29,7 @@ pass() {
     *) exit "$rc" ;;  # interrupted or broken: no second pass
   esac
 }
-# loadgroup: tests marked xdist_group(NAME) run on one worker, so a module fixture that does
-# the work (a testbed's matrix) is made once, not once per worker
-pass -n "$workers" --dist loadgroup -m "$(with "not serial")" "$@"
-pass -n "$serial_workers" --dist loadgroup -m "$(with "serial and not alone")" "$@"
+pass -n "$workers" -m "$(with "not serial")" "$@"
+pass -n "$serial_workers" -m "$(with "serial and not alone")" "$@"
 pass -p no:xdist -m "$(with alone)" "$@"
 exit "$status"
