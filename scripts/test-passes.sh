@@ -11,7 +11,7 @@ shift
 select=${1:-}
 [ $# -gt 0 ] && shift
 [ "${1:-}" = "--" ] && shift
-workers=${PYTEST_WORKERS:-2}
+workers=${PYTEST_WORKERS:-3}
 # testbeds at once: 2 was measured (tests/conftest.py), more was not
 serial_workers=${SERIAL_WORKERS:-2}
 with() { if [ -n "$select" ]; then echo "($select) and $1"; else echo "$1"; fi; }
