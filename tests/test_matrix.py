@@ -394,6 +394,28 @@ def test_groups_are_inferred_only_with_six_host_pairs_inside_them() -> None:
             assert infer_topology(m).groups == want, (n, seed)
 
 
+def test_groups_are_inferred_from_the_fastest_samples_where_load_scrambles_the_medians() -> None:
+    """Two switches of 3 hosts, the uplink 8x slower. The medians carry a loaded host's
+    contention: inside the switches they spread over 13x (1/13 to 1 of the floor), as a loaded
+    6-host testbed's did, so the closest pair across is no outlier among them and the medians
+    alone make one group. The fastest samples (the floor, which contention cannot lower) keep
+    the 8x and make the two groups; without them, the medians decide as before."""
+    rng = random.Random(5)
+    m = synthetic(n=6, seed=5, noise=0.03)
+    best: dict[str, dict[tuple[int, int], float]] = {"latency": {}, "bandwidth": {}}
+    for (i, j), bw in m.bandwidth.items():
+        across = (i < 3) != (j < 3)
+        best["bandwidth"][(i, j)] = bw / 8 if across else bw
+        best["latency"][(i, j)] = m.latency[(i, j)] * (1.5 if across else 1.0)
+        load = rng.uniform(1.0, 13.0) if not across else rng.uniform(1.0, 1.5)
+        m.bandwidth[(i, j)] = best["bandwidth"][(i, j)] / load
+        m.latency[(i, j)] = best["latency"][(i, j)] * load
+    medians_only = Matrix(m.hosts, dict(m.latency), dict(m.bandwidth))
+    assert infer_topology(medians_only).groups == [m.hosts]
+    m.best = best
+    assert infer_topology(m).groups == [m.hosts[:3], m.hosts[3:]]
+
+
 def test_topology_finds_two_groups_and_a_misplaced_host(tmp_path: Path) -> None:
     topo = infer_topology(two_switches())
     assert topo.groups == [HOSTS[:4], HOSTS[4:]]

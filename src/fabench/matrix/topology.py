@@ -3,7 +3,12 @@
 Hosts that share a switch reach each other over fewer hops and no shared uplink: lower latency
 and higher bandwidth than across switches. The distance between two hosts is the cost of their
 link, both directions averaged: log(latency / best latency) + log(best bandwidth / bandwidth)
-(zero for the best link on both counts, relative, so latency and bandwidth weigh alike).
+(zero for the best link on both counts, relative, so latency and bandwidth weigh alike), taken
+on each direction's best sample (the fastest ping-pong, the fastest window) where the matrix has
+them: the path's floor, which contention for the CPU cannot lower (judge._steady). Medians
+carry the load instead: on a loaded 6-host testbed of two switches (a 50 Mbit/s uplink, 6
+processes on 2 cores, load 8.9) the medians inside the switches spread so far that the cut was
+rejected, while the fastest windows across stayed under 3.4 MB/s.
 scipy's hierarchical clustering (average linkage) over that distance gives a tree; a cut into
 k groups is accepted when the groups are real: the closest pair of hosts in different groups is
 an outlier against the distances inside the groups (modified z-score above 3.5, the same rule
@@ -32,7 +37,7 @@ from scipy.spatial.distance import squareform
 from ..errors import FabenchError
 from ..util.hostnames import check_host
 from ..util.shown import shown
-from .judge import THRESHOLD, Matrix, Scale
+from .judge import THRESHOLD, Link, Matrix, Scale
 
 MAX_GROUPS = 16
 
@@ -50,15 +55,24 @@ class Topology:
         return {"groups": self.groups, "declared": self.declared, "misplaced": self.misplaced}
 
 
+def _floors(m: Matrix) -> tuple[dict[Link, float], dict[Link, float]]:
+    """Each direction's best samples where every measured direction has them, else medians."""
+    lat, bw = m.best_values("latency"), m.best_values("bandwidth")
+    if lat and bw and lat.keys() >= m.latency.keys() and bw.keys() >= m.bandwidth.keys():
+        return lat, bw
+    return m.latency, m.bandwidth
+
+
 def distances(m: Matrix) -> np.ndarray:
     n = len(m.hosts)
-    lat = [v for v in m.latency.values() if v > 0 and math.isfinite(v)]
-    bw = [v for v in m.bandwidth.values() if v > 0 and math.isfinite(v)]
+    lat_of, bw_of = _floors(m)
+    lat = [v for v in lat_of.values() if v > 0 and math.isfinite(v)]
+    bw = [v for v in bw_of.values() if v > 0 and math.isfinite(v)]
     best_lat, best_bw = (min(lat) if lat else 1.0), (max(bw) if bw else 1.0)
     # cost of each measured direction, as arrays: a million directions at 1024 hosts
     cost = np.full((n, n), np.nan)
-    for (a, b), lv in m.latency.items():
-        bv = m.bandwidth.get((a, b))
+    for (a, b), lv in lat_of.items():
+        bv = bw_of.get((a, b))
         if lv and bv and lv > 0 and bv > 0:
             cost[a, b] = math.log(lv / best_lat) + math.log(best_bw / bv)
     with warnings.catch_warnings():
