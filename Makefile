@@ -71,9 +71,11 @@ test: setup lint native-test
 
 # The quick tier for the edit-test loop (about 2 minutes): lint, the C unit tests, and the
 # tests that need no testbed, SimGrid, HPCC, browser or MPI ranks. It reinstalls only when sources changed.
+# No paired pass (SERIAL_WORKERS=0): its tests are testbeds and HPCC, which these markers leave
+# out, and collecting the suite to run none of it took 6-8 s.
 check: install lint native-test
-	PYTEST_WORKERS=$(PYTEST_WORKERS) scripts/test-passes.sh $(BIN)/python "$(CHECK_MARKERS)" \
-	  -- $(PYTEST_ARGS)
+	PYTEST_WORKERS=$(PYTEST_WORKERS) SERIAL_WORKERS=0 scripts/test-passes.sh $(BIN)/python \
+	  "$(CHECK_MARKERS)" -- $(PYTEST_ARGS)
 
 clean:
 	rm -rf build $(VENV) results .pytest_cache .ruff_cache

@@ -12,7 +12,8 @@ select=${1:-}
 [ $# -gt 0 ] && shift
 [ "${1:-}" = "--" ] && shift
 workers=${PYTEST_WORKERS:-3}
-# testbeds at once: 2 was measured (tests/conftest.py), more was not
+# testbeds at once: 2 was measured (tests/conftest.py); 3 failed a two-switch matrix twice
+# (load 8.9). 0: no paired pass (`make check`, whose markers leave none of its tests)
 serial_workers=${SERIAL_WORKERS:-2}
 with() { if [ -n "$select" ]; then echo "($select) and $1"; else echo "$1"; fi; }
 
@@ -30,6 +31,6 @@ pass() {
   esac
 }
 pass -n "$workers" -m "$(with "not serial")" "$@"
-pass -n "$serial_workers" -m "$(with "serial and not alone")" "$@"
+[ "$serial_workers" -gt 0 ] && pass -n "$serial_workers" -m "$(with "serial and not alone")" "$@"
 pass -p no:xdist -m "$(with alone)" "$@"
 exit "$status"
