@@ -9,7 +9,8 @@ BUILD_DIR ?= build/wheel
 PYTEST_ARGS ?=
 # Workers for the tests that may share the CPU (`serial` ones run after them, two at a time,
 # then the `alone` ones one at a time). Three on two cores: that pass waits on subprocesses,
-# daemons and sleeps (119 % CPU on two workers); 2, 3 and 4 workers took 344, 276 and 286 s.
+# daemons and sleeps (119 % CPU on two workers): 344-403 s in four clean CIs on two workers,
+# 309 and 323 s in two on three; four took 286 s beside three's 276 s on a quieter host.
 PYTEST_WORKERS ?= 3
 PY_DEPS := "scikit-build-core>=0.8" "pydantic>=2.5" "PyYAML>=6" "numpy>=1.24" "scipy>=1.12" \
   "psycopg[binary]>=3.1" "pyarrow>=12" "pytest>=7" "pytest-timeout>=2" "pytest-xdist>=3" \

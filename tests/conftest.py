@@ -119,10 +119,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.flaky(reruns=RERUNS, reruns_delay=1))
     if os.environ.get("PYTEST_XDIST_WORKER"):
         # The longest first (`slow`, stable otherwise), so a pass on several workers does not
-        # end waiting on one of them: xdist hands out tests in collection order, and three of
-        # the first pass's longest (20-37 s) sat in its last minute on one worker while the
-        # others were done. One pass process (the `alone` pass) keeps the files' order, so its
-        # module-scoped testbeds are made once.
+        # end waiting on one of them: xdist hands out tests in collection order, and the first
+        # pass's three longest (SimGrid at 64 hosts, the 1,024-host judge, the Slurm campaign:
+        # 20-37 s) are in files late in that order. One pass process (the `alone` pass) keeps
+        # the files' order, so its module-scoped testbeds are made once.
         items.sort(key=lambda it: it.get_closest_marker("slow") is None)
     # Slow tests run in CI (which has 90 minutes) and when asked for; a developer's quick
     # `pytest` skips them.
