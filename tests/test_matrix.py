@@ -416,6 +416,33 @@ def test_groups_are_inferred_from_the_fastest_samples_where_load_scrambles_the_m
     assert infer_topology(m).groups == [m.hosts[:3], m.hosts[3:]]
 
 
+# A measured matrix (the fastest samples: src, dst, latency us, bandwidth MB/s) of a 6-host
+# testbed of two switches, h1-h3 and h4-h6, with a 50 Mbit/s uplink, taken beside two busy
+# loops (2026-11-29): bandwidth 477-2114 MB/s inside, 2.0-6.1 across; latency 21.7-95.5 us
+# either way.
+TWO_SWITCHES_LOADED = [
+    (0, 1, 74.4, 816.0), (0, 2, 70.6, 725.4), (0, 3, 30.2, 6.1), (0, 4, 78.6, 2.2),
+    (0, 5, 23.9, 2.4), (1, 0, 27.7, 1818.6), (1, 2, 27.1, 1523.6), (1, 3, 78.5, 2.1),
+    (1, 4, 48.6, 2.7), (1, 5, 70.6, 6.0), (2, 0, 70.0, 681.1), (2, 1, 26.8, 1666.3),
+    (2, 3, 48.7, 2.2), (2, 4, 74.4, 6.1), (2, 5, 78.5, 2.2), (3, 0, 30.4, 6.0),
+    (3, 1, 78.5, 2.5), (3, 2, 95.5, 2.1), (3, 4, 70.5, 743.7), (3, 5, 74.6, 816.9),
+    (4, 0, 78.6, 2.8), (4, 1, 95.5, 2.0), (4, 2, 27.4, 6.1), (4, 3, 70.0, 477.2),
+    (4, 5, 22.5, 1097.5), (5, 0, 95.3, 2.2), (5, 1, 70.0, 6.0), (5, 2, 78.7, 3.2),
+    (5, 3, 32.0, 1238.3), (5, 4, 21.7, 2113.9)]
+
+
+def test_a_slow_uplink_separates_the_switches_on_bandwidth_though_latency_blurs_them() -> None:
+    """On the whole link cost the closest pair across scores 2.24 against the distances inside
+    (the loaded latencies spread them), under the 3.5 a cut needs; on bandwidth alone 4.20.
+    The same latencies with a uniform bandwidth are one group: no half separates them."""
+    m = Matrix([f"h{i + 1}" for i in range(6)], {(a, b): lat for a, b, lat, _ in
+                                                 TWO_SWITCHES_LOADED},
+               {(a, b): bw for a, b, _, bw in TWO_SWITCHES_LOADED})
+    assert infer_topology(m).groups == [m.hosts[:3], m.hosts[3:]]
+    flat = Matrix(m.hosts, dict(m.latency), {link: 1000.0 for link in m.bandwidth})
+    assert infer_topology(flat).groups == [m.hosts]
+
+
 def test_topology_finds_two_groups_and_a_misplaced_host(tmp_path: Path) -> None:
     topo = infer_topology(two_switches())
     assert topo.groups == [HOSTS[:4], HOSTS[4:]]
