@@ -133,6 +133,15 @@ def test_after_may_not_point_at_a_later_stage() -> None:
         parse_accept_spec(text, "x.yaml")
 
 
+def test_a_window_is_taken_by_bandwidth_checks_only() -> None:
+    bw = "checks:\n  - check: bandwidth_MBps >= 5 @ 1M\n    window: 8\n"
+    assert parse_accept_spec(bw, "x.yaml").checks[0].item.window == 8
+    with pytest.raises(SpecError, match="line 2.*window: applies to bandwidth_MBps"):
+        parse_accept_spec(bw.replace("bandwidth_MBps >= 5", "latency_us <= 9"), "x.yaml")
+    with pytest.raises(SpecError, match="window"):
+        parse_accept_spec(bw.replace("8", "0"), "x.yaml")
+
+
 def test_verdict_is_pass_only_when_the_whole_interval_is_on_the_good_side() -> None:
     lat = parse_check("latency_us <= 10 @ 8")
     assert decide(lat, Measured(8.0, 7.0, 9.0)) == PASS
@@ -312,6 +321,7 @@ checks:
   - check: bandwidth_MBps >= 5 @ 1M
     transport: tcp
     iterations: 5
+    window: 8
   - check: allreduce_us <= 2500 @ 8
     transport: tcp
     iterations: 100
@@ -319,6 +329,7 @@ checks:
 """
 # warm-ups of 20 and 10: the defaults (200 ping-pongs, 100 allreduces) were half of each run's
 # time on the 5 ms host (4.6 and 3.7 s a run)
+# a window of 8: the default 64 moved 64 MiB a sample through the 5 ms host's link
 
 
 @needs_root
@@ -345,9 +356,12 @@ def test_testbed_clean_passes_and_one_slow_host_fails_exactly_its_checks(
     lat = next(c for c in j["checks"] if c["id"] == "latency_us <= 1000 @ 8")
     assert lat["interval"][0] > 1000 and any("h2:delay=5ms" in e for e in lat["evidence"])
     assert junit.count("<failure") == 2
+    bw = next(c for c in j["checks"] if c["id"] == "bandwidth_MBps >= 5 @ 1M")
     with Store(tmp_path / "slow" / "fabench.sqlite") as st:
         assert all("h2:delay=5ms" in str(st.run(r).provenance.get("launcher"))
                    for r in lat["run_ids"])
+        assert [st.run(r).settings["kernel_settings"].get("window") for r in bw["run_ids"]] \
+            == [8, 8]
 
 
 @pytest.mark.parametrize("name, on", [("accept-000.yaml", "hosts"),

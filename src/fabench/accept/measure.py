@@ -120,15 +120,11 @@ def _sizes_of(ctx: Context, pick: Callable[[PlannedCheck], bool]) -> str:
     return ",".join(str(s) for s in sizes)
 
 
-def _iterations(ctx: Context, pick: Callable[[PlannedCheck], bool]) -> int | None:
-    its = [c.item.iterations for c in ctx.spec.checks if pick(c) and c.item.iterations]
-    return max(its) if its else None
-
-
-def _warmup(ctx: Context, pick: Callable[[PlannedCheck], bool]) -> int | None:
-    """The largest warm-up the checks sharing one series ask for (None: the kernel's)."""
-    ws = [c.item.warmup for c in ctx.spec.checks if pick(c) and c.item.warmup is not None]
-    return max(ws) if ws else None
+def _largest(ctx: Context, pick: Callable[[PlannedCheck], bool], option: str) -> int | None:
+    """The largest value of a check option (iterations, warmup, window) that the checks sharing
+    one series ask for; None: the kernel's own."""
+    vs = [v for c in ctx.spec.checks if pick(c) and (v := getattr(c.item, option)) is not None]
+    return max(vs) if vs else None
 
 
 def _series(ctx: Context, key: object, make: Callable[[], Series]) -> Series:
@@ -153,8 +149,9 @@ def _p2p_series(ctx: Context, pc: PlannedCheck) -> Series:
 
     def make() -> Series:
         settings = KernelSettings(sizes=Sizes.parse(_sizes_of(ctx, same)),
-                                  iterations=_iterations(ctx, same),
-                                  warmup=_warmup(ctx, same))
+                                  iterations=_largest(ctx, same, "iterations"),
+                                  warmup=_largest(ctx, same, "warmup"),
+                                  window=_largest(ctx, same, "window"))
         planned = plan_run(kernel, transport=transport, ranks=2, mpi=ctx.mpi, settings=settings,
                            timeout_s=ctx.spec.model.timeout_s, label="accept")
         sched = ctx.scheduler
@@ -207,8 +204,8 @@ def _coll_series(ctx: Context, pc: PlannedCheck) -> tuple[Series, int, int]:
 
     def make() -> Series:
         settings = KernelSettings(sizes=Sizes.parse(_sizes_of(ctx, same)),
-                                  iterations=_iterations(ctx, same),
-                                  warmup=_warmup(ctx, same))
+                                  iterations=_largest(ctx, same, "iterations"),
+                                  warmup=_largest(ctx, same, "warmup"))
         planned = plan_run(f"mpi.{coll}", transport=transport, ranks=nodes * ppn, mpi=ctx.mpi,
                            settings=settings, timeout_s=ctx.spec.model.timeout_s,
                            label="accept")

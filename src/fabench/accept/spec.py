@@ -33,6 +33,9 @@ class CheckItem(BaseModel):
     # p2p and collectives: untimed iterations per size (default: the kernel's settled
     # warm-up, whose floor is OSU's 200 ping-pongs: 4 s on a 10 ms round trip)
     warmup: int | None = Field(default=None, ge=0, le=1_000_000_000)
+    # p2p bandwidth: messages in flight per timed window (default: the kernel's, OSU's 64); on
+    # a long or slow link each sample moves window x size bytes
+    window: int | None = Field(default=None, ge=1, le=1_000_000)
     sizes: str | None = None  # hpl: HPL's N
     profile: str | None = None  # tune: the profile to audit against (default: the built-in)
 
@@ -142,6 +145,8 @@ def parse_accept_spec(text: str, source: str = "<spec>",
                        "model; fabench model list)")
         if check.kind == "p2p" and item.hosts is not None and len(item.hosts) != 2:
             raise fail("hosts: a point-to-point check runs between two hosts")
+        if item.window is not None and check.metric.name != "bandwidth_MBps":
+            raise fail("window: applies to bandwidth_MBps checks only")
         check = Check(check.text, check.metric, check.op, check.threshold, check.size, line,
                       ident)
         planned.append(PlannedCheck(check, item, tuple(item.after)))
