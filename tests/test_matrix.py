@@ -2,6 +2,7 @@
 MPI ranks, and end to end on real testbeds with real faults (slow)."""
 
 import json
+import math
 import os
 import random
 import re
@@ -1147,3 +1148,14 @@ def test_advise_prints_the_binding_near_the_nic(tmp_path: Path) -> None:
     bad = fabench_run("matrix", "advise", "--nodes", "3", "--hwloc", str(xml), "--nic", "eth9",
                       "--store", str(tmp_path / "fabench.sqlite"), check=False)
     assert bad.returncode == 2 and "no such network device" in bad.stderr
+
+
+@pytest.mark.parametrize("value", [0.0, -5.0, math.inf, math.nan])
+def test_a_direction_without_a_usable_bandwidth_is_a_bad_link_not_a_crash(value: float) -> None:
+    # an imported or damaged matrix may hold any number: such a direction scores as missing
+    # (the worst), and its way back has no ratio to it (0 crashed the asymmetry's division)
+    m = synthetic()
+    m.bandwidth[(2, 5)] = value
+    j = judge(m)
+    assert [v.line.split(":")[0] for v in j.verdicts] == ["bad link h3 -> h6"]
+    assert json.loads(json.dumps(j.to_json(), allow_nan=False))["hosts"][2] == "h3"

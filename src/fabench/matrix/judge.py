@@ -233,16 +233,23 @@ class Matrix:
 
     def best_asymmetry(self) -> dict[Link, float]:
         """asymmetry() of the fastest windows."""
-        bw = self.best_values("bandwidth")
-        return {(i, j): bw[(j, i)] / v for (i, j), v in bw.items()
-                if (j, i) in bw and v > 0 and bw[(j, i)] > 0}
+        return _ratios(self.best_values("bandwidth"))
 
     def asymmetry(self) -> dict[Link, float]:
         """bw(j->i) / bw(i->j) per measured direction i->j: above 1 when i->j is the slow
         one."""
-        bw = self.bandwidth
-        return {(i, j): bw[(j, i)] / v for (i, j), v in bw.items()
-                if (j, i) in bw and v > 0 and bw[(j, i)] > 0}
+        return _ratios(self.bandwidth)
+
+
+def _usable(v: float) -> bool:
+    """A measured value that has a logarithm: positive and finite (an imported or damaged
+    matrix may hold 0, a negative number, inf or nan)."""
+    return 0 < v < math.inf
+
+
+def _ratios(bw: Mapping[Link, float]) -> dict[Link, float]:
+    return {(i, j): bw[(j, i)] / v for (i, j), v in bw.items()
+            if (j, i) in bw and _usable(v) and _usable(bw[(j, i)])}
 
 
 @dataclass(frozen=True)
@@ -304,6 +311,8 @@ class _Flat:
     src: np.ndarray
     dst: np.ndarray
     w: np.ndarray
+    # the directions measured without a usable value (not positive, not finite): (k, 2) ends
+    unusable: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), dtype=np.int64))
 
     @classmethod
     def of(cls, values: Mapping[Link, float], worse_up: bool) -> _Flat:
@@ -313,7 +322,7 @@ class _Flat:
         v = np.fromiter(values.values(), dtype=float, count=k)
         ok = (v > 0) & np.isfinite(v)
         w = np.log(v[ok]) if ok.any() else np.zeros(0)
-        return cls(ends[ok, 0], ends[ok, 1], w if worse_up else -w)
+        return cls(ends[ok, 0], ends[ok, 1], w if worse_up else -w, ends[~ok])
 
 
 def _capped(score: float, d: float) -> float:
@@ -414,6 +423,18 @@ class Analysis:
     best: Scales | None = None
     best_node_evidence: dict[int, dict[str, tuple[float, float, float, float]]] = \
         field(default_factory=dict)
+    # `scores` as arrays, in its order: the (k, 2) ends and the (k, 3) latency, bandwidth and
+    # asymmetry scores (0 where not measured both ways); None: made from `scores` when needed
+    arrays: tuple[np.ndarray, np.ndarray] | None = None
+
+    def score_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.arrays is not None:
+            return self.arrays
+        k = len(self.scores)
+        ends = np.array(list(self.scores), dtype=np.int64).reshape(k, 2)
+        sc = np.array([[v["latency"], v["bandwidth"], v.get("asymmetry", 0.0)]
+                       for v in self.scores.values()], dtype=float).reshape(k, 3)
+        return ends, sc
 
     @property
     def slow(self) -> frozenset[int]:
@@ -441,7 +462,9 @@ def _node_scores(n: int, f: _Flat, e: np.ndarray) -> tuple[np.ndarray, np.ndarra
     # only cannot be told from that one link: 2 hosts per leaf under a bad uplink leave each
     # host its 2 directions to its neighbour, and both hosts scored alike. Links only there.
     lo, hi = np.minimum(f.src, f.dst), np.maximum(f.src, f.dst)
-    pairs = np.unique(lo * n + hi)  # each unordered pair once (a million directions at 1024)
+    seen = np.zeros(n * n, dtype=bool)  # each unordered pair once: a mask, not a sort or hash
+    seen[lo * n + hi] = True  # of a million directions at 1024 hosts
+    pairs = np.flatnonzero(seen)
     partners = np.bincount(pairs // n, minlength=n) + np.bincount(pairs % n, minlength=n)
     own = np.where(partners >= 2, own, math.nan)
 
@@ -496,6 +519,14 @@ def _node_scores(n: int, f: _Flat, e: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def _class_ids(f: _Flat, lab: np.ndarray, g: int) -> np.ndarray:
     a, b = lab[f.src], lab[f.dst]
     return np.minimum(a, b) * g + np.maximum(a, b)
+
+
+def _per_direction(centres: Mapping[int, float], cid: np.ndarray) -> np.ndarray:
+    """Each direction's class centre, looked up in one array (a million directions at 1024
+    hosts)."""
+    if not cid.size:
+        return np.zeros(0)
+    return np.array([centres.get(c, math.nan) for c in range(int(cid.max()) + 1)])[cid]
 
 
 def _class_centres(cid: np.ndarray, w: np.ndarray, keep: np.ndarray | None = None
@@ -656,8 +687,7 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
         # classes, not one per leaf pair, so that a leaf of 2 hosts (2 directions) does not
         # make a class whose centre its own fault drags
         cid = (lab[f.src] != lab[f.dst]).astype(np.int64)
-        centres = _class_centres(cid, f.w)
-        e = f.w - np.array([centres[int(c)] for c in cid]) if cid.size else f.w
+        e = f.w - _per_direction(_class_centres(cid, f.w), cid)
         own, rc, rs, sc = _node_scores(n, f, e) if f.w.size else \
             (np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n))
         for h in range(n):
@@ -670,8 +700,7 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
             if has_best else None
         if fb is not None and fb.w.size:
             cb = (lab[fb.src] != lab[fb.dst]).astype(np.int64)
-            centres_b = _class_centres(cb, fb.w)
-            eb = fb.w - np.array([centres_b[int(c)] for c in cb]) if cb.size else fb.w
+            eb = fb.w - _per_direction(_class_centres(cb, fb.w), cb)
             ob, rcb, rsb, scb = _node_scores(n, fb, eb)
             for h in range(n):
                 node_sc[h][k] = _steady(node_sc[h][k], float(scb[h]))
@@ -688,7 +717,7 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
     # The same links judged on their best sample (the fastest ping-pong, the fastest window),
     # each against the best samples of the other links: see _steady.
     best = None
-    best_per: dict[str, dict[Link, float]] = {}
+    best_sw: dict[str, tuple[_Flat, np.ndarray]] = {}
     best_asym = None
     if has_best:
         b_metric: dict[str, Scale] = {}
@@ -696,29 +725,48 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
         for k in METRICS:
             fk = _Flat.of(m.best_values(k), _WORSE_UP[k])
             b_metric[k], b_classes[k], sw = _link_scores(k, fk, lab, slow, findings)
-            best_per[k] = dict(zip(zip(fk.src.tolist(), fk.dst.tolist(), strict=True),
-                                   sw.tolist(), strict=True))
+            best_sw[k] = (fk, sw)
         _, best_asym, b_metric["asymmetry"] = _asymmetry(
             n, _Flat.of(m.best_values("bandwidth"), False), slow)
         best = Scales(b_metric, b_classes, scales.labels, g)
 
-    per = {k: dict(zip(zip(flats[k].src.tolist(), flats[k].dst.tolist(), strict=True),
-                       scores_w[k].tolist(), strict=True)) for k in METRICS}
-    scores: dict[Link, dict[str, float]] = {}
-    lat, bwv = m.latency, m.bandwidth
-    for link in sorted(lat.keys() | bwv.keys()):
-        # a direction measured with a non-positive value scores as missing (worst)
-        s = {"latency": _steady(per["latency"].get(link, math.inf if link in lat else math.nan),
-                                best_per.get("latency", {}).get(link)),
-             "bandwidth": _steady(per["bandwidth"].get(link, math.inf if link in bwv
-                                                        else math.nan),
-                                  best_per.get("bandwidth", {}).get(link))}
-        x = asym[link[0]][link[1]]
-        if x == x:  # measured both ways
-            y = best_asym[link[0]][link[1]] if best_asym is not None else None
-            s["asymmetry"] = _steady(x, y if y == y else None)
-        scores[link] = s
-    return Analysis(scales, scores, node_sc, node_ev, findings, groups, best, best_ev)
+    tables = {k: _score_table(n, flats[k], scores_w[k], *best_sw.get(k, (None, None)))
+              for k in METRICS}
+    measured = np.zeros((n, n), dtype=bool)
+    for f in flats.values():
+        measured[f.src, f.dst] = True
+        measured[f.unusable[:, 0], f.unusable[:, 1]] = True
+    with np.errstate(invalid="ignore"):  # nan: not measured both ways, or no best samples
+        a = asym if best_asym is None else \
+            np.where(np.isfinite(asym) & (best_asym < asym), best_asym, asym)
+    src, dst = np.nonzero(measured)  # row-major: the links in sorted order
+    links = list(zip(src.tolist(), dst.tolist(), strict=True))
+    scores: dict[Link, dict[str, float]] = {
+        link: {"latency": x, "bandwidth": y} for link, x, y in zip(
+            links, tables["latency"][src, dst].tolist(), tables["bandwidth"][src, dst].tolist(),
+            strict=True)}
+    av = a[src, dst]
+    for x in np.flatnonzero(~np.isnan(av)).tolist():  # measured both ways
+        scores[links[x]]["asymmetry"] = float(av[x])
+    arrays = (np.column_stack([src, dst]).astype(np.int64),
+              np.column_stack([tables["latency"][src, dst], tables["bandwidth"][src, dst],
+                               np.where(np.isnan(av), 0.0, av)]))
+    return Analysis(scales, scores, node_sc, node_ev, findings, groups, best, best_ev, arrays)
+
+
+def _score_table(n: int, f: _Flat, sw: np.ndarray, fb: _Flat | None,
+                 sb: np.ndarray | None) -> np.ndarray:
+    """A metric's score of every direction as an n x n array by the rule of _steady: nan
+    where not measured, inf where measured without a usable value (scored as missing)."""
+    t = np.full((n, n), math.nan)
+    t[f.unusable[:, 0], f.unusable[:, 1]] = math.inf
+    t[f.src, f.dst] = sw
+    if fb is None or sb is None:
+        return t
+    b = np.full((n, n), math.nan)
+    b[fb.src, fb.dst] = sb
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(t) & (b < t), b, t)
 
 
 def _steady(typical: float, best: float | None) -> float:
@@ -793,9 +841,8 @@ def _link_scores(metric: str, f: _Flat, lab: np.ndarray, slow: np.ndarray,
     keep = clean & ~_explained(f, lab, findings)
     centres = _class_centres(cid, f.w, keep)
     full = _class_centres(cid, f.w)
-    centre_of = np.array([centres.get(int(c), full[int(c)]) for c in cid]) \
-        if cid.size else np.zeros(0)
-    e = f.w - centre_of
+    merged = {c: centres.get(c, v) for c, v in full.items()}
+    e = f.w - _per_direction(merged, cid)
     # A class that a verdict explains whole (the across class of two switches under a bad
     # uplink) is centred on its own median, so its directions measure the noise as well as
     # the others do. Left out, the spread of a 4-host, 2-switch testbed came from the 4
@@ -807,13 +854,11 @@ def _link_scores(metric: str, f: _Flat, lab: np.ndarray, slow: np.ndarray,
     glob, _ = _robust(f.w[keep] if keep.any() else f.w)
     with np.errstate(divide="ignore", invalid="ignore"):
         raw = e / spread if spread > 0 else np.where(e == 0, 0.0, np.copysign(np.inf, e))
-    return (Scale(glob if _WORSE_UP[metric] else -glob, spread),
-            {c: centres.get(c, v) for c, v in full.items()},
+    return (Scale(glob if _WORSE_UP[metric] else -glob, spread), merged,
             np.where((e <= FLOOR) & (raw > THRESHOLD), THRESHOLD, raw))
 
 
-def _asymmetry(n: int, fb: _Flat, slow: np.ndarray) -> tuple[np.ndarray, list[list[float]],
-                                                             Scale]:
+def _asymmetry(n: int, fb: _Flat, slow: np.ndarray) -> tuple[np.ndarray, np.ndarray, Scale]:
     """bw(j->i) / bw(i->j) per direction as one n x n array of logs, its scores, its scale."""
     bw = np.full((n, n), np.nan)
     bw[fb.src, fb.dst] = -fb.w  # log bandwidth
@@ -830,7 +875,7 @@ def _asymmetry(n: int, fb: _Flat, slow: np.ndarray) -> tuple[np.ndarray, list[li
     with np.errstate(divide="ignore", invalid="ignore"):
         raw_a = (ratio / scale.spread if scale.spread > 0 else
                  np.where(ratio == 0, 0.0, np.copysign(np.inf, ratio)))
-        asym = np.where((ratio <= FLOOR) & (raw_a > THRESHOLD), THRESHOLD, raw_a).tolist()
+        asym = np.where((ratio <= FLOOR) & (raw_a > THRESHOLD), THRESHOLD, raw_a)
     return ratio, asym, scale
 
 
@@ -877,7 +922,6 @@ def find_suspects(m: Matrix, groups: Groups | None = None,
                   analysis: Analysis | None = None, screen: bool = False) -> Suspects:
     """What to retest. With `screen` (a retest follows), nodes from NODE_SCREEN on."""
     an = analysis or analyse(m, groups)
-    scores = an.scores
     # a host behind a bad leaf is judged on the directions the leaf does not explain
     # (_node_flat): it is a suspect only when it stands out among those
     slow = an.slow
@@ -886,11 +930,11 @@ def find_suspects(m: Matrix, groups: Groups | None = None,
     # the links of a suspect node stay suspects of their own: the retest measures them anyway,
     # and if it clears the node (concurrent noise made it look slow) a bad link of its stays
     # to be judged; a node the retest confirms names its links itself
-    keys = list(scores)
-    k = len(keys)
-    ends = np.array(keys, dtype=np.int64).reshape(k, 2)
-    sc = np.array([[v["latency"], v["bandwidth"], v.get("asymmetry", 0.0)]
-                   for v in scores.values()], dtype=float).reshape(k, 3)
+    ends, sc = an.score_arrays()
+    k = len(ends)
+
+    def key(x: int) -> Link:
+        return int(ends[x, 0]), int(ends[x, 1])
     with np.errstate(invalid="ignore"):
         worst = np.nanmax(np.where(np.isnan(sc), -np.inf, sc), axis=1) if k else np.zeros(0)
     node_mask = np.zeros(len(m.hosts) + 1, dtype=bool)
@@ -899,7 +943,7 @@ def find_suspects(m: Matrix, groups: Groups | None = None,
     if an.groups is not None and an.findings and k:  # a leaf or uplink verdict names those
         out &= ~_explained(_Flat(ends[:, 0], ends[:, 1], np.zeros(k)),
                            an.groups.labels(m.hosts), an.findings)
-    links = frozenset(keys[x] for x in np.flatnonzero(out).tolist())
+    links = frozenset(key(x) for x in np.flatnonzero(out).tolist())
     # References: the links closest to their class centre on both metrics, neither a suspect
     # (either direction) nor touching a suspect node. A reference may share a host with a
     # suspect link: on 4 hosts every link does, and a retest without references has no
@@ -918,8 +962,8 @@ def find_suspects(m: Matrix, groups: Groups | None = None,
         for x in np.flatnonzero(eligible)[np.argsort(calm[eligible], kind="stable")].tolist():
             if len(refs) == REFERENCES:
                 break
-            if keys[x] not in shunned and keys[x] not in refs:
-                refs.append(keys[x])
+            if key(x) not in shunned and key(x) not in refs:
+                refs.append(key(x))
     return Suspects(links, nodes, tuple(refs), tuple(an.findings))
 
 
@@ -1070,12 +1114,10 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
     cleared: list[str] = []
 
     # Unreachable: directions the pass should have measured and did not.
-    expected = expected_links(n, asked)
-    missing = expected - set(first.latency)
-    dead = _dead(expected, missing)
+    missing, dead = _unmeasured(n, first.latency, asked)
     for h in sorted(dead):
         verdicts.append(Verdict("unreachable", name[h], hosts=(name[h],)))
-    for i, j in sorted(missing):
+    for i, j in missing:
         if i not in dead and j not in dead:
             verdicts.append(Verdict("unreachable", name[i], name[j]))
 
@@ -1110,10 +1152,10 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
               if link in vals and vals[link] > 0 and math.isfinite(vals[link])]
         return statistics.median(xs) - c if xs else None
 
-    touching: dict[int, list[Link]] = {h: [] for h in suspects.nodes}
-    for link in (first.latency.keys() | first.bandwidth.keys()) if touching else ():
-        for h in {link[0], link[1]} & touching.keys():
-            touching[h].append(link)
+    ends = an.score_arrays()[0] if suspects.nodes else np.zeros((0, 2), dtype=np.int64)
+    touching = {h: [(int(i), int(j)) for i, j in
+                    ends[(ends[:, 0] == h) | (ends[:, 1] == h)].tolist()]
+                for h in suspects.nodes}
     slow = set()
     for h in sorted(suspects.nodes):
         evs = []
@@ -1228,6 +1270,8 @@ def _one_way(scales: Scales, first: Matrix, retest: Matrix | None,
     if scores.get((j, i), {}).get("bandwidth", 0.0) > THRESHOLD:
         return None
     back = first.bandwidth[(j, i)]
+    if not (_usable(back) and _usable(first.bandwidth[link])):
+        return None  # no ratio: the direction without a value is scored as missing
     ratio = back / first.bandwidth[link]
     limit = back / bw.threshold
     if math.log(ratio) <= FLOOR:
@@ -1239,6 +1283,27 @@ def _one_way(scales: Scales, first: Matrix, retest: Matrix | None,
     if rv is None or back_score is None or back_score > THRESHOLD or math.log(rv) <= FLOOR:
         return None
     return Evidence("asymmetry", ratio, limit, bw.score, rv, bw.retest_score)
+
+
+def _unmeasured(n: int, measured: Mapping[Link, float], asked: Iterable[Link] | None
+                ) -> tuple[list[Link], set[int]]:
+    """The directions expected and not measured, in order, and the hosts none of whose
+    expected directions was measured. Every direction (no `asked`): one n x n mask, not a set
+    of a million links."""
+    if asked is not None:
+        expected = expected_links(n, asked)
+        missing = expected - set(measured)
+        return sorted(missing), _dead(expected, missing)
+    got = np.eye(n, dtype=bool)
+    k = len(measured)
+    ends = np.fromiter((e for link in measured for e in link), dtype=np.int64,
+                       count=2 * k).reshape(k, 2)
+    ends = ends[((ends >= 0) & (ends < n)).all(axis=1)]  # no host of this matrix: not asked
+    got[ends[:, 0], ends[:, 1]] = True
+    src, dst = np.nonzero(~got)
+    lost = np.bincount(src, minlength=n) + np.bincount(dst, minlength=n)
+    dead = set(np.flatnonzero(lost == 2 * (n - 1)).tolist()) if n > 1 else set()
+    return list(zip(src.tolist(), dst.tolist(), strict=True)), dead
 
 
 def _dead(expected: set[Link], missing: set[Link]) -> set[int]:
