@@ -69,22 +69,41 @@ class ScaleFit:
         return f
 
 
-def _objective(fabric: Fabric, obs: list[Observation], bound: float = math.inf) -> float:
-    """The sum of squared log ratios; once the partial sum passes `bound` (the best so far)
-    the rest cannot make this point the best, and it returns that partial sum: every term
-    is >= 0, so the search keeps the same point and skips most predictions."""
-    total = 0.0
-    for o in obs:
-        t = o.predict(fabric)
-        if not (t > 0 and math.isfinite(t)):
-            return math.inf
-        total += math.log(t / o.measured_us) ** 2
-        if total > bound:
-            return total
-    return total
+class _Objective:
+    """The sum of squared log ratios of predicted to measured time over the runs.
+
+    Once a partial sum passes `bound` (the best so far) the point cannot be the best: the
+    partial sum is returned and the remaining predictions skipped (every term is >= 0). The
+    run that ended an evaluation early is tried first next time (move to front): a grid's
+    neighbours fail on the same runs, so most points stop after one prediction. A point
+    that completes is summed in the runs' own order, so the result does not depend on the
+    order they were tried in."""
+
+    def __init__(self, obs: list[Observation]) -> None:
+        self.obs = obs
+        self.order = list(range(len(obs)))
+
+    def __call__(self, fabric: Fabric, bound: float = math.inf) -> float:
+        terms = [0.0] * len(self.obs)
+        partial = 0.0
+        for pos, k in enumerate(self.order):
+            o = self.obs[k]
+            t = o.predict(fabric)
+            if not (t > 0 and math.isfinite(t)):
+                return math.inf
+            terms[k] = math.log(t / o.measured_us) ** 2
+            partial += terms[k]
+            if partial > bound:
+                if pos:
+                    self.order.insert(0, self.order.pop(pos))
+                return partial
+        total = 0.0
+        for x in terms:
+            total += x
+        return total
 
 
-def _search(trial: Fabric, obs: list[Observation], exponents: list[float],
+def _search(trial: Fabric, objective: _Objective, exponents: list[float],
             best: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
     """(error, noise, gap, exponent) over the latency grids, the node's memory fixed."""
     for b in exponents:
@@ -93,7 +112,7 @@ def _search(trial: Fabric, obs: list[Observation], exponents: list[float],
                 if noise == 0.0 and b > 0:
                     continue  # the exponent of no noise is no parameter
                 trial.nic_gap_us, trial.noise_us, trial.noise_exponent = gap, noise, b
-                err = _objective(trial, obs, best[0])
+                err = objective(trial, best[0])
                 if err < best[0] - 1e-12:
                     best = (err, noise, gap, b)
     return best
@@ -113,14 +132,15 @@ def fit_scale(fabric: Fabric, obs: list[Observation], rounds: int = 2) -> ScaleF
     exponents = EXPONENT_GRID if len({o.nodes for o in obs}) > 1 else [0.0]
     mem = 0.0
     err, noise, gap, b = math.inf, 0.0, 0.0, 0.0
+    objective = _Objective(obs)
     for _ in range(rounds):
         trial.node_memory_MBps = mem
-        err, noise, gap, b = _search(trial, obs, exponents, (math.inf, 0.0, 0.0, 0.0))
+        err, noise, gap, b = _search(trial, objective, exponents, (math.inf, 0.0, 0.0, 0.0))
         trial.nic_gap_us, trial.noise_us, trial.noise_exponent = gap, noise, b
         best_mem = (err, mem)
         for cand in MEMORY_GRID:
             trial.node_memory_MBps = cand
-            e = _objective(trial, obs, best_mem[0])
+            e = objective(trial, best_mem[0])
             if e < best_mem[0] - 1e-12:
                 best_mem = (e, cand)
         err, mem = best_mem
