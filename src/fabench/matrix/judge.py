@@ -419,22 +419,13 @@ class Analysis:
     node_evidence: dict[int, dict[str, tuple[float, float, float, float]]]
     findings: list[GroupFinding]
     groups: Groups | None
+    # `scores` as arrays, in its order: the (k, 2) ends and the (k, 3) latency, bandwidth and
+    # asymmetry scores (0 where not measured both ways): a million directions at 1024 hosts
+    arrays: tuple[np.ndarray, np.ndarray]
     # the yardstick of the directions' best samples (None where only medians are known)
     best: Scales | None = None
     best_node_evidence: dict[int, dict[str, tuple[float, float, float, float]]] = \
         field(default_factory=dict)
-    # `scores` as arrays, in its order: the (k, 2) ends and the (k, 3) latency, bandwidth and
-    # asymmetry scores (0 where not measured both ways); None: made from `scores` when needed
-    arrays: tuple[np.ndarray, np.ndarray] | None = None
-
-    def score_arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        if self.arrays is not None:
-            return self.arrays
-        k = len(self.scores)
-        ends = np.array(list(self.scores), dtype=np.int64).reshape(k, 2)
-        sc = np.array([[v["latency"], v["bandwidth"], v.get("asymmetry", 0.0)]
-                       for v in self.scores.values()], dtype=float).reshape(k, 3)
-        return ends, sc
 
     @property
     def slow(self) -> frozenset[int]:
@@ -751,7 +742,7 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
     arrays = (np.column_stack([src, dst]).astype(np.int64),
               np.column_stack([tables["latency"][src, dst], tables["bandwidth"][src, dst],
                                np.where(np.isnan(av), 0.0, av)]))
-    return Analysis(scales, scores, node_sc, node_ev, findings, groups, best, best_ev, arrays)
+    return Analysis(scales, scores, node_sc, node_ev, findings, groups, arrays, best, best_ev)
 
 
 def _score_table(n: int, f: _Flat, sw: np.ndarray, fb: _Flat | None,
@@ -930,7 +921,7 @@ def find_suspects(m: Matrix, groups: Groups | None = None,
     # the links of a suspect node stay suspects of their own: the retest measures them anyway,
     # and if it clears the node (concurrent noise made it look slow) a bad link of its stays
     # to be judged; a node the retest confirms names its links itself
-    ends, sc = an.score_arrays()
+    ends, sc = an.arrays
     k = len(ends)
 
     def key(x: int) -> Link:
@@ -1152,7 +1143,7 @@ def judge(first: Matrix, retest: Matrix | None = None, suspects: Suspects | None
               if link in vals and vals[link] > 0 and math.isfinite(vals[link])]
         return statistics.median(xs) - c if xs else None
 
-    ends = an.score_arrays()[0] if suspects.nodes else np.zeros((0, 2), dtype=np.int64)
+    ends = an.arrays[0] if suspects.nodes else np.zeros((0, 2), dtype=np.int64)
     touching = {h: [(int(i), int(j)) for i, j in
                     ends[(ends[:, 0] == h) | (ends[:, 1] == h)].tolist()]
                 for h in suspects.nodes}
