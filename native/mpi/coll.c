@@ -19,16 +19,6 @@
 
 #define ROOT 0
 
-#ifdef SMPI_SHARED_MALLOC
-/* SimGrid (smpicc): every simulated rank lives in one process, so thousands of ranks' buffers
- * would not fit; only their timing is simulated, so all ranks share one backing store. */
-#define coll_buf_alloc(len, huge) SMPI_SHARED_MALLOC((len) ? (len) : 1)
-#define coll_buf_free(p) SMPI_SHARED_FREE(p)
-#else
-#define coll_buf_alloc(len, huge) fb_buf_alloc_pages(len, huge)
-#define coll_buf_free(p) fb_buf_free(p)
-#endif
-
 /* ---- buffers ----------------------------------------------------------------------------- */
 
 static void bufs_one(const struct coll *c, size_t size, size_t *s, size_t *r)
@@ -363,8 +353,8 @@ int fb_coll_run(const struct fb_mpi_kernel *k, const struct coll_op *op, int arg
         rmax = rb > rmax ? rb : rmax;
         nmax = fb_opts_iterations(o, sizes[s]) > nmax ? fb_opts_iterations(o, sizes[s]) : nmax;
     }
-    c.sbuf = coll_buf_alloc(smax, o->hugepages);
-    c.rbuf = coll_buf_alloc(rmax, o->hugepages);
+    c.sbuf = fb_mpi_buf_alloc(smax, o->hugepages);
+    c.rbuf = fb_mpi_buf_alloc(rmax, o->hugepages);
     struct coll_times t = {
         .local = calloc((size_t)nmax, sizeof(double)),
         .max = calloc((size_t)nmax, sizeof(double)),
@@ -383,8 +373,8 @@ int fb_coll_run(const struct fb_mpi_kernel *k, const struct coll_op *op, int arg
             measure(&c, sizes[s], round, &t);
     }
 
-    coll_buf_free(c.sbuf);
-    coll_buf_free(c.rbuf);
+    fb_mpi_buf_free(c.sbuf);
+    fb_mpi_buf_free(c.rbuf);
     free(t.local);
     free(t.max);
     free(t.min);

@@ -248,8 +248,9 @@ int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
         fb_mpi_usage_exit(&ctx, "--pairs wants i:j,... with distinct ranks below the number "
                                 "of ranks");
 
-    m.sbuf = fb_buf_alloc_pages(m.size > LAT_SIZE ? m.size : LAT_SIZE, o->hugepages);
-    m.rbuf = fb_buf_alloc_pages(m.size > LAT_SIZE ? m.size : LAT_SIZE, o->hugepages);
+    size_t buf_len = m.size > LAT_SIZE ? m.size : LAT_SIZE;
+    m.sbuf = fb_mpi_buf_alloc(buf_len, o->hugepages);
+    m.rbuf = fb_mpi_buf_alloc(buf_len, o->hugepages);
     int xrc = fb_mpi_xfer_init(&m.mx, &m.x, ctx.comm, 0, m.window + 1);
     m.lat = calloc((size_t)m.lat_iters, sizeof(double));
     m.bw = calloc((size_t)m.bw_iters, sizeof(double));
@@ -263,7 +264,7 @@ int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
         fprintf(stderr, "%s: out of memory\n", ctx.kernel);
         MPI_Abort(ctx.comm, 1);
     }
-    memset(m.sbuf, 0x5a, m.size > LAT_SIZE ? m.size : LAT_SIZE);
+    memset(m.sbuf, 0x5a, buf_len);
     MPI_Gather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, m.hosts, MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
                0, ctx.comm);
 
@@ -299,8 +300,8 @@ int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
         report_round(&m, r, me, n);
     }
 
-    fb_buf_free(m.sbuf);
-    fb_buf_free(m.rbuf);
+    fb_mpi_buf_free(m.sbuf);
+    fb_mpi_buf_free(m.rbuf);
     fb_mpi_xfer_free(&m.mx);
     free(m.lat);
     free(m.bw);
