@@ -11,6 +11,7 @@ from .errors import FabenchError
 from .host.process import reap_orphans
 from .util.interrupts import Interrupted, raise_on_signals
 from .util.registry import plugin_error
+from .util.threads import one_blas_thread
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         broken = plugin_error()
         if broken is not None and args.command != "doctor":
             raise broken  # `fabench doctor` shows it among the plugins; nothing else runs
-        return int(action_of(args)(args) or 0)
+        with one_blas_thread():  # importing the command's code loads numpy
+            action = action_of(args)
+        return int(action(args) or 0)
     except FabenchError as exc:
         print(f"fabench: error: {exc}", file=sys.stderr)
         return 2
