@@ -11,7 +11,7 @@ from .errors import FabenchError
 from .host.process import reap_orphans
 from .util.interrupts import Interrupted, raise_on_signals
 from .util.registry import plugin_error
-from .util.threads import one_blas_thread
+from .util.startup import loading
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
         broken = plugin_error()
         if broken is not None and args.command != "doctor":
             raise broken  # `fabench doctor` shows it among the plugins; nothing else runs
-        with one_blas_thread():  # importing the command's code loads numpy
+        with loading():  # the command's code, numpy among it
             action = action_of(args)
         return int(action(args) or 0)
     except FabenchError as exc:
