@@ -3,6 +3,7 @@
 import contextlib
 import io
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -79,12 +80,37 @@ RERUNS = int(os.environ.get("FABENCH_RERUNS", "1"))
 _RERUN_WHY: list[str] = []
 
 
+# The CPU each test's call spent, in its pytest process and the children it waited for
+# (fabench commands, mpirun and its ranks; not daemons that outlive the test): the suite is
+# CPU-bound on 2 cores (a whole first pass kept the machine 92 % busy), so what shortens it
+# is CPU saved, which --durations' wall times do not show. Each pass prints its largest.
+CPU_SHOWN = 15
+_CPU: list[tuple[float, str]] = []
+
+
+def _cpu_s() -> float:
+    own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF,
+                                                  resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    start = _cpu_s()
+    yield
+    # user_properties travel with the call's report, to the xdist controller too
+    item.user_properties.append(("cpu_s", round(_cpu_s() - start, 2)))
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     """Why a rerun ran: the last lines of its first failure (under xdist the controller sees
-    the workers' reports here too)."""
+    the workers' reports here too); and the CPU of each call."""
     if report.outcome == "rerun":
         lines = [ln.strip() for ln in str(report.longrepr or "").splitlines() if ln.strip()]
         _RERUN_WHY.append(f"{report.nodeid} ({report.when}): " + " | ".join(lines[-4:])[:600])
+    if report.when == "call":
+        _CPU.extend((float(v), report.nodeid) for k, v in report.user_properties
+                    if k == "cpu_s")
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -92,6 +118,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.section("why the reruns ran (their first failures)")
         for line in _RERUN_WHY:
             terminalreporter.write_line(line)
+    if _CPU and not os.environ.get("PYTEST_XDIST_WORKER"):
+        terminalreporter.section(f"most CPU {CPU_SHOWN} (call: the test's process and the "
+                                 f"children it waited for; {sum(c for c, _ in _CPU):.0f} "
+                                 f"CPU-s in {len(_CPU)} calls)")
+        for cpu, nodeid in sorted(_CPU, reverse=True)[:CPU_SHOWN]:
+            terminalreporter.write_line(f"{cpu:7.2f}s cpu  {nodeid}")
 
 
 def _starts(item: pytest.Item, flavour: str) -> bool:
