@@ -5,7 +5,11 @@ the median of each kind's per-run medians. With the check inside the timed regio
 was fixed) these cases read validated/plain 3.29x (tcp.bw), 3.24x (tcp.bibw), 2.99x
 (tcp.streams, count mode) and 26.9x (ucx.bw), 5 interleaved runs each at load 4.4 on 2 cores;
 out of it 1.37x, 1.18x, 1.31x and 1.62x in the same conditions: what remains is the cache state
-the check leaves and the barrier's wake-up, hence the generous bound.
+the check leaves and the barrier's wake-up, hence the generous bound. Generous enough for this
+host's slow state too: a clean CI (2026-11-29, CI 14) read tcp.bw's best round at 2.09x and, on
+its rerun, 2.23x (every round 2.1-2.9x: plain 1.1-1.5 ms, validated 2.6-3.7 ms a window, the
+check outside the timed region), where the bound was 2.0; minutes later, alone, eight runs in a
+row passed. 2.5 keeps the check inside the region (3.29x) out.
 
 It needs the cores not to be heavily oversubscribed. There the scheduler couples the check to
 the timed region even from outside it: a process that has just spent milliseconds checking has
@@ -40,7 +44,7 @@ from fabench.starters.pair import run_pair
 
 pytestmark = pytest.mark.serial  # a ratio of timings: the CPUs to itself
 ROUNDS = 5
-BOUND = 2.0
+BOUND = 2.5
 
 
 def median_time(kernel: str, transport: str, args: list[str]) -> float:
