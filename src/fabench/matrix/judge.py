@@ -642,13 +642,16 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
     g = len(groups.members) if groups is not None else 1
     flats = {k: _Flat.of(m.values(k), _WORSE_UP[k]) for k in METRICS}
     has_best = all(m.best_values(k) for k in METRICS)
+    # the best samples as arrays once: groups, nodes, links and asymmetry all read them
+    best_flats = {k: _Flat.of(m.best_values(k), _WORSE_UP[k]) for k in METRICS} \
+        if has_best else {}
     findings: list[GroupFinding] = []
     if groups is not None:
         for k in METRICS:
             on_median = _group_findings(k, flats[k], lab, g)
             if has_best and on_median:
                 on_best = {(fd.kind, fd.groups): fd for fd in _group_findings(
-                    k, _Flat.of(m.best_values(k), _WORSE_UP[k]), lab, g)}
+                    k, best_flats[k], lab, g)}
                 on_median = [both for fd in on_median
                              if (both := _steady_group(fd, on_best.get((fd.kind, fd.groups))))]
             findings += on_median
@@ -687,8 +690,7 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
                                             float(sc[h]))
         # a node too is out only where its best samples are (_steady): on a loaded 5-host
         # testbed a healthy host's median latency scored 16.4 and its retest 21.3
-        fb = _node_flat(_Flat.of(m.best_values(k), _WORSE_UP[k]), lab, findings) \
-            if has_best else None
+        fb = _node_flat(best_flats[k], lab, findings) if has_best else None
         if fb is not None and fb.w.size:
             cb = (lab[fb.src] != lab[fb.dst]).astype(np.int64)
             eb = fb.w - _per_direction(_class_centres(cb, fb.w), cb)
@@ -702,7 +704,7 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
     for k in METRICS:
         scale, classes[k], scores_w[k] = _link_scores(k, flats[k], lab, slow, findings)
         by_metric[k] = scale
-    ratio, asym, by_metric["asymmetry"] = _asymmetry(n, flats["bandwidth"], slow)
+    _, asym, by_metric["asymmetry"] = _asymmetry(n, flats["bandwidth"], slow)
     scales = Scales(by_metric, classes, tuple(int(x) for x in lab), g)
 
     # The same links judged on their best sample (the fastest ping-pong, the fastest window),
@@ -714,11 +716,9 @@ def analyse(m: Matrix, groups: Groups | None = None) -> Analysis:
         b_metric: dict[str, Scale] = {}
         b_classes: dict[str, dict[int, float]] = {}
         for k in METRICS:
-            fk = _Flat.of(m.best_values(k), _WORSE_UP[k])
-            b_metric[k], b_classes[k], sw = _link_scores(k, fk, lab, slow, findings)
-            best_sw[k] = (fk, sw)
-        _, best_asym, b_metric["asymmetry"] = _asymmetry(
-            n, _Flat.of(m.best_values("bandwidth"), False), slow)
+            b_metric[k], b_classes[k], sw = _link_scores(k, best_flats[k], lab, slow, findings)
+            best_sw[k] = (best_flats[k], sw)
+        _, best_asym, b_metric["asymmetry"] = _asymmetry(n, best_flats["bandwidth"], slow)
         best = Scales(b_metric, b_classes, scales.labels, g)
 
     tables = {k: _score_table(n, flats[k], scores_w[k], *best_sw.get(k, (None, None)))
