@@ -189,17 +189,25 @@ def ns_up_down() -> Iterator[str]:
             _ip("-n", ns, "addr", "add", addr, "dev", dev)
         for dev in ("tuu", "tup", "tll"):
             _ip("-n", ns, "link", "set", dev, "up")
+        # the kernel sets operstate a moment after `link set up` (linkwatch): a clean CI once
+        # read tuu as LOWERLAYERDOWN right after it
+        deadline = time.monotonic() + 10
+        while _operstates(ns).get("tuu") != "UP" and time.monotonic() < deadline:
+            time.sleep(0.05)
         yield ns
     finally:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
 
 
+def _operstates(ns: str) -> dict[str, str]:
+    return {d["ifname"]: d["operstate"] for d in json.loads(subprocess.run(
+        ["ip", "-n", ns, "-j", "link"], capture_output=True, text=True, check=True).stdout)}
+
+
 @pytest.mark.netns
 @ROOT_ONLY
 def test_check_skips_links_that_are_down(ns_up_down: str) -> None:
-    opers = {d["ifname"]: d["operstate"] for d in json.loads(subprocess.run(
-        ["ip", "-n", ns_up_down, "-j", "link"], capture_output=True, text=True,
-        check=True).stdout)}
+    opers = _operstates(ns_up_down)
     assert opers["tuu"] == "UP" and opers["tdd"] == "DOWN" and opers["tll"] == "LOWERLAYERDOWN"
     down = {"tdd", "tdp", "tll", "tlp"}
     for prof in (parse_profile(TEST_PROFILE), None):  # the profile's advice, and the info
