@@ -18,8 +18,8 @@ import pytest
 
 from fabench.cli import main as cli_main
 from fabench.host.native import mpi_flavours_built
+from fabench.host.proc_stat import proc_start
 from fabench.host.process import descendants
-from fabench.host.process_identity import proc_start
 from fabench.kernels import get_kernel
 from fabench.plan.plan import PlannedRun, plan_run, settings_from_words
 from fabench.util.interrupts import CAUGHT

@@ -15,7 +15,7 @@ import pytest
 from conftest import _exe, fabench_cli, fabench_run, missing, own_testbeds
 from fabench.errors import FabenchError
 from fabench.host.files import HostFiles
-from fabench.host.process import tagged
+from fabench.host.leftovers import tagged
 from fabench.hpc.blas import BlasSeen, classify, fallback_warning, openblas_core
 from fabench.hpc.convert import records_for
 from fabench.hpc.hpccinf import Asked, make_input, problem_size, process_grid, read_input

@@ -13,7 +13,8 @@ import pytest
 
 from conftest import ROOT, fabench_run, missing
 from fabench.errors import StoreDamagedError, StoreError, StoreVersionError
-from fabench.host.process_identity import ProcessOwner, proc_start
+from fabench.host.proc_stat import proc_start
+from fabench.host.process_identity import ProcessOwner
 from fabench.host.provenance import git_revision, run_environment
 from fabench.records import ResultRecord
 from fabench.store.database import Store, backup_path

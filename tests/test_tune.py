@@ -22,7 +22,8 @@ import pytest
 from conftest import missing
 from fabench.errors import FabenchError
 from fabench.host import topology as topology
-from fabench.host.process_identity import netns_of, proc_start
+from fabench.host.proc_stat import proc_start
+from fabench.host.process_identity import netns_of
 from fabench.host.target import Target, TargetMismatch
 from fabench.tune import apply as ap
 from fabench.tune import journal as jr

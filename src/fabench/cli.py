@@ -8,7 +8,7 @@ from collections.abc import Callable
 from . import __version__
 from .commands import register_all
 from .errors import FabenchError
-from .host.process import reap_orphans
+from .host.leftovers import reap_orphans
 from .util.interrupts import Interrupted, raise_on_signals
 from .util.registry import plugin_error
 from .util.startup import loading

@@ -24,7 +24,7 @@ class HostFiles:
         return c.stdout
 
     def mkdtemp(self, tag: str) -> str:
-        # Named for this process (process.own_tempdir's pattern): removed after it however
+        # Named for this process (leftovers.own_tempdir's pattern): removed after it however
         # it ends, where the host's /tmp is this one's.
         owner = owner_tag().replace(":", ".")
         return self._run(["mktemp", "-d", f"/tmp/fabench-{tag}-o{owner}-XXXXXX"],

@@ -9,20 +9,16 @@ gets a parent-death signal (SIGKILL when fabench dies, SIGKILL included) and car
 kernel started inside a testbed host) inherit. A supervisor started with the first child, in a
 session of its own, waits for fabench to end however it ends and then ends every process that
 carries the tag and removes fabench's temporary directories; the next fabench start does the
-same for any owner that is gone (:func:`reap_orphans`), should the supervisor have been killed
-too.
+same for any owner that is gone, should the supervisor have been killed too (both sweeps:
+:mod:`fabench.host.leftovers`).
 """
 
 import ctypes
-import json
 import os
-import re
 import shutil
 import signal
-import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -32,25 +28,18 @@ from typing import Any, Protocol
 
 from ..errors import KernelError
 from ..records import KernelOutput
-from .process_identity import proc_start
+from .leftovers import TERM_GRACE_S, child_env, environ_tag, kill_same, owner_tag, tag_alive
+from .proc_stat import proc_start
 
 STDERR_KEEP = 64 * 1024
 NOT_FOUND = 127  # a shell's status for a missing command
 TIMED_OUT = 124  # timeout(1)'s status
-OWNER_ENV = "FABENCH_OWNER"
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-TERM_GRACE_S = 3.0
 
 try:  # resolved once here: the child between fork and exec calls it and nothing else
     _prctl: Any = ctypes.CDLL(None, use_errno=True).prctl
 except (OSError, AttributeError):  # not Linux: no parent-death signal, the supervisor stays
     _prctl = None
-
-
-def owner_tag(pid: int | None = None) -> str:
-    """``PID:START`` of a process (this one by default): what its children carry."""
-    pid = os.getpid() if pid is None else pid
-    return f"{pid}:{proc_start(pid)}"
 
 
 def _die_with(parent: int) -> Callable[[], None]:
@@ -60,15 +49,6 @@ def _die_with(parent: int) -> Callable[[], None]:
         if os.getppid() != parent:  # the parent died before the signal was armed
             os._exit(1)
     return setup
-
-
-def child_env(env: dict[str, str] | None, outlive: bool = False) -> dict[str, str]:
-    out = dict(os.environ if env is None else env)
-    if outlive:
-        out.pop(OWNER_ENV, None)
-    else:
-        out[OWNER_ENV] = owner_tag()
-    return out
 
 
 def popen(argv: Sequence[str], *, outlive: bool = False, **kw: Any) -> subprocess.Popen[Any]:
@@ -112,7 +92,7 @@ _supervisor_lock = threading.Lock()
 
 def _supervise() -> None:
     """Start the supervisor once per process: it reads a pipe nobody writes, so it sees EOF
-    exactly when this process ends, then sweeps what it left (:func:`sweep`)."""
+    exactly when this process ends, then sweeps what it left (:func:`.leftovers.sweep`)."""
     global _supervisor
     with _supervisor_lock:
         if _supervisor is not None and _supervisor.poll() is None:
@@ -124,169 +104,6 @@ def _supervise() -> None:
                 start_new_session=True, env=child_env(None, outlive=True))
         except OSError:
             _supervisor = None  # the parent-death signal and reap_orphans still hold
-
-
-def _environ_tag(pid: str) -> str | None:
-    try:
-        env = Path(f"/proc/{pid}/environ").read_bytes()
-    except OSError:
-        return None
-    key = OWNER_ENV.encode() + b"="
-    for item in env.split(b"\0"):
-        if item.startswith(key):
-            return item[len(key):].decode("ascii", "replace")
-    return None
-
-
-def tagged() -> dict[int, tuple[str, int | None]]:
-    """Every process that carries an owner tag: pid -> (tag, its start time)."""
-    out = {}
-    me = os.getpid()
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit() or int(d.name) == me:
-            continue
-        tag = _environ_tag(d.name)
-        if tag:
-            out[int(d.name)] = (tag, proc_start(int(d.name)))
-    return out
-
-
-def _tag_alive(tag: str) -> bool:
-    pid, _, start = tag.partition(":")
-    try:
-        return proc_start(int(pid)) == int(start)
-    except ValueError:
-        return True  # not ours to judge
-
-
-_TEMP_RE = re.compile(r"^fabench-[\w-]*?-o(\d+)\.(\d+)-")
-# Shared-memory regions a kernel names with its owner tag (the ofi kernels' libfabric shm
-# endpoints: native/transport/ofi.c): a killed kernel leaves its region, 16 MiB of memory each.
-SHM_DIR = Path("/dev/shm")
-
-
-def _owned_leftovers() -> list[tuple[Path, str]]:
-    """Temporary directories and shared-memory regions named with an owner tag, with it."""
-    out = []
-    for base in (Path(tempfile.gettempdir()), SHM_DIR):
-        for d in base.glob("fabench-*"):
-            m = _TEMP_RE.match(d.name)
-            if m:
-                out.append((d, f"{m.group(1)}:{m.group(2)}"))
-    return out
-
-
-def own_tempdir(what: str) -> str:
-    """A temporary directory that the supervisor, or the next fabench start, removes once
-    this process is gone, however it ended."""
-    pid = os.getpid()
-    return tempfile.mkdtemp(prefix=f"fabench-{what}-o{pid}.{proc_start(pid)}-")
-
-
-_session_base: str | None = None
-
-
-def own_session_base() -> str:
-    """One directory of this process's own (:func:`own_tempdir`) for MPI runtimes' session
-    directories, made on first use."""
-    global _session_base
-    if _session_base is None or not Path(_session_base).is_dir():
-        _session_base = own_tempdir("mpi")
-    return _session_base
-
-
-def _end(procs: list[tuple[int, int | None]]) -> None:
-    kill_same(procs, signal.SIGTERM)
-    deadline = time.monotonic() + TERM_GRACE_S
-    while any(proc_start(p) == s for p, s in procs) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    kill_same(procs, signal.SIGKILL)
-
-
-UNDO_WHAT = "undo"
-UNDO_FILE = "undo.json"
-UNDO_TIMEOUT_S = 300.0
-
-
-def undo_if_killed(fabench_args: Sequence[str]) -> Path:
-    """Have the supervisor, or the next fabench start, run ``fabench ARGS`` should this
-    process die before :func:`undone` (tuning applied for a measurement: SIGKILL left it
-    applied inside the testbed hosts with the journal pending). Returns the registration."""
-    reg = Path(own_tempdir(UNDO_WHAT))
-    (reg / UNDO_FILE).write_text(json.dumps([str(a) for a in fabench_args]))
-    return reg
-
-
-def undone(reg: Path) -> None:
-    shutil.rmtree(reg, ignore_errors=True)
-
-
-def _owned_by_me(path: Path, kind: int) -> bool:
-    # /tmp is everybody's: run only what this user wrote, in a directory nobody else can
-    # write (mkdtemp's 0700), never through a link
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return (stat.S_IFMT(st.st_mode) == kind and st.st_uid == os.geteuid()
-            and not st.st_mode & 0o022)
-
-
-def _run_undo(reg: Path) -> str | None:
-    if not _owned_by_me(reg, stat.S_IFDIR):
-        return None
-    claimed = reg / f"{UNDO_FILE}.{os.getpid()}"
-    try:  # the supervisor and a next start may both sweep: one of them runs it
-        os.rename(reg / UNDO_FILE, claimed)
-    except OSError:
-        return None
-    if not _owned_by_me(claimed, stat.S_IFREG):
-        return None
-    try:
-        args = json.loads(claimed.read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        return None
-    argv = [sys.executable, "-m", "fabench", *args]
-    try:
-        done = run_once(argv, outlive=True, timeout=UNDO_TIMEOUT_S, capture_output=True,
-                        text=True, errors="replace", check=False)
-        code = str(done.returncode)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        code = type(exc).__name__
-    return f"ran fabench {' '.join(args)} (exit {code})"
-
-
-def sweep(tags: set[str]) -> list[str]:
-    """End every process tagged with one of ``tags``, run what they left to undo and remove
-    their temporary directories; what was ended, run or removed, in words."""
-    procs = [(pid, start) for pid, (tag, start) in tagged().items() if tag in tags]
-    _end(procs)
-    said = [f"ended pid {p}" for p, _ in procs]
-    mine = [d for d, tag in _owned_leftovers() if tag in tags]
-    dirs = [d for d in mine if d.is_dir()]
-    for d in dirs:
-        if d.name.startswith(f"fabench-{UNDO_WHAT}-"):
-            ran = _run_undo(d)
-            if ran:
-                said.append(ran)
-    for d in dirs:
-        shutil.rmtree(d, ignore_errors=True)
-        said.append(f"removed {d}")
-    for f in mine:
-        if f.parent == SHM_DIR and f.is_file():
-            f.unlink(missing_ok=True)
-            said.append(f"removed {f}")
-    return said
-
-
-def reap_orphans() -> list[str]:
-    """What a fabench that is gone left behind (killed with its supervisor): its tagged
-    processes, temporary directories and shared-memory regions."""
-    dead = {tag for tag, _ in tagged().values() if not _tag_alive(tag)}
-    dead |= {tag for _, tag in _owned_leftovers() if not _tag_alive(tag)}
-    return sweep(dead) if dead else []
 
 
 @dataclass(frozen=True)
@@ -474,16 +291,6 @@ def descendants(pid: int) -> list[tuple[int, int | None]]:
     return out
 
 
-def kill_same(procs: list[tuple[int, int | None]], sig: int) -> None:
-    """Send sig to each (pid, start) that still names the process it named."""
-    for pid, start in procs:
-        if start is not None and proc_start(pid) == start:
-            try:
-                os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-
-
 def terminate(proc: subprocess.Popen[str], grace_s: float = 5.0) -> None:
     """End a launch we started and everything below it: SIGTERM to its session's group (mpirun
     then ends its ranks its own way), then, after ``grace_s``, SIGKILL to the group and to
@@ -563,7 +370,7 @@ def foreign_load(before: CpuSnapshot, after: CpuSnapshot | None = None) -> dict[
         pid = key[0]
         t0 = before.ticks.get(key, (0, ""))[0] if key in before.ticks else 0
         cpu = (t1 - t0) / hz
-        if cpu <= 0 or pid in ours or _environ_tag(str(pid)) == tag:
+        if cpu <= 0 or pid in ours or environ_tag(str(pid)) == tag:
             continue
         used.append((cpu, pid, comm))
     used.sort(reverse=True)
@@ -571,7 +378,7 @@ def foreign_load(before: CpuSnapshot, after: CpuSnapshot | None = None) -> dict[
     return {"cores": round(total / wall, 3), "wall_s": round(wall, 3),
             "top": [{"pid": p, "comm": c, "cpu_s": round(s, 3),
                      **({"left_by_dead_fabench": True}
-                        if (t := _environ_tag(str(p))) and not _tag_alive(t) else {})}
+                        if (t := environ_tag(str(p))) and not tag_alive(t) else {})}
                     for s, p, c in used[:5]]}
 
 

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .proc_stat import proc_start, running
+
 
 def netns_of(pid: int | str) -> str | None:
     """`net:[INODE]`, the network namespace of a process."""
@@ -43,28 +45,6 @@ def wait_gone(pid: int | None, timeout: float = 5.0) -> None:
         if not running(pid) or time.monotonic() >= deadline:
             return
         time.sleep(0.02)
-
-
-def running(pid: int) -> bool:
-    """Whether pid still runs. A zombie has ended (its memory, files and namespaces are
-    released); only its parent can reap it, and a testbed's holders and links belong to the
-    `up` that started them, or to whoever adopted them: `down` in another process waited
-    out its whole timeout on each of them (4 s of every `testbed down` with one fb-link)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[-1].split()[:1] not in (["Z"], ["X"])
-
-
-def proc_start(pid: int) -> int | None:
-    """Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        # the command name (field 2) may hold spaces and parentheses: split after the last ')'
-        return int(stat.rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def _boot_id() -> str | None:

@@ -6,7 +6,7 @@ process still carrying fabench's owner tag and removes fabench's temporary direc
 import signal
 import sys
 
-from .process import sweep
+from .leftovers import sweep
 
 
 def main(argv: list[str]) -> int:

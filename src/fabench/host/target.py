@@ -20,8 +20,9 @@ from typing import Any
 
 from ..errors import FabenchError
 from .placement import HostExec
+from .proc_stat import proc_start
 from .process import run_once
-from .process_identity import host_netns, netns_of, proc_start
+from .process_identity import host_netns, netns_of
 
 
 class TargetError(FabenchError):

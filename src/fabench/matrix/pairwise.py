@@ -27,8 +27,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import FabenchError
+from ..host.leftovers import kill_same
 from ..host.placement import Allocation, HostExec, HostSlots
-from ..host.process import descendants, kill_same, proc_start
+from ..host.proc_stat import proc_start
+from ..host.process import descendants
 from ..host.provenance import load_snapshot
 from ..plan.plan import KernelSettings, PlannedRun, Sizes, plan_run
 from ..records import PairRecord, ResultRecord

@@ -6,8 +6,9 @@ import os
 import re
 from collections.abc import Sequence
 
+from ..host.leftovers import own_session_base
 from ..host.placement import HostSlots
-from ..host.process import is_root, own_session_base, run_capture
+from ..host.process import is_root, run_capture
 from ..kernels.transport_request import Transport
 from .base import (
     UNKNOWN,

@@ -20,9 +20,9 @@ from typing import ClassVar
 from ..errors import FabenchError
 from ..host.fanout import on_each
 from ..host.launched import LaunchResult, RecordCallback
+from ..host.leftovers import own_session_base
 from ..host.netcounters import IfCounters, read_host_counters
 from ..host.placement import Allocation, HostExec, HostSlots, cpu_count, place_ranks
-from ..host.process import own_session_base
 from ..mpi.openmpi import SESSION_BASE
 from ..plan.plan import PlannedRun
 from ..testbed import (

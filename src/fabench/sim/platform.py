@@ -18,13 +18,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from xml.sax.saxutils import quoteattr
 
 from ..errors import FabenchError
 from ..model.fabric import Fabric
 from ..model.topology import TopologySpec, torus_dims
 
-HOST_PREFIX = "node-"
+HOST_PREFIX = "node-"  # written into an XML attribute as it is: no quote, <, or &
 MIN_LINK_LAT_US = 0.01  # SimGrid needs a positive latency
 
 
@@ -98,7 +97,7 @@ def make_platform(fabric: Fabric, spec: TopologySpec | str, nodes: int, *,
         '<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">\n'
         '<platform version="4.1">\n'
         '  <zone id="world" routing="Full">\n'
-        f'    <cluster id="fabench" prefix={quoteattr(HOST_PREFIX)} suffix="" '
+        f'    <cluster id="fabench" prefix="{HOST_PREFIX}" suffix="" '
         f'radical="0-{count - 1}" speed="1Gf" bw="{link_MBps:.6g}MBps" '
         f'lat="{_hop_us(fabric):.6g}us" sharing_policy="SPLITDUPLEX"'
         f' loopback_bw="{loop_bw}" loopback_lat="{loop_lat}"{backbone}{attrs}/>\n'

@@ -6,8 +6,9 @@ from pathlib import Path
 
 from ..errors import FabenchError
 from ..host.launched import LaunchResult, RecordCallback
+from ..host.leftovers import own_tempdir
 from ..host.placement import Allocation
-from ..host.process import own_tempdir, run_streaming
+from ..host.process import run_streaming
 from ..kernels.native import kernel_executable
 from ..plan.plan import PlannedRun
 from ..sim.smpi import FLAVOUR, SimSetup, build_command, parse_memory

@@ -20,8 +20,9 @@ from typing import Any
 
 from ..errors import FabenchError
 from ..host.native import native_root
+from ..host.proc_stat import proc_start, running
 from ..host.process import popen, run_once
-from ..host.process_identity import proc_start, running, wait_gone
+from ..host.process_identity import wait_gone
 from .impair import Impairment, parse_impairs
 from .state import HostState, LinkState, TestbedConfig, TestbedState, burst_for, queue_us
 

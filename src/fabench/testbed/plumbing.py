@@ -24,8 +24,9 @@ import sys
 from pathlib import Path
 
 from ..errors import FabenchError
+from ..host.proc_stat import proc_start
 from ..host.process import popen, run_once
-from ..host.process_identity import host_netns, netns_of, proc_start, wait_gone
+from ..host.process_identity import host_netns, netns_of, wait_gone
 from . import links, sshd
 from .impair import parse_impairs
 from .state import (

@@ -5,7 +5,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ..host.netcounters import read_host_counters
-from ..host.process_identity import proc_start
+from ..host.proc_stat import proc_start
 from . import links
 from .state import TestbedState, burst_for
 

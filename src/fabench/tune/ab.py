@@ -12,7 +12,7 @@ from typing import Any
 
 from ..analysis.compare import compare_selections
 from ..errors import FabenchError
-from ..host.process import undo_if_killed, undone
+from ..host.leftovers import undo_if_killed, undone
 from ..host.provenance import host_provenance
 from ..host.target import Target
 from ..plan.plan import PlannedRun
