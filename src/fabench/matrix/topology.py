@@ -37,8 +37,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.cluster.hierarchy import fcluster, linkage
-from scipy.spatial.distance import squareform
 
 from ..errors import FabenchError
 from ..util.hostnames import check_host
@@ -127,6 +125,11 @@ def cluster(m: Matrix, groups: int | None = None) -> list[list[str]]:
     n = len(m.hosts)
     if n < 4 and groups is None:
         return [list(m.hosts)]
+    # scipy's clustering here, not at the top: importing it costs 0.6-0.7 CPU-s, which every
+    # process that loads the matrix code (an acceptance, the tests' collection) paid unused
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
     d = distances(m)
     z = linkage(squareform(d, checks=False), method="average")
     if groups is not None:
