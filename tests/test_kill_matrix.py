@@ -416,7 +416,7 @@ def test_tune_ab(request: pytest.FixtureRequest, tmp_path: Path, openmpi: str, b
     prof.write_text(TUNE_PROFILE)
     journal = tmp_path / "journal.json"
     argv = ["tune", "ab", str(prof), "--bench", "tcp.latency", "--rounds", "1",
-            "--sizes", "8", "--iterations", "60000", "--on", "testbed", bed.name,
+            "--sizes", "8", "--iterations", "15000", "--on", "testbed", bed.name,
             "--journal", str(journal), "--out", str(tmp_path / "out")]
 
     def b_applied(c: Case) -> bool:
