@@ -29,6 +29,7 @@ from conftest import (
     wait_gone,
 )
 from fabench.host.leftovers import OWNER_ENV, owner_tag, reap_orphans, tagged
+from fabench.host.proc_stat import running
 
 
 def _start(*args: str) -> "subprocess.Popen[str]":
@@ -194,6 +195,56 @@ def test_every_program_starts_through_process_popen() -> None:
                      or "subprocess.call(" in line or "subprocess.check_output(" in line)
                  and not (p.name == "leftovers.py" and "outlive=True" in line)]
     assert offenders == []
+
+
+# The child holds none of the parent's pipes: the test's wait for the parent's output would
+# otherwise last as long as the child does.
+PARENT = """\
+import os, signal, subprocess, sys
+from fabench.host import process
+from fabench.host.process import popen
+if sys.argv[1] == "preexec":  # as where setpriv is missing or has no --pdeathsig
+    process._pdeathsig_probed, process._pdeathsig_exec = True, None
+child = popen([sys.executable, "-c", "import signal, time; "
+               "signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); "
+               "time.sleep(60)"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+child.stdout.readline()  # armed: the child runs its own code
+print(child.pid, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("armed_by", ["setpriv", "preexec"])
+def test_a_child_dies_with_its_parent_at_once(armed_by: str) -> None:
+    """A program fabench starts gets SIGKILL the moment fabench dies, SIGKILL included: its
+    parent-death signal (armed through setpriv where it has --pdeathsig, by a preexec_fn
+    elsewhere). The child here ignores SIGTERM, so the supervisor (SIGTERM, then SIGKILL
+    after TERM_GRACE_S = 3 s) cannot be what ends it within a second."""
+    if armed_by == "setpriv" and shutil.which("setpriv") is None:
+        missing("setpriv (util-linux) not installed")
+    parent = subprocess.run([sys.executable, "-c", PARENT, armed_by], capture_output=True,
+                            text=True, timeout=60)
+    assert parent.returncode == -signal.SIGKILL, parent.stderr
+    child = int(parent.stdout.split()[0])
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline and running(child):
+        time.sleep(0.02)
+    gone = not running(child)  # a zombie has ended; its new parent reaps it when it will
+    if not gone:
+        os.kill(child, signal.SIGKILL)
+    assert gone, "the child outlived its parent by a second"
+
+
+def test_a_missing_program_is_file_not_found() -> None:
+    """Through setpriv too, a program that is not there raises what Popen raises, before
+    anything starts (callers turn it into `not found`, exit 127)."""
+    from fabench.host.process import popen, run_capture
+
+    with pytest.raises(FileNotFoundError):
+        popen(["fabench-no-such-program"])
+    with pytest.raises(FileNotFoundError):
+        popen(["./fabench-no-such-program"], cwd="/")
+    assert run_capture(["fabench-no-such-program"]).returncode == 127
 
 
 @pytest.mark.serial
