@@ -8,13 +8,16 @@ import textwrap
 from pathlib import Path
 
 # The signal is sent from an at-fork hook, as a real one arrives while fabench forks a kernel
-# (logging's lock release runs there after every fork with a preexec_fn, which fabench's
-# popen always has): the handler's exception is raised inside the hook, where Python only
-# prints it.
+# (logging's lock release runs there after every fork with a preexec_fn): the handler's
+# exception is raised inside the hook, where Python only prints it. fabench's popen has a
+# preexec_fn only where setpriv cannot arm the parent-death signal (elsewhere Python vforks and
+# runs no at-fork hook, so a signal lands in ordinary code): the script takes that path.
 SCRIPT = textwrap.dedent("""
     import os, signal, time
+    from fabench.host import process
     from fabench.host.process import run_once
     from fabench.util.interrupts import Interrupted, raise_on_signals
+    process._pdeathsig_probed, process._pdeathsig_exec = True, None
     raise_on_signals()
     os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGTERM))
     try:
