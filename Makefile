@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 # 309 and 323 s in two on three; four took 286 s beside three's 276 s on a quieter host.
 PYTEST_WORKERS ?= 3
 PY_DEPS := "scikit-build-core>=0.8" "pydantic>=2.5" "PyYAML>=6" "numpy>=1.24" "scipy>=1.12" \
-  "psycopg[binary]>=3.1" "pyarrow>=12" "pytest>=7" "pytest-timeout>=2" "pytest-xdist>=3" \
+  "psycopg[binary]>=3.1" "pyarrow>=12" "pytest>=7" "pytest-timeout>=2" "pytest-xdist>=3.3" \
   "pytest-rerunfailures>=12" \
   "ruff>=0.4" "prometheus_client>=0.17"
 # What the wheel is built from: a change to any of these reinstalls it, nothing else does.

@@ -35,7 +35,13 @@ pass() {
     *) exit "$rc" ;;  # interrupted or broken: no second pass
   esac
 }
-pass -n "$workers" -m "$(with "not serial")" "$@"
-[ "$serial_workers" -gt 0 ] && pass -n "$serial_workers" -m "$(with "serial and not alone")" "$@"
+# xdist hands a worker tests in chunks that grow with what is pending (up to half a worker's
+# share at once), and a worker runs its chunk whatever the others do: the first pass's 33 kill
+# cases (~6 s each) went to one worker in one chunk and it ran 47 s alone at the end (a
+# timeline of every test per worker). Two at a time: the workers ended within 4 s of each other.
+chunk=(--maxschedchunk 2)
+pass -n "$workers" "${chunk[@]}" -m "$(with "not serial")" "$@"
+[ "$serial_workers" -gt 0 ] && pass -n "$serial_workers" "${chunk[@]}" \
+  -m "$(with "serial and not alone")" "$@"
 pass -p no:xdist -m "$(with alone)" "$@"
 exit "$status"
