@@ -17,7 +17,7 @@ SCRIPT = textwrap.dedent("""
     from fabench.host import process
     from fabench.host.process import run_once
     from fabench.util.interrupts import Interrupted, raise_on_signals
-    process._pdeathsig_probed, process._pdeathsig_exec = True, None
+    process._pdeathsig_prefix = lambda: None
     raise_on_signals()
     os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGTERM))
     try:

@@ -204,7 +204,7 @@ import os, signal, subprocess, sys
 from fabench.host import process
 from fabench.host.process import popen
 if sys.argv[1] == "preexec":  # as where setpriv is missing or has no --pdeathsig
-    process._pdeathsig_probed, process._pdeathsig_exec = True, None
+    process._pdeathsig_prefix = lambda: None
 child = popen([sys.executable, "-c", "import signal, time; "
                "signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); "
                "time.sleep(60)"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)

@@ -15,6 +15,7 @@ same for any owner that is gone, should the supervisor have been killed too (bot
 
 import ctypes
 import errno
+import functools
 import os
 import shutil
 import signal
@@ -30,7 +31,7 @@ from typing import Any, Protocol
 from ..errors import KernelError
 from ..records import KernelOutput
 from .leftovers import TERM_GRACE_S, child_env, environ_tag, kill_same, owner_tag, tag_alive
-from .proc_stat import proc_start
+from .proc_stat import proc_start, stat_fields
 
 STDERR_KEEP = 64 * 1024
 NOT_FOUND = 127  # a shell's status for a missing command
@@ -60,26 +61,22 @@ def _die_with(parent: int) -> Callable[[], None]:
 # parent may die unnoticed (the preexec_fn checked its parent): the supervisor, which ends
 # every process that carries the owner tag, and the next start's reaping cover that moment.
 PDEATHSIG_EXEC = ("setpriv", "--pdeathsig", "KILL", "--")
-_pdeathsig_exec: tuple[str, ...] | None = None
-_pdeathsig_probed = False
 
 
+@functools.cache
 def _pdeathsig_prefix() -> tuple[str, ...] | None:
     """setpriv's argv prefix, once it has armed the signal on this host (util-linux >= 2.33
-    has --pdeathsig); None: the preexec_fn instead."""
-    global _pdeathsig_exec, _pdeathsig_probed
-    if not _pdeathsig_probed:
-        _pdeathsig_probed = True
-        setpriv, true = shutil.which(PDEATHSIG_EXEC[0]), shutil.which("true")
-        if setpriv and true:
-            try:
-                ok = subprocess.run([setpriv, *PDEATHSIG_EXEC[1:], true], stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                    timeout=10, check=False).returncode == 0
-            except (OSError, subprocess.TimeoutExpired):
-                ok = False
-            _pdeathsig_exec = (setpriv, *PDEATHSIG_EXEC[1:]) if ok else None
-    return _pdeathsig_exec
+    has --pdeathsig); None: the preexec_fn instead. Probed once per process."""
+    setpriv, true = shutil.which(PDEATHSIG_EXEC[0]), shutil.which("true")
+    if not (setpriv and true):
+        return None
+    try:
+        ok = subprocess.run([setpriv, *PDEATHSIG_EXEC[1:], true], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=10,
+                            check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (setpriv, *PDEATHSIG_EXEC[1:]) if ok else None
 
 
 def _check_program(argv: list[str], kw: dict[str, Any]) -> None:
@@ -329,12 +326,9 @@ def descendants(pid: int) -> list[tuple[int, int | None]]:
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
-        try:
-            stat = (d / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()
-        children.setdefault(int(fields[1]), []).append(int(d.name))
+        fields = stat_fields(d.name)
+        if fields is not None:
+            children.setdefault(int(fields[1]), []).append(int(d.name))
     out, todo = [], [pid]
     while todo:
         for c in children.get(todo.pop(), []):
