@@ -174,6 +174,8 @@ int fb_mpi_start(struct fb_mpi_ctx *ctx, const struct fb_mpi_kernel *k, enum fb_
     MPI_Comm_size(ctx->comm, &ctx->nranks);
     const char *corrupt = getenv("FABENCH_CORRUPT");
     ctx->corrupt = corrupt && strcmp(corrupt, "1") == 0;
+    const char *shared = getenv("FABENCH_SHARED_CORES");
+    ctx->shared_cores = shared && strcmp(shared, "1") == 0;
 
     if (ctx->nranks < min_ranks) {
         char msg[128];
@@ -220,6 +222,33 @@ void fb_mpi_parked_barrier(MPI_Comm comm)
         nanosleep(&nap, NULL);
         ns = ns * 2 > FB_PARK_MAX_NS ? FB_PARK_MAX_NS : ns * 2;
     }
+}
+
+int fb_mpi_patient_waitall(int n, MPI_Request *reqs, MPI_Status *stats, long max_nap_ns)
+{
+    if (fb_mpi_global_clock() || max_nap_ns < FB_PATIENT_MIN_NAP_NS)
+        return MPI_Waitall(n, reqs, stats);
+    double t0 = fb_now_us();
+    for (;;) {
+        int done = 0;
+        int rc = MPI_Testall(n, reqs, &done, stats);
+        if (rc != MPI_SUCCESS || done)
+            return rc;
+        double waited_us = fb_now_us() - t0;
+        if (waited_us < FB_PATIENT_AFTER_US)
+            continue;
+        double ns = waited_us * 1e3 / FB_PATIENT_SHARE;
+        const struct timespec nap = {0, ns > (double)max_nap_ns ? max_nap_ns : (long)ns};
+        nanosleep(&nap, NULL);
+    }
+}
+
+void fb_mpi_patient_barrier(MPI_Comm comm)
+{
+    MPI_Request req;
+    MPI_Status st;
+    MPI_Ibarrier(comm, &req);
+    fb_mpi_patient_waitall(1, &req, &st, FB_PARK_MAX_NS);
 }
 
 int fb_mpi_finish(struct fb_mpi_ctx *ctx)
@@ -473,15 +502,39 @@ static int xfer_start(void *c)
     return 0;
 }
 
+/* The longest nap a patient window may take (fb_mpi_patient_waitall): as long as the link
+ * takes to carry FB_PATIENT_NAP_BYTES at the rate of this peer's last window; 0 (no naps)
+ * before one was timed. */
+static long window_nap_ns(const struct fb_mpi_xfer *m)
+{
+    if (m->rate_peer != m->peer || m->bytes_per_us <= 0)
+        return 0;
+    double ns = FB_PATIENT_NAP_BYTES / m->bytes_per_us * 1e3;
+    return ns > (double)FB_PARK_MAX_NS ? FB_PARK_MAX_NS : (long)ns;
+}
+
 static int xfer_wait(void *c)
 {
     struct fb_mpi_xfer *m = c;
     int rc = MPI_SUCCESS;
-    if (m->n == 1 && m->started == 0) {
+    if (m->n == 1 && m->started == 0 && m->patient && m->ops[0].tag == FB_TAG_ACK) {
+        xfer_issue(m);
+        rc = fb_mpi_patient_waitall(1, m->reqs, m->stats, FB_PATIENT_ACK_NAP_NS);
+    } else if (m->n == 1 && m->started == 0) {
         struct fb_mpi_op *o = &m->ops[0];
         rc = o->send ? MPI_Send(o->buf, o->len, MPI_CHAR, m->peer, o->tag, m->comm)
                      : MPI_Recv(o->buf, o->len, MPI_CHAR, m->peer, o->tag, m->comm,
                                 MPI_STATUS_IGNORE);
+    } else if (m->n > 0 && m->patient) {
+        xfer_issue(m);
+        double t0 = fb_now_us(), bytes = 0;
+        for (int k = 0; k < m->n; k++)
+            bytes += m->ops[k].len;
+        rc = fb_mpi_patient_waitall(m->n, m->reqs, m->stats, window_nap_ns(m));
+        /* from this call on, not from the posting: receives posted ahead may have been
+         * partly filled already, so the rate comes out high and the naps short */
+        m->bytes_per_us = bytes / fmax(fb_now_us() - t0, 1e-3);
+        m->rate_peer = m->peer;
     } else if (m->n > 0) {
         xfer_issue(m);
         rc = MPI_Waitall(m->n, m->reqs, m->stats);
@@ -492,7 +545,7 @@ static int xfer_wait(void *c)
 
 int fb_mpi_xfer_init(struct fb_mpi_xfer *m, struct fb_xfer *x, MPI_Comm comm, int peer, int cap)
 {
-    *m = (struct fb_mpi_xfer){.comm = comm, .peer = peer, .cap = cap};
+    *m = (struct fb_mpi_xfer){.comm = comm, .peer = peer, .cap = cap, .rate_peer = -1};
     m->ops = malloc(sizeof(*m->ops) * (size_t)cap);
     m->reqs = malloc(sizeof(*m->reqs) * (size_t)cap);
     m->stats = malloc(sizeof(*m->stats) * (size_t)cap);

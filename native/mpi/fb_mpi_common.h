@@ -43,6 +43,10 @@ struct fb_mpi_ctx {
     struct fb_opts opts;
     bool corrupt; /* FABENCH_CORRUPT=1: flip one received byte (tests of the checker) */
     bool corrupted; /* already done once on this rank */
+    /* FABENCH_SHARED_CORES=1: fabench's launch found more ranks than cores (a testbed's
+     * hosts are namespaces of one machine): a kernel whose ranks wait long in a measurement
+     * may wait patiently (fb_mpi_patient_waitall) */
+    bool shared_cores;
     double t_start_us; /* after MPI_Init: under SimGrid the clock is simulated only from there */
     struct fb_json json;
 };
@@ -65,6 +69,39 @@ int fb_mpi_start(struct fb_mpi_ctx *ctx, const struct fb_mpi_kernel *k, enum fb_
 #define FB_PARK_NS 50000L
 #define FB_PARK_MAX_NS 2000000L
 void fb_mpi_parked_barrier(MPI_Comm comm);
+
+/* MPI_Waitall for ranks that share cores: test the requests as MPI_Waitall would, and once
+ * the wait has gone on for FB_PATIENT_AFTER_US, nap between tests for 1/FB_PATIENT_SHARE of
+ * the time waited so far, at most max_nap_ns (MPI_Waitall where that is under
+ * FB_PATIENT_MIN_NAP_NS). Shorter waits are timed as before. Each nap costs what it delays
+ * the wait's end, and, for a rank that moves data while it waits, what its link goes idle:
+ * Open MPI's TCP transport reads and writes its sockets only when a rank tests, and naps of a
+ * 64th of the wait made a local 4 MiB window over TCP 30-50 % slower (over shared memory it
+ * did not matter). So the caps, measured on a 4-host testbed with 50 and 200 Mbit/s links:
+ * - a window naps at most as long as its link carries FB_PATIENT_NAP_BYTES at the rate of its
+ *   last window to the same peer, so only links under ~80 Mbit/s nap in a window at all (4 KiB
+ *   read the 200 Mbit/s link 2 % slow);
+ * - the sender's wait for a window's ack, its sends done, at most FB_PATIENT_ACK_NAP_NS (2 ms
+ *   read the 200 Mbit/s link 1 % slow);
+ * - a barrier between phases up to FB_PARK_MAX_NS (fb_mpi_patient_barrier).
+ * With these caps both links read as without naps (5.95-5.97, 23.81-23.94 MB/s) for 11
+ * instead of 18 CPU-s of the machine. What it spares: a matrix on six namespace hosts over two
+ * cores spent 88 % of the machine's CPU samples in its ranks' progress loops (poll,
+ * sched_yield), ranks waiting seconds on windows across a 50 Mbit/s uplink or beside them: 66
+ * CPU-s, 30 with the naps. Under a simulator (fb_mpi_global_clock) a nap costs simulated time:
+ * MPI_Waitall there. Returns MPI's code. */
+#define FB_PATIENT_AFTER_US 1000.0
+#define FB_PATIENT_SHARE 64
+#define FB_PATIENT_MIN_NAP_NS 100000L
+#define FB_PATIENT_NAP_BYTES 1024.0
+#define FB_PATIENT_ACK_NAP_NS 250000L
+int fb_mpi_patient_waitall(int n, MPI_Request *reqs, MPI_Status *stats, long max_nap_ns);
+
+/* MPI_Barrier, left patiently (fb_mpi_patient_waitall): unlike fb_mpi_parked_barrier, a rank
+ * that arrived within FB_PATIENT_AFTER_US of the last leaves with it, and one that waited
+ * longer leaves at most 1/FB_PATIENT_SHARE of its wait later (the phase that follows must
+ * then start with a warm-up). */
+void fb_mpi_patient_barrier(MPI_Comm comm);
 
 /* The end record on rank 0, MPI_Finalize, free. Returns the process exit code (0). */
 int fb_mpi_finish(struct fb_mpi_ctx *ctx);
@@ -144,6 +181,10 @@ struct fb_mpi_xfer {
     struct fb_mpi_op *ops;
     MPI_Request *reqs;
     MPI_Status *stats; /* not MPI_STATUSES_IGNORE: GCC 12 misreads MPICH's access attributes */
+    /* windows and their acks through fb_mpi_patient_waitall (FABENCH_SHARED_CORES) */
+    bool patient;
+    double bytes_per_us; /* the last window's rate, with rate_peer: how long a window naps */
+    int rate_peer;
 };
 /* Hooks into *x for `cap` operations in flight at most; 0, or -1 out of memory. */
 int fb_mpi_xfer_init(struct fb_mpi_xfer *m, struct fb_xfer *x, MPI_Comm comm, int peer, int cap);

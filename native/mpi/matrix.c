@@ -106,6 +106,17 @@ static void bandwidth(struct matrix *m, int me, int src, int dst)
     }
 }
 
+/* Between the phases every rank meets here. Where ranks share cores the others wait seconds
+ * beside a pair across a slow link: patiently there (fb_mpi_patient_barrier), which may leave
+ * a rank up to 2 ms late into a bandwidth phase, one whose warm-up windows take it up. */
+static void phase_barrier(const struct matrix *m)
+{
+    if (m->ctx->shared_cores)
+        fb_mpi_patient_barrier(m->ctx->comm);
+    else
+        MPI_Barrier(m->ctx->comm);
+}
+
 /* The pair {a, b} (a < b) of this round, by a or b: both wanted directions, lower rank's
  * first, latency before bandwidth. In concurrent mode every rank (a bye too) meets at a
  * barrier between these four phases, so no ping-pong shares a link or an uplink queue with
@@ -120,11 +131,11 @@ static void pair(struct matrix *m, int me, int a, int b, bool phased)
         if (mine)
             latency(m, me, src, dst);
         if (phased)
-            MPI_Barrier(m->ctx->comm);
+            phase_barrier(m);
         if (mine)
             bandwidth(m, me, src, dst);
         if (phased)
-            MPI_Barrier(m->ctx->comm);
+            phase_barrier(m);
     }
 }
 
@@ -252,6 +263,7 @@ int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
     m.sbuf = fb_mpi_buf_alloc(buf_len, o->hugepages);
     m.rbuf = fb_mpi_buf_alloc(buf_len, o->hugepages);
     int xrc = fb_mpi_xfer_init(&m.mx, &m.x, ctx.comm, 0, m.window + 1);
+    m.mx.patient = ctx.shared_cores; /* a window across a slow link takes seconds */
     m.lat = calloc((size_t)m.lat_iters, sizeof(double));
     m.bw = calloc((size_t)m.bw_iters, sizeof(double));
     char name[MPI_MAX_PROCESSOR_NAME];
@@ -279,7 +291,7 @@ int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
         if (!any)
             continue;
         int peer = partner(me, r, n);
-        MPI_Barrier(ctx.comm);
+        phase_barrier(&m);
         if (m.isolated) {
             for (int a = 0; a < n; a++) {
                 int b = partner(a, r, n);
@@ -296,7 +308,7 @@ int fb_matrix_main(const struct fb_mpi_kernel *k, int argc, char **argv)
         }
         /* Each rank is the source of one direction per round (me -> peer) and only a source
          * writes samples, so m->lat and m->bw still hold that direction's here. */
-        MPI_Barrier(ctx.comm);
+        phase_barrier(&m);
         report_round(&m, r, me, n);
     }
 

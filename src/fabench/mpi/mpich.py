@@ -9,6 +9,7 @@ from ..host.placement import HostSlots
 from ..host.process import run_capture
 from ..kernels.transport_request import Transport
 from .base import (
+    SHARED_CORES_ENV,
     UNKNOWN,
     MpiFlavour,
     MpiLaunch,
@@ -122,6 +123,7 @@ class Mpich(MpiFlavour):
             # Hydra starts the extra ranks without being asked, but ch4 busy-polls with no
             # yield option: collectives take 13-55 ms at 4 ranks on 2 cores. Run, but say so.
             notes.append(f"{why} (MPICH busy-polls; timings are not latency figures)")
+            env.update(SHARED_CORES_ENV)
         # Same reasoning as Open MPI: pin one rank per core on a single host, never bind when
         # ranks share cores or the "hosts" may be namespaces of one machine.
         argv += ["-bind-to", "core" if not hosts and not over else "none"]

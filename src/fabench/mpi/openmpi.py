@@ -11,6 +11,7 @@ from ..host.placement import HostSlots
 from ..host.process import is_root, run_capture
 from ..kernels.transport_request import Transport
 from .base import (
+    SHARED_CORES_ENV,
     UNKNOWN,
     MpiFlavour,
     MpiLaunch,
@@ -189,6 +190,7 @@ class OpenMpi(MpiFlavour):
             # Busy-polling ranks that share a core starve each other; yielding keeps collectives
             # at tens of us instead of tens of ms (the numbers are still not latency figures).
             argv += ["--oversubscribe", "--mca", "mpi_yield_when_idle", "1"]
+            env.update(SHARED_CORES_ENV)
             notes.append(why)
         # Binding: with a rank per core on one host, --bind-to core keeps the two ping-pong
         # ranks on different cores and stops migrations; measured here (2 vCPUs, KVM) it is as
