@@ -517,7 +517,8 @@ static int xfer_wait(void *c)
 {
     struct fb_mpi_xfer *m = c;
     int rc = MPI_SUCCESS;
-    if (m->n == 1 && m->started == 0 && m->patient && m->ops[0].tag == FB_TAG_ACK) {
+    if (m->n == 1 && m->started == 0 && m->patient && !m->ops[0].send &&
+        m->ops[0].len <= FB_PATIENT_SMALL) {
         xfer_issue(m);
         rc = fb_mpi_patient_waitall(1, m->reqs, m->stats, FB_PATIENT_ACK_NAP_NS);
     } else if (m->n == 1 && m->started == 0) {

@@ -81,8 +81,9 @@ void fb_mpi_parked_barrier(MPI_Comm comm);
  * - a window naps at most as long as its link carries FB_PATIENT_NAP_BYTES at the rate of its
  *   last window to the same peer, so only links under ~80 Mbit/s nap in a window at all (4 KiB
  *   read the 200 Mbit/s link 2 % slow);
- * - the sender's wait for a window's ack, its sends done, at most FB_PATIENT_ACK_NAP_NS (2 ms
- *   read the 200 Mbit/s link 1 % slow);
+ * - a lone receive of at most FB_PATIENT_SMALL bytes (a window's ack, a ping or pong, whole
+ *   in one fragment: the rank has nothing to move) at most FB_PATIENT_ACK_NAP_NS (2 ms for
+ *   the ack read the 200 Mbit/s link 1 % slow);
  * - a barrier between phases up to FB_PARK_MAX_NS (fb_mpi_patient_barrier).
  * With these caps both links read as without naps (5.95-5.97, 23.81-23.94 MB/s) for 11
  * instead of 18 CPU-s of the machine. What it spares: a matrix on six namespace hosts over two
@@ -95,6 +96,7 @@ void fb_mpi_parked_barrier(MPI_Comm comm);
 #define FB_PATIENT_MIN_NAP_NS 100000L
 #define FB_PATIENT_NAP_BYTES 1024.0
 #define FB_PATIENT_ACK_NAP_NS 250000L
+#define FB_PATIENT_SMALL 4096
 int fb_mpi_patient_waitall(int n, MPI_Request *reqs, MPI_Status *stats, long max_nap_ns);
 
 /* MPI_Barrier, left patiently (fb_mpi_patient_waitall): unlike fb_mpi_parked_barrier, a rank
@@ -181,7 +183,8 @@ struct fb_mpi_xfer {
     struct fb_mpi_op *ops;
     MPI_Request *reqs;
     MPI_Status *stats; /* not MPI_STATUSES_IGNORE: GCC 12 misreads MPICH's access attributes */
-    /* windows and their acks through fb_mpi_patient_waitall (FABENCH_SHARED_CORES) */
+    /* windows and lone small receives through fb_mpi_patient_waitall
+     * (FABENCH_SHARED_CORES) */
     bool patient;
     double bytes_per_us; /* the last window's rate, with rate_peer: how long a window naps */
     int rate_peer;

@@ -8,6 +8,7 @@ the median and at P99. For bandwidth that is isolated bandwidth / congested band
 GPCNeT reports it (greater than 1: worse under congestion).
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import FabenchError
@@ -68,8 +69,10 @@ def victim_of(kernel: str, size: int) -> Victim | None:
 
 
 def victim_runs(names: list[str], hosts: list[str], phase: str, repeat: int,
-                s: VictimSettings) -> list[tuple[PlannedRun, list[str]]]:
-    """The victims of one phase of one round, each with the hosts it runs on."""
+                s: VictimSettings, env: Mapping[str, str] | None = None,
+                ) -> list[tuple[PlannedRun, list[str]]]:
+    """The victims of one phase of one round, each with the hosts it runs on and `env` for
+    its ranks."""
     out = []
     for name in names:
         v = VICTIMS.get(name)
@@ -84,5 +87,5 @@ def victim_runs(names: list[str], hosts: list[str], phase: str, repeat: int,
                                 window=s.bw_window if bw else None)
         out.append((plan_run(v.kernel, transport=s.transport, ranks=len(on), mpi=s.mpi,
                              repeat=repeat, settings=settings, timeout_s=s.timeout_s,
-                             label=label(phase)), on))
+                             label=label(phase), env=env), on))
     return out
