@@ -1,6 +1,7 @@
 import csv
 import hashlib
 import json
+import os
 import shutil
 import signal
 import sqlite3
@@ -15,7 +16,7 @@ from conftest import ROOT, fabench_run, missing
 from fabench.errors import StoreDamagedError, StoreError, StoreVersionError
 from fabench.host.proc_stat import proc_start
 from fabench.host.process_identity import ProcessOwner
-from fabench.host.provenance import git_revision, run_environment
+from fabench.host.provenance import VersionProbe, git_revision, run_environment
 from fabench.records import ResultRecord
 from fabench.store.database import Store, backup_path
 from fabench.store.schema import MIGRATIONS, SCHEMA_VERSION, schema_columns, table_columns
@@ -60,6 +61,26 @@ def test_git_revision_only_from_a_real_commit(tmp_path: Path) -> None:
     head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
                           text=True, check=True).stdout.strip()
     assert rev is not None and rev.startswith(head) and "fatal" not in rev
+
+
+def test_a_library_version_is_asked_once_until_its_program_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A probe's program runs once per process while it and the search paths stay as they
+    were (each run leaves a line in `asked`); a program replaced, or another PATH, asks
+    again."""
+    asked = tmp_path / "asked"
+    prog = tmp_path / "bin" / "fbv-info"
+    prog.parent.mkdir()
+    prog.write_text(f"#!/bin/sh\necho x >> {asked}\necho 'fbv 1.2.3'\n")
+    prog.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{prog.parent}:{os.environ['PATH']}")
+    probe = VersionProbe("fbv", (("fbv-info",),), r"fbv (\S+)")
+    assert [probe.version(), probe.version()] == ["1.2.3", "1.2.3"]
+    assert asked.read_text().count("x") == 1
+    prog.write_text(f"#!/bin/sh\necho x >> {asked}\necho 'fbv 1.2.4'\n")  # reinstalled
+    assert probe.version() == "1.2.4" and asked.read_text().count("x") == 2
+    monkeypatch.setenv("PATH", f"{os.environ['PATH']}:/nonexistent")
+    assert probe.version() == "1.2.4" and asked.read_text().count("x") == 3
 
 
 def test_run_environment_keeps_what_was_set_and_what_was_inherited() -> None:
