@@ -1,20 +1,24 @@
 """Campaigns and single benchmarks: spec -> plan -> launch -> store, then the summary."""
 
+from __future__ import annotations
+
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..congestion.session import config_from_block, run_congestion
 from ..congestion.victims import phase_of
 from ..errors import FabenchError
 from ..host.provenance import host_provenance
 from ..plan.plan import PlannedRun, make_plan
-from ..plan.spec import CampaignSpec
 from ..run.runner import RunOutcome, execute_plan, execute_run
 from ..schedulers import Scheduler
 from ..store.database import Store
 from ..util.progress import Progress
+
+if TYPE_CHECKING:  # annotations only (plan/plan.py says why)
+    from ..plan.spec import CampaignSpec
 
 
 @dataclass

@@ -6,10 +6,12 @@ drift of a shared host's load falls on both sides of every ratio instead of on w
 phase ran later; each aggressor is started for its phase only and stopped after it.
 """
 
+from __future__ import annotations
+
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import FabenchError
 from ..host.placement import Allocation, cpu_count
@@ -17,13 +19,15 @@ from ..host.process import output_of
 from ..host.provenance import host_provenance
 from ..mpi.base import SHARED_CORES_ENV
 from ..plan.plan import PlannedRun
-from ..plan.spec import CongestionBlock
 from ..run.runner import RunOutcome, execute_run
 from ..schedulers import DirectScheduler, Scheduler
 from ..store.database import Store
 from .aggressors import MAX_SECONDS, PATTERNS, AggressorPlan, start
 from .impact import ImpactRow, impact_rows_from_store
 from .victims import ISOLATED, VICTIMS, VictimSettings, victim_runs
+
+if TYPE_CHECKING:  # annotations only (plan/plan.py says why)
+    from ..plan.spec import CongestionBlock
 
 SETTLE_S = 1.0  # aggressor traffic ramps up (TCP slow start, MPI wire-up) before victims run
 

@@ -5,6 +5,8 @@ adaptive batches) takes a :class:`PlannedRun` and never parses a kernel name, tr
 size string again.
 """
 
+from __future__ import annotations
+
 import argparse
 import functools
 import hashlib
@@ -12,7 +14,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import FabenchError
 from ..hpc.options import check_kernel_args as check_hpcc_args
@@ -27,7 +29,9 @@ from .kernel_settings import (
     _dest,
     add_kernel_options,
 )
-from .spec import CampaignSpec, RunGroup
+
+if TYPE_CHECKING:  # annotations only: the spec's pydantic models are a fifth of a bench's start
+    from .spec import CampaignSpec, RunGroup
 
 # --quick keeps every size but runs fewer iterations: enough for a median, not for tails. One
 # count serves every size, and the largest sizes take nearly all the time (4 MiB windows over
@@ -169,7 +173,7 @@ class PlannedRun:
         own = [] if self.kernel.needs_mpi else self.transport.kernel_args()
         return [*self.settings.argv(self.kernel), *own]
 
-    def batch(self, sizes: Sequence[int], iterations: int) -> "PlannedRun":
+    def batch(self, sizes: Sequence[int], iterations: int) -> PlannedRun:
         """The same run for some sizes only, at a given iteration count (adaptive batches)."""
         return replace(self, settings=replace(self.settings, sizes=Sizes.of(sizes),
                                               iterations=iterations))
