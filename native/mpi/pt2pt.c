@@ -299,8 +299,8 @@ static void setup(struct pt2pt *p, struct fb_mpi_ctx *ctx, enum fb_pt2pt_kind ki
     p->rbuf = fb_buf_alloc_pages(p->blen, ctx->opts.hugepages);
     p->scur = p->sbuf, p->rcur = p->rbuf;
     int xrc = fb_mpi_xfer_init(&p->mx, &p->x, p->comm, p->peer, 2 * p->window + 1);
-    /* a victim beside aggressors on the same cores (a testbed's congestion test) waits
-     * milliseconds for pongs queued behind theirs */
+    /* ranks sharing cores with others (oversubscribed, or a congestion test's victim beside
+     * its aggressors and links) may wait milliseconds for a pong queued behind their traffic */
     p->mx.patient = ctx->shared_cores;
     if (!p->sbuf || !p->rbuf || xrc) {
         fprintf(stderr, "%s: out of memory for %zu-byte buffers\n", ctx->kernel, maxs);

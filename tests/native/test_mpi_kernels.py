@@ -466,7 +466,7 @@ if pytest is not None:
         barriers: with FABENCH_SHARED_CORES=1 (what fabench's launch exports when ranks
         outnumber cores) the ranks nap in their long waits (fb_mpi_patient_waitall) and take
         a fraction of the CPU they take spinning, and the link's rate comes out the same.
-        Measured here: 1.0 against 4.6 CPU-s for 10 windows (start-up included), 5.83 MB/s
+        Measured here: 0.94 against 3.86 CPU-s for 8 windows (start-up included), 5.83 MB/s
         both ways; without the naps (FB_PATIENT_AFTER_US out of reach) it fails."""
         if "openmpi" not in flavour_list:
             pytest.skip("Open MPI's TCP transport over one namespace's loopback")

@@ -46,9 +46,10 @@ class SelectedTransport:
 
 UNKNOWN = "unknown"
 MAX_EVIDENCE = 24
-# What an oversubscribed launch tells its ranks (native/mpi/fb_mpi_common.h): ranks that wait
-# long in a measurement (the matrix's, beside a pair across a slow link) nap between tests of
-# their requests instead of spinning on cores the measured pair needs.
+# What an oversubscribed launch (and a congestion test's victims, congestion/session.py) tells
+# its ranks (native/mpi/fb_mpi_common.h): ranks that wait long in a measurement (the matrix's
+# beside a pair across a slow link, a pong queued behind other traffic) nap between tests of
+# their requests instead of spinning on cores the measured ranks and the links need.
 SHARED_CORES_ENV = {"FABENCH_SHARED_CORES": "1"}
 
 # "[vm:04853] " (Open MPI) or "[1795316358.149148] [vm:5022 :0] " (UCX) prefixes differ per
