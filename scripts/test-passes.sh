@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite in three passes (`make test`, `make check`): the tests that may share the CPU
 # on PYTEST_WORKERS workers (pytest-xdist); then the `serial` ones that measure links shaped
-# below what the CPU carries, or run HPCC, three at a time; then the `alone` ones (`timing`
+# below what the CPU carries, or run HPCC, two at a time; then the `alone` ones (`timing`
 # tests, MPICH's ranks, a rate the CPU sets), one at a time. Functional MPI tests share the
 # first pass. Each pass prints its 30 slowest tests; tests/conftest.py assigns the markers.
 # Usage: scripts/test-passes.sh PYTHON [MARKER_EXPRESSION] [-- PYTEST ARGS...]
@@ -12,11 +12,9 @@ select=${1:-}
 [ $# -gt 0 ] && shift
 [ "${1:-}" = "--" ] && shift
 workers=${PYTEST_WORKERS:-3}
-# testbeds at once: 3 failed a two-switch matrix twice (load 8.9) while the matrix's ranks
-# spun on the cores; since ranks that share cores nap in long waits (FABENCH_SHARED_CORES) the
-# pass took 162 s on 3 against 187 s on 2 (CI 23), every testbed verdict holding. 0: no paired
-# pass (`make check`, whose markers leave none of its tests)
-serial_workers=${SERIAL_WORKERS:-3}
+# testbeds at once: 2 was measured (tests/conftest.py); 3 failed a two-switch matrix twice
+# (load 8.9). 0: no paired pass (`make check`, whose markers leave none of its tests)
+serial_workers=${SERIAL_WORKERS:-2}
 # pytest rewrites each test module's asserts when it imports it and keeps the result as
 # bytecode; where the environment forbids writing bytecode it redoes that in every pytest
 # process: collecting the suite took 9.0 s of CPU instead of 3.6 here, in each of the three
