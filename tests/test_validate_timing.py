@@ -9,7 +9,8 @@ the check leaves and the barrier's wake-up, hence the generous bound. Generous e
 host's slow state too: a clean CI (2026-11-29, CI 14) read tcp.bw's best round at 2.09x and, on
 its rerun, 2.23x (every round 2.1-2.9x: plain 1.1-1.5 ms, validated 2.6-3.7 ms a window, the
 check outside the timed region), where the bound was 2.0; minutes later, alone, eight runs in a
-row passed. 2.5 keeps the check inside the region (3.29x) out.
+row passed. The bound is now 3.0 (BOUND says why), which keeps the check inside the region
+(3.29x) out by a thin margin.
 
 It needs the cores not to be heavily oversubscribed. There the scheduler couples the check to
 the timed region even from outside it: a process that has just spent milliseconds checking has
@@ -44,7 +45,12 @@ from fabench.starters.pair import run_pair
 
 pytestmark = pytest.mark.serial  # a ratio of timings: the CPUs to itself
 ROUNDS = 5
-BOUND = 2.5
+# 2.5 until a slow host state read tcp.bw's best round at 2.54 twice running (every round
+# 2.5-3.2: plain 1.14-1.40 ms, validated 3.53-3.76 ms a window; 2.60 once the day before):
+# 3.0 still keeps the check inside the region out (3.29x), by a thin margin. What would make
+# this test independent of the host's state: a kernel option that times the check on purpose,
+# run beside the validated one, the bound taken from that pair instead of a number.
+BOUND = 3.0
 
 
 def median_time(kernel: str, transport: str, args: list[str]) -> float:
