@@ -505,6 +505,17 @@ def test_a_name_too_long_for_the_filesystem_is_an_error_not_a_traceback(argv: li
     assert "too long" in proc.stderr + proc.stdout, (proc.stdout, proc.stderr)
 
 
+@pytest.mark.parametrize("sub", ["down", "status"])
+def test_testbed_down_and_status_take_the_name_as_up_does(sub: str) -> None:
+    """`testbed up --name X` made it; `testbed down --name X` was a usage error (down and
+    status took the name as an operand only): both spellings now name the same testbed."""
+    name = "fbnm" + uuid.uuid4().hex[:6]  # made by nobody: refused by name either way
+    for argv in (["--name", name], [name]):
+        proc = fabench_run("testbed", sub, *argv, check=False)
+        assert proc.returncode == 2 and f"no testbed named {name!r}" in proc.stderr, \
+            (argv, proc.stderr)
+
+
 @pytest.mark.parametrize(("text", "words"), [
     ("localhost\nlocalhost\n", ["line 2", "more than once", "slots="]),
     ("localhost\nLocalHost slots=2\n", ["line 2", "more than once"]),

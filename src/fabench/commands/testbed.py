@@ -53,12 +53,18 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
                          "link on TAP devices")
     up.set_defaults(func="fabench.actions.testbed:up_main")
     down = tsub.add_parser("down", help="remove a testbed (also after a crash)")
-    down.add_argument("name", nargs="?", default="tb", help="testbed name (default: tb)")
+    # `up` and `exec` name the testbed with --name: the same spelling works here, as does a
+    # bare NAME (one destination; the positional sets nothing when it is absent)
+    down.add_argument("--name", default="tb", help="testbed name (default: tb)")
+    down.add_argument("name", nargs="?", default=argparse.SUPPRESS, metavar="NAME",
+                      help="the same as --name")
     down.add_argument("--all", action="store_true",
                       help="remove every testbed and leftover carrying fabench's name prefix")
     down.set_defaults(func="fabench.actions.testbed:down_main")
     st = tsub.add_parser("status", help="testbeds, hosts, addresses, link settings")
-    st.add_argument("name", nargs="?", help="one testbed (default: all)")
+    st.add_argument("--name", help="one testbed (default: all)")
+    st.add_argument("name", nargs="?", default=argparse.SUPPRESS, metavar="NAME",
+                    help="the same as --name")
     st.add_argument("--json", action="store_true",
                     help="the state and every fb-link's counters, as JSON")
     st.set_defaults(func="fabench.actions.testbed:status_main")
