@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 OUT ?= results/demo
 BUILD_DIR ?= build/wheel
 PYTEST_ARGS ?=
-# Workers for the tests that may share the CPU (`serial` ones run after them, three at a time,
+# Workers for the tests that may share the CPU (`serial` ones run after them, two at a time,
 # then the `alone` ones one at a time). Three on two cores: that pass waits on subprocesses,
 # daemons and sleeps (119 % CPU on two workers): 344-403 s in four clean CIs on two workers,
 # 309 and 323 s in two on three; four took 286 s beside three's 276 s on a quieter host.
@@ -65,7 +65,7 @@ native-test:
 	cd build/native-test && ctest --output-on-failure
 
 # Three passes (scripts/test-passes.sh): the tests that may share the CPU on $(PYTEST_WORKERS)
-# workers, the `serial` ones three at a time, the `alone` ones one at a time; each prints its 30
+# workers, the `serial` ones two at a time, the `alone` ones one at a time; each prints its 30
 # slowest tests.
 test: setup lint native-test
 	PYTEST_WORKERS=$(PYTEST_WORKERS) scripts/test-passes.sh $(BIN)/python "" -- $(PYTEST_ARGS)

@@ -53,10 +53,8 @@ SERIAL_MARKERS = ("netns", "hpcc", "timing")
 # `alone`, added here): `timing` tests, MPICH's (below), and tests marked `alone` or `serial`
 # by hand (a hand-off timed, a rate the CPU sets or a fault close to it, host-wide reaping).
 # The other serial tests, testbeds whose faults are shaped well below what the CPU carries and
-# HPCC, run three at a time (scripts/test-passes.sh): the whole serial pass two at a time once
-# took 308 s instead of 478 s, every test passing; once the 200 Mbit/s slow host was missed
-# that way (now alone). Three at a time, with ranks that share cores napping: 140 s against
-# 191 on two, the incast test (a 30 us ping-pong beside its incast) moved alone.
+# HPCC, run two at a time: the whole serial pass two at a time once took 308 s instead of
+# 478 s, every test passing; once the 200 Mbit/s slow host was missed that way (now alone).
 ALONE_MARKERS = ("timing", "alone", "serial")
 # Tests that start MPI ranks get the `mpi` marker (the quick tier `make check` leaves them out).
 # Without `timing` they only check function (output parsed, records stored, errors) and share

@@ -247,10 +247,6 @@ def _alive(pid: int) -> bool:
 @pytest.mark.netns
 @needs_root
 @pytest.mark.slow
-# alone: its isolated phase is a 30 us ping-pong that a starved CPU stretches to milliseconds;
-# beside two other testbeds (serial tests three at a time) the interval's low end fell under 1
-# once in three passes
-@pytest.mark.alone
 def test_incast_on_a_shared_bottleneck_drop_tail_and_ecn(tmp_path: Path, openmpi: str) -> None:
     """Four hosts; h2's link toward h2 at 100 Mbit/s through fb-link. Victims h1-h2 (8 B
     ping-pong), incast from h3 and h4 into h2. Drop-tail (60 frames): the victim's latency
