@@ -30,18 +30,13 @@ Variants:
   anchor          a test row's prediction scaled by the model's miss on the same system's
                   fit row of the same size at its largest node count (the model as a ratio
                   between node counts, anchored on the user's own largest run)
-  ompi40          systems that ran Open MPI before 4.1 (3.1.6, 4.0.3, 4.0.5: [EXC], [ABCI])
-                  get the decision rules of that series' coll_tuned_decision_fixed.c (the
-                  "Grig cluster" rules: allreduce recursive doubling below 10000 B, then
-                  ring; alltoall two_proc at 2 ranks, Bruck below 200 B per peer above 12
-                  ranks, linear below 3000 B, then pairwise), where the model applies 4.1's
-  ring-lpp        a ring's noise as a longest path (each rank waits on its neighbour only,
-                  not on the slowest of all ranks): 2 x noise_us per step, the exponential
-                  last-passage constant of a two-choice lattice path (Johansson, "Shape
-                  fluctuations and random matrices", Commun. Math. Phys. 209, 2000; noise
-                  propagation along a collective's dependencies: Hoefler, Schneider,
-                  Lumsdaine, SC10), where the model charges every ring step the expected
-                  slowest of all p ranks
+  rules-4.1       the model before issue 30's fourth round: every Open MPI system gets
+                  4.1's decision rules, also those whose runs used 3.1 or 4.0 ([EXC],
+                  [ABCI]; the corpus now names `openmpi-4.0` for them, decisions.py)
+  ring-max        the ring priced as before that round: every step at the slowest link
+                  (a network step) and the slowest of all p ranks' noise, where the model
+                  now takes the ring's critical path (the mean link for eager steps, the
+                  noise as a last passage: collectives.ring_steps)
   no-nic-gap-g    the model before issue 30's second round: a fabric calibrated from
                   point-to-point curves has no NIC gap until collectives on a few nodes fit
                   one (now it starts from LogGP's g of its own mpi.bw / osu_bw at <= 64 B,
@@ -54,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -104,17 +98,6 @@ def _nonoverlapping(md: cost.Model, m: float) -> float:
     return coll.ALGORITHMS["reduce"][r][0](md, m) + coll.ALGORITHMS["bcast"][b][0](md, m)
 
 
-def _ring_lpp(orig: Callable[[cost.Model, float], float]
-              ) -> Callable[[cost.Model, float], float]:
-    def ring(md: cost.Model, m: float) -> float:
-        if md.f.noise_us <= 0 or md.p == 1 or m < 4 * md.p:
-            return orig(md, m)
-        quiet = copy.copy(md.f)
-        quiet.noise_us = 0.0
-        return orig(cost.Model(quiet, md.c), m) + 2 * (md.p - 1) * 2 * md.f.noise_us
-    return ring
-
-
 def _no_nic_gap_g(orig: Callable[..., Fabric]) -> Callable[..., Fabric]:
     def fabric(name: str, fit: pub.CurvesFit) -> Fabric:
         f = orig(name, fit)
@@ -134,49 +117,15 @@ def _hcoll_choice(orig: Callable[..., str]) -> Callable[..., str]:
 
 
 HPCX = ("azure-hbv3", "azure-hbv3-aks")
-# the corpus's systems whose published runs used Open MPI 3.1 or 4.0 (their descriptions)
-OMPI40 = ("alaska-ib-ompi", "alaska-roce-ompi", "csd3-cclake-ib-ompi", "csd3-cclake-roce-ompi",
-          "abci-a", "abci-v")
-
-
-def _ompi40_rule(collective: str, p: int, size: float) -> str | None:
-    """Open MPI 3.1/4.0 coll_tuned_decision_fixed.c, commutative operations, as read (not
-    copied) from that series' source; None: the collective is not one the corpus holds."""
-    if collective == "allreduce":
-        if size < 10000:
-            return "recursive_doubling"
-        # commutative and more elements than ranks: ring (segmented above p MiB: not reached)
-        return "ring" if size / 4 > p else "binomial"
-    if collective == "alltoall":
-        if p == 2:
-            return "pairwise"  # two_proc: one exchange
-        if size < 200 and p > 12:
-            return "bruck"
-        return "linear" if size < 3000 else "pairwise"
-    return None
-
-
-def _ompi40_choice(orig: Callable[..., str]) -> Callable[..., str]:
+def _rules_41(orig: Callable[..., str]) -> Callable[..., str]:
     def choice(library: str, collective: str, p: int, ppn: int, size: float) -> str:
-        if library == "openmpi40":
-            algo = _ompi40_rule(collective, p, size)
-            if algo is not None:
-                return algo
-            library = "openmpi"
-        return orig(library, collective, p, ppn, size)
+        return orig("openmpi" if library == "openmpi-4.0" else library, collective, p, ppn,
+                    size)
     return choice
 
 
-@contextlib.contextmanager
-def _ompi40(path: Path) -> Iterator[None]:
-    corpus = pub.load_corpus(path)
-    for s in corpus.systems:
-        if s.id in OMPI40:
-            for c in s.cases:
-                c.mpi = "openmpi40" if (c.mpi or "openmpi") == "openmpi" else c.mpi
-    with patched(pub, "library_choice", _ompi40_choice(pub.library_choice)), \
-            patched(pub, "load_corpus", lambda path=pub.CORPUS: corpus):
-        yield
+def _ring_max(md: cost.Model, m: float, steps: int) -> float:
+    return steps * md.step(m, 1, "shift")
 
 
 @contextlib.contextmanager
@@ -202,13 +151,10 @@ def _patch(name: str, path: Path) -> contextlib.AbstractContextManager[None]:
         return patched(coll, "ALGORITHMS", {**coll.ALGORITHMS, "allreduce": algos})
     if name == "hcoll":
         return _hcoll(path)
-    if name == "ring-lpp":
-        algos = dict(coll.ALGORITHMS["allreduce"])
-        fn, sim = algos["ring"]
-        algos["ring"] = (_ring_lpp(fn), sim)
-        return patched(coll, "ALGORITHMS", {**coll.ALGORITHMS, "allreduce": algos})
-    if name == "ompi40":
-        return _ompi40(path)
+    if name == "rules-4.1":
+        return patched(pub, "library_choice", _rules_41(pub.library_choice))
+    if name == "ring-max":
+        return patched(coll, "ring_steps", _ring_max)
     if name == "no-nic-gap-g":
         return patched(pub, "_curves_fabric", _no_nic_gap_g(pub._curves_fabric))
     return contextlib.nullcontext()
@@ -249,7 +195,8 @@ def _anchor(res: pub.Result) -> None:
 
 
 VARIANTS = ("base", "exponent-0.75", "xor-boundary", "nonoverlapping", "hcoll", "anchor",
-            "xor-boundary+exponent-0.75", "no-nic-gap-g", "ompi40", "ring-lpp", "ompi40+ring-lpp")
+            "xor-boundary+exponent-0.75", "no-nic-gap-g", "rules-4.1", "ring-max",
+            "rules-4.1+ring-max")
 
 
 def summary(name: str, res: pub.Result) -> str:

@@ -8,8 +8,13 @@ import math
 
 import pytest
 
-from fabench.model.collectives import allreduce_rabenseifner, allreduce_recursive_doubling
+from fabench.model.collectives import (
+    allreduce_rabenseifner,
+    allreduce_recursive_doubling,
+    allreduce_ring,
+)
 from fabench.model.cost import Cluster, Model, harmonic
+from fabench.model.decisions import library_choice
 from fabench.model.fabric import Fabric, Segment
 from fabench.model.published import (
     Row,
@@ -103,6 +108,61 @@ def test_rabenseifner_halves_with_distance_doubling() -> None:
     second = ALPHA + BETA * 1024  # 3.024
     want = 2 * (first + second) + GAMMA * (2048 + 1024)
     assert allreduce_rabenseifner(md, m) == pytest.approx(want)  # 8.0720 us
+
+
+def test_ring_of_eager_steps_waits_on_its_left_neighbour_only() -> None:
+    # 2 nodes x 4 ranks, 8000 B: 8 chunks of 1000 B, 2 x 7 = 14 steps. Of the ring's 8 links
+    # 2 leave a node (ranks 3 -> 4 and 7 -> 0), 6 stay on it. Each rank waits only for its
+    # left neighbour, so the critical path runs back through one link per step: the mean
+    # link, (2 x 3.0 + 6 x 0.6) / 8 = 1.2 us a step, not the 3.0 us of the slowest one
+    # (the max-plus cycle of the ring: its growth per step is the mean of its links).
+    m = 8000.0
+    md = Model(_fabric(), _cluster(2, 4))
+    chunk = m / 8
+    shm, net = SHM_ALPHA + SHM_BETA * chunk, ALPHA + BETA * chunk  # 0.6, 3.0 us
+    want = 14 * (2 * net + 6 * shm) / 8 + 7 * GAMMA * chunk
+    assert allreduce_ring(md, m) == pytest.approx(want)  # 16.8 + 1.4 = 18.2 us
+    # From the rendezvous on (a second segment whose fixed cost rises by a round trip) a
+    # send waits for its receiver too: every step at the slowest link, as before.
+    rndv = Fabric("r", [Segment(0, ALPHA, BETA), Segment(512, ALPHA + 2.0, BETA)],
+                  calibrated_hops=1, hop_latency_us=0.3, intra=[Segment(0, SHM_ALPHA, SHM_BETA)],
+                  reduce_us_per_byte=GAMMA)
+    assert rndv.rendezvous_bytes() == 512
+    want = 14 * (ALPHA + 2.0 + BETA * chunk) + 7 * GAMMA * chunk
+    assert allreduce_ring(Model(rndv, _cluster(2, 4)), m) == pytest.approx(want)  # 71.4 us
+    # one rank per node: every link leaves its node
+    one = Model(_fabric(), _cluster(8, 1))
+    assert allreduce_ring(one, m) == pytest.approx(14 * net + 7 * GAMMA * chunk)
+    # Noise of mean 0.5 us a rank and step: the delays add along the same path, which stays
+    # on its rank or moves one back each step: 2 x 0.5 us a step (last passage), not the
+    # slowest of the 8 ranks, 0.5 x H(8) = 1.36 us, as a step every rank waits for pays.
+    noisy = Model(_fabric(noise=0.5), _cluster(2, 4))
+    assert allreduce_ring(noisy, m) == pytest.approx(
+        14 * ((2 * net + 6 * shm) / 8 + 2 * 0.5) + 7 * GAMMA * chunk)  # 32.2 us
+
+
+def test_open_mpi_before_4_1_runs_its_old_fixed_rules() -> None:
+    # [OMPI40]: allreduce recursive doubling below 10,000 B, then the ring (the 4.1 table
+    # picks Rabenseifner at 64 ranks and 1 MiB); alltoall Bruck under 200 B a rank on more
+    # than 12 ranks, basic linear under 3,000 B, then pairwise (4.1: linear at 64 KiB).
+    assert library_choice("openmpi-4.0", "allreduce", 64, 32, 9999) == "recursive_doubling"
+    assert library_choice("openmpi-4.0", "allreduce", 64, 32, 10000) == "ring"
+    assert library_choice("openmpi", "allreduce", 64, 32, 1 << 20) == "rabenseifner"
+    assert library_choice("openmpi-4.0", "allreduce", 64, 32, 1 << 20) == "ring"
+    # no more floats than ranks: reduce + bcast, modelled as binomial
+    assert library_choice("openmpi-4.0", "allreduce", 4096, 64, 16000) == "binomial"
+    assert library_choice("openmpi-4.0", "alltoall", 13, 1, 199) == "bruck"
+    assert library_choice("openmpi-4.0", "alltoall", 12, 1, 199) == "linear"
+    assert library_choice("openmpi-4.0", "alltoall", 64, 32, 2999) == "linear"
+    assert library_choice("openmpi-4.0", "alltoall", 64, 32, 65536) == "pairwise"
+    assert library_choice("openmpi", "alltoall", 64, 32, 65536) == "linear"
+    assert library_choice("openmpi-4.0", "alltoall", 2, 1, 8) == "pairwise"  # two_procs
+    # allgather: under 50,000 B in all, recursive doubling on a power of two, else Bruck;
+    # above, neighbour exchange on an even count, the ring on an odd one
+    assert library_choice("openmpi-4.0", "allgather", 16, 1, 3000) == "recursive_doubling"
+    assert library_choice("openmpi-4.0", "allgather", 12, 1, 4000) == "bruck"
+    assert library_choice("openmpi-4.0", "allgather", 12, 1, 5000) == "neighbor_exchange"
+    assert library_choice("openmpi-4.0", "allgather", 13, 1, 5000) == "ring"
 
 
 def test_scale_fit_recovers_planted_terms_from_small_runs() -> None:

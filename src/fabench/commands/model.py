@@ -140,8 +140,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     choices=list(COLLECTIVES), help="default: all")
     pr.add_argument("--algorithm", "-a", nargs="+", help="only these algorithms")
     pr.add_argument("--mpi", default="openmpi,mpich",
-                    help="libraries whose default choice per size is a column: openmpi, "
-                         "mpich, comma-separated, or none (default openmpi,mpich)")
+                    help="libraries whose default choice per size is a column: openmpi "
+                         "(4.1 and later), openmpi-4.0 (3.0-4.0.x, older rules), mpich, "
+                         "comma-separated, or none (default openmpi,mpich)")
     pr.add_argument("--sizes", default="8:1M", help="sizes (default 8:1M)")
     pr.add_argument("--json", action="store_true")
     pr.add_argument("--bands", choices=("interval", "parameters"), default="interval",

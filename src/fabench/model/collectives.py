@@ -64,6 +64,38 @@ def allreduce_recursive_doubling(md: Model, m: float) -> float:
     return t
 
 
+def ring_steps(md: Model, m: float, steps: int) -> float:
+    """`steps` steps of a ring: each rank sends m bytes to rank + 1, what it got from rank - 1
+    the step before. An eager send leaves at once, so a rank waits only for its left
+    neighbour: the critical path runs back through one link per step and, with ranks in
+    blocks of ppn, crosses a node in `nodes` of every p links and stays on the node in the
+    others (an average, where pricing every step as the slowest link sums the maximum). Each
+    link still carries one message per step: the link that leaves a node, at its bytes rate,
+    bounds the pipeline from below. From the rendezvous on (Fabric.rendezvous_bytes) a send
+    waits for its receiver's handshake too, the path can turn back across the slow link
+    every step or two, and every step is priced at it. One rank per node: every link leaves
+    its node, the same figure.
+
+    The noise follows the same path: no step waits for the slowest of all p ranks, the delays
+    add along the longest path, which at each step stays on its rank or moves one back. For
+    exponential delays of mean noise_us that is last-passage percolation over a lattice of
+    `steps` moves, max over j of (sqrt(steps - j) + sqrt(j))^2 = 2 x steps mean delays
+    (Johansson, "Shape fluctuations and random matrices", Commun. Math. Phys. 209, 2000; noise
+    along a collective's dependencies: Hoefler, Schneider, Lumsdaine, SC10)."""
+    a, b, share = md.step_parts(m, 1, "shift")
+    noisy = md.noise(md.p) if md.f.noise_us > 0 else 0.0  # what step_parts charged a step
+    t_cross = md.stretch(a - noisy, b, share)
+    path_noise = 2.0 * md.f.noise_us
+    nodes, p = md.c.nodes, md.p
+    if (md.c.ppn <= 1 or nodes <= 1 or m >= md.f.rendezvous_bytes()
+            or isinstance(md.c.topology, Loopback)):
+        return steps * (t_cross + path_noise)
+    a_in, b_in, share_in = md.step_parts(m, 1, "xor")  # the next rank on the node
+    t_in = md.stretch(a_in - noisy, b_in, share_in)
+    path = (nodes * t_cross + (p - nodes) * t_in) / p
+    return steps * (max(path, md.stretch(0.0, b, share), md.f.gap_us) + path_noise)
+
+
 def allreduce_ring(md: Model, m: float) -> float:
     p = md.p
     if p == 1:
@@ -73,7 +105,7 @@ def allreduce_ring(md: Model, m: float) -> float:
         # (coll_base_allreduce_intra_ring) runs recursive doubling instead
         return allreduce_recursive_doubling(md, m)
     chunk = m / p
-    return 2 * (p - 1) * md.step(chunk, 1, "shift") + (p - 1) * md.reduce_cost(chunk)
+    return ring_steps(md, chunk, 2 * (p - 1)) + (p - 1) * md.reduce_cost(chunk)
 
 
 def _halving_steps(m: float, p2: int) -> list[tuple[float, bool]]:
@@ -147,7 +179,7 @@ def bcast_binomial(md: Model, m: float) -> float:
 
 def bcast_scatter_allgather(md: Model, m: float) -> float:
     """van de Geijn: binomial scatter of m/p pieces, then a ring allgather."""
-    return _scatter(md, m) + (md.p - 1) * md.step(m / md.p, 1, "shift")
+    return _scatter(md, m) + ring_steps(md, m / md.p, md.p - 1)
 
 
 def bcast_scatter_rd_allgather(md: Model, m: float) -> float:
@@ -278,7 +310,7 @@ def alltoall_linear(md: Model, m: float) -> float:
 
 # -- allgather / gather ------------------------------------------------------------------------
 def allgather_ring(md: Model, m: float) -> float:
-    return (md.p - 1) * md.step(m, 1, "shift")
+    return ring_steps(md, m, md.p - 1)
 
 
 def allgather_recursive_doubling(md: Model, m: float) -> float:

@@ -180,6 +180,71 @@ def openmpi_choice(collective: str, p: int, size: float) -> tuple[str, int]:
     return openmpi_fallback(collective, name, size, p), num
 
 
+# [OMPI40]: what Open MPI 3.0-4.0 runs (coll/tuned's fixed rules before 4.1 replaced them with
+# the table above). Formulas of (ranks, bytes), not tables; the thresholds are the source's.
+# Its segmented trees and pipelines (bcast, reduce) are modelled unsegmented, as trees.py
+# models every tree, and linear_sync (gather above 6,000 B a rank) as linear.
+OPENMPI40_APPROX = {
+    ("allreduce", "ring_segmented"): "the segmented ring (messages above ranks x 1 MiB) is "
+                                     "modelled as the ring",
+    ("allreduce", "nonoverlapping"): "reduce then bcast (no more elements than ranks) modelled "
+                                     "as binomial reduce + binomial bcast",
+    ("bcast", "segmented"): "split binary trees and pipelines with 1-128 KiB segments "
+                            "modelled unsegmented",
+    ("reduce", "segmented"): "binomial, binary and pipeline trees with 1-64 KiB segments "
+                             "modelled unsegmented",
+}
+
+
+def openmpi40_choice(collective: str, p: int, size: float) -> str:
+    """The algorithm Open MPI 3.0-4.0 runs by default ([OMPI40]); `size` as OPENMPI_RULES
+    measures it (the whole message, or the bytes per rank for alltoall, allgather, gather)."""
+    count = size / ELEMENT_BYTES
+    if collective == "allreduce":
+        if size < 10000:
+            return "recursive_doubling"
+        return "ring" if count > p else "binomial"
+    if collective == "alltoall":
+        if p == 2:
+            return "pairwise"
+        if size < 200 and p > 12:
+            return "bruck"
+        return "linear" if size < 3000 else "pairwise"
+    if collective == "allgather":
+        if p == 2:
+            return "recursive_doubling"
+        if size * p < 50000:
+            return "recursive_doubling" if p & (p - 1) == 0 else "bruck"
+        return "ring" if p % 2 else "neighbor_exchange"
+    if collective == "bcast":
+        if size < 2048 or count <= 1:
+            return "binomial"
+        if size < 370728:
+            return "split_binary_tree"
+        if p < 1.6134e-6 * size + 2.1102 or p >= 13:
+            return "pipeline"
+        return "split_binary_tree"
+    if collective == "reduce":
+        if p < 8 and size < 512:
+            return "linear"
+        if (p < 8 and size < 20480) or size < 2048 or count <= 1:
+            return "binomial"
+        if p > 0.6016 / 1024 * size + 1.3496:
+            return "binomial"
+        if p > 0.0410 / 1024 * size + 9.7128:
+            return "pipeline"
+        if p > 0.0422 / 1024 * size + 1.1614:
+            return "binary_tree"
+        return "pipeline"
+    if collective == "gather":
+        if size > 6000:
+            return "linear"
+        if p > 60 or (p > 10 and size < 1024):
+            return "binomial"
+        return "linear"
+    raise KeyError(collective)
+
+
 def mpich_choice(collective: str, p: int, ppn: int, size: float) -> str:
     """The algorithm MPICH 4.0 runs by default ([MPICH40]). With several ranks per node the
     ch4 layer composes allreduce, reduce and small bcasts hierarchically (node leaders, then
@@ -223,12 +288,15 @@ def mpich_choice(collective: str, p: int, ppn: int, size: float) -> str:
     raise KeyError(collective)
 
 
-MPI_LIBRARIES = ("openmpi", "mpich")
+# "openmpi-4.0": Open MPI before 4.1 (3.0-4.0.x), whose fixed rules differ ([OMPI40])
+MPI_LIBRARIES = ("openmpi", "openmpi-4.0", "mpich")
 
 
 def library_choice(library: str, collective: str, p: int, ppn: int, size: float) -> str:
     if library == "openmpi":
         return openmpi_choice(collective, p, size)[0]
+    if library == "openmpi-4.0":
+        return openmpi40_choice(collective, p, size)
     if library == "mpich":
         return mpich_choice(collective, p, ppn, size)
     raise KeyError(library)

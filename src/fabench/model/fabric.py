@@ -149,6 +149,15 @@ class Fabric:
                 chosen = s
         return chosen
 
+    def rendezvous_bytes(self) -> float:
+        """Where sends start to wait for their receiver (the rendezvous handshake): the
+        breakpoint at which the fixed cost rises most, a round trip added to every message
+        from there on (the other breakpoints of a calibrated curve, inline or copy-in
+        protocol switches, add fractions of a microsecond). inf: a single segment."""
+        rises = [(b.alpha_us - a.alpha_us, b.start)
+                 for a, b in zip(self.segments, self.segments[1:], strict=False)]
+        return float(max(rises)[1]) if rises else float("inf")
+
     def alpha(self, m: float, hops: int | None = None, intra: bool = False) -> float:
         s = self.segment(m, intra)
         extra = 0.0

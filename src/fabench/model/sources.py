@@ -42,6 +42,11 @@ SOURCES: dict[str, str] = {
     "OMPI41": "Open MPI v4.1.x source: ompi/mca/coll/tuned/coll_tuned_decision_fixed.c (the "
               "fixed decision rules), ompi/mca/coll/base/coll_base_allreduce.c (fallbacks), "
               "coll_tuned_bcast_decision.c (k-nomial radix 4); btl_tcp_eager_limit 65536",
+    "OMPI40": "Open MPI v3.0.x-v4.0.x source: ompi/mca/coll/tuned/coll_tuned_decision_fixed.c "
+              "(the fixed decision rules before v4.1 replaced them: allreduce recursive "
+              "doubling below 10,000 B, then the ring; alltoall Bruck below 200 B per rank on "
+              "more than 12 ranks, basic linear below 3,000 B, then pairwise) and "
+              "coll_tuned_component.c (alltoall_small_msg 200, intermediate_msg 3000)",
     "MPICH40": "MPICH v4.0.2 source: maint/tuning/coll/mpir/generic.json and "
                "maint/tuning/coll/ch4/generic.json (default collective selection)",
     "PS24": "converged-computing/performance-study (GitHub, commit 6f3df687, Zenodo DOI "
