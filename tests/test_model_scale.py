@@ -248,7 +248,7 @@ def test_published_corpus_leave_one_system_out_regression_guard() -> None:
     assert 0.75 <= res.coverage.achieved <= 1.0
     tests = [r for r in res.rows if r.split == "test" and r.unit in ("us", "x")]
     errs = sorted(abs(r.error) for r in tests)
-    assert errs[len(errs) // 2] < 0.40
+    assert errs[len(errs) // 2] < 0.33  # 29.0 % (issue 30's fourth round)
     # every system whose series starts small got its scale terms from those runs only
     assert {"aws-hpc6a-eks", "google-c2d-gce"} <= set(res.scale_fits)
     assert "azure-hbv3-aks" not in res.scale_fits  # one job: nothing small to fit
