@@ -33,6 +33,9 @@ Variants:
   rules-4.1       the model before issue 30's fourth round: every Open MPI system gets
                   4.1's decision rules, also those whose runs used 3.1 or 4.0 ([EXC],
                   [ABCI]; the corpus now names `openmpi-4.0` for them, decisions.py)
+  shift-no-wrap   a shift by d takes min(d, ppn) ranks of a node across, as before that round
+                  (the model now counts min(d, ppn, p - d): near a full turn the others'
+                  partners wrap round to their own node, cost.Model.shift_crossing)
   ring-max        the ring priced as before that round: every step at the slowest link
                   (a network step) and the slowest of all p ranks' noise, where the model
                   now takes the ring's critical path (the mean link for eager steps, the
@@ -124,6 +127,10 @@ def _rules_41(orig: Callable[..., str]) -> Callable[..., str]:
     return choice
 
 
+def _shift_no_wrap(md: cost.Model, d: int) -> int:
+    return max(1, min(d, md.c.ppn))
+
+
 def _ring_max(md: cost.Model, m: float, steps: int) -> float:
     return steps * md.step(m, 1, "shift")
 
@@ -153,6 +160,8 @@ def _patch(name: str, path: Path) -> contextlib.AbstractContextManager[None]:
         return _hcoll(path)
     if name == "rules-4.1":
         return patched(pub, "library_choice", _rules_41(pub.library_choice))
+    if name == "shift-no-wrap":
+        return patched(cost.Model, "shift_crossing", _shift_no_wrap)
     if name == "ring-max":
         return patched(coll, "ring_steps", _ring_max)
     if name == "no-nic-gap-g":
@@ -196,7 +205,7 @@ def _anchor(res: pub.Result) -> None:
 
 VARIANTS = ("base", "exponent-0.75", "xor-boundary", "nonoverlapping", "hcoll", "anchor",
             "xor-boundary+exponent-0.75", "no-nic-gap-g", "rules-4.1", "ring-max",
-            "rules-4.1+ring-max")
+            "rules-4.1+ring-max", "shift-no-wrap", "rules-4.1+ring-max+shift-no-wrap")
 
 
 def summary(name: str, res: pub.Result) -> str:

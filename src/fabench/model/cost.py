@@ -97,22 +97,34 @@ class Model:
                 if pattern == "xor":
                     nd, nic = max(1, d // ppn), ppn  # every rank of a node crosses over
                 else:
-                    nd, nic = max(1, math.ceil(d / ppn)), min(d, ppn)
+                    nd, nic = max(1, math.ceil(d / ppn)), self.shift_crossing(d)
                 if nd >= self.c.nodes and pattern == "shift":
                     nd = nd % self.c.nodes or 1
                 path = self.c.topology.step(pattern, nd)
                 cache[key] = (False, path.hops, float(nic * path.congestion))
         return cache[key]
 
+    def shift_crossing(self, d: int) -> int:
+        """Ranks of one node whose partner at rank + d (mod p) sits on another node, at least
+        1: the last d of the node for d < ppn, every rank further on, and near a full turn
+        (d > p - ppn) only p - d of them, the others' partners wrapping round to their own
+        node. On 2 nodes that is half the shifts of a pairwise exchange: at 2 x 32 ranks a
+        shift by 40 sends 24 ranks' messages through the NIC, not 32."""
+        ppn, p = self.c.ppn, self.p
+        if self.c.nodes < 2:
+            return max(1, min(d, ppn))
+        r = d % p
+        return max(1, min(r, ppn, p - r))
+
     def nic_senders(self, d: int, pattern: str, active: int | None = None) -> int:
         """Ranks of one node whose messages leave through its NIC in one inter-node step at
         rank distance d: every rank of the node for "xor" steps beyond the node (the active
-        share of them when only `active` of the ranks send), min(d, ppn) for "shift"."""
+        share of them when only `active` of the ranks send), `shift_crossing` for "shift"."""
         ppn = self.c.ppn
         if pattern == "xor":
             k = ppn if active is None else math.ceil(ppn * min(active, self.p) / max(self.p, 1))
         else:
-            k = min(d, ppn)
+            k = self.shift_crossing(d)
         return max(1, min(k, ppn))
 
     def step_extra(self, active: int | None, nic: int) -> float:
@@ -153,7 +165,7 @@ class Model:
         if link > 0:
             pb = np.maximum(pb, sharing / link)
         pb = np.where(exch, pb * self.f.exchange_factor(m), pb)
-        nic = np.array([min(d, self.c.ppn) for d in ds], dtype=float)
+        nic = np.array([self.shift_crossing(d) for d in ds], dtype=float)
         a_net = a_net + (nic - 1) * self.f.nic_gap_us
         a = np.where(intra, self.f.alpha(m, intra=True), a_net)
         if self.f.noise_us > 0:
