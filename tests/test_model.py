@@ -450,6 +450,18 @@ def test_cli_predict(tmp_path: Path) -> None:
     bad = fabench_run("model", "predict", "--fabric", "nope", "--nodes", "2",
                       "--out", str(tmp_path), check=False)
     assert bad.returncode == 2 and "unknown fabric" in bad.stderr
+    # Open MPI before 4.1 as a column of its own: at 2 x 32 ranks and 1 MiB its rules run
+    # the ring where 4.1's run Rabenseifner
+    out = fabench_run("model", "predict", "--fabric", "roce-100g", "--nodes", "2", "--ppn",
+                      "32", "--collective", "allreduce", "--sizes", "1M", "--mpi",
+                      "openmpi,openmpi-4.0", "--json", "--band-samples", "0",
+                      "--out", str(tmp_path)).stdout
+    (row,) = [json.loads(line) for line in out.splitlines()]
+    assert row["chosen"] == {"openmpi": "rabenseifner", "openmpi-4.0": "ring"}
+    assert row["times_us"]["openmpi-4.0"] == row["times_us"]["ring"]
+    bad = fabench_run("model", "predict", "--fabric", "roce-100g", "--nodes", "2", "--mpi",
+                      "openmpi-3", "--out", str(tmp_path), check=False)
+    assert bad.returncode == 2 and "openmpi-4.0" in bad.stderr
 
 
 def _hpl_cli(tmp_path: Path, *args: str, check: bool = True) -> tuple[str, dict[int, float]]:
