@@ -21,6 +21,7 @@ from ..errors import FabenchError
 from .cost import ELEMENT_BYTES, Cluster, Model
 from .decisions import library_choice
 from .fabric import Fabric
+from .families import eager_default
 from .innetwork import in_network_time, intra_bcast, intra_reduce
 from .topology import Loopback
 from .trees import (
@@ -71,10 +72,10 @@ def ring_steps(md: Model, m: float, steps: int) -> float:
     blocks of ppn, crosses a node in `nodes` of every p links and stays on the node in the
     others (an average, where pricing every step as the slowest link sums the maximum). Each
     link still carries one message per step: the link that leaves a node, at its bytes rate,
-    bounds the pipeline from below. From the rendezvous on (Fabric.rendezvous_bytes) a send
-    waits for its receiver's handshake too, the path can turn back across the slow link
-    every step or two, and every step is priced at it. One rank per node: every link leaves
-    its node, the same figure.
+    bounds the pipeline from below. From the rendezvous on (Fabric.rendezvous_bytes; a
+    single-segment fabric: its family's eager limit) a send waits for its receiver's
+    handshake too, the path can turn back across the slow link every step or two, and every
+    step is priced at it. One rank per node: every link leaves its node, the same figure.
 
     The noise follows the same path: no step waits for the slowest of all p ranks, the delays
     add along the longest path, which at each step stays on its rank or moves one back. For
@@ -87,7 +88,10 @@ def ring_steps(md: Model, m: float, steps: int) -> float:
     t_cross = md.stretch(a - noisy, b, share)
     path_noise = 2.0 * md.f.noise_us
     nodes, p = md.c.nodes, md.p
-    if (md.c.ppn <= 1 or nodes <= 1 or m >= md.f.rendezvous_bytes()
+    rendezvous = md.f.rendezvous_bytes()
+    if not math.isfinite(rendezvous):  # one segment: the family's eager limit
+        rendezvous = eager_default(md.f.family).value
+    if (md.c.ppn <= 1 or nodes <= 1 or m >= rendezvous
             or isinstance(md.c.topology, Loopback)):
         return steps * (t_cross + path_noise)
     a_in, b_in, share_in = md.step_parts(m, 1, "xor")  # the next rank on the node
