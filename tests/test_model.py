@@ -915,7 +915,22 @@ def test_validate_runs_of_several_rank_counts_in_one_call(tmp_path: Path) -> Non
 # slow: 122 s at load 15 (the whole published corpus fitted and simulated); `make test` runs it
 @pytest.mark.slow
 def test_published_validation_reports_fit_and_test_rows() -> None:
+    """`model validate --published` as a user reads it, and the leave-one-system-out figures
+    it prints as a regression guard (bounds with margin around docs/model.md's values, not
+    the result itself; one corpus run for both: it is 6-7 CPU-s)."""
     out = fabench_run("model", "validate", "--published", "--band-samples", "4").stdout
+    test_set = re.search(r"^# test set, times and ratios: (\d+) cases, median \|error\| "
+                         r"([\d.]+) %", out, re.M)
+    band = re.search(r"achieved (\d+)/(\d+) =", out)
+    assert test_set and band, out[-3000:]
+    cases, median = int(test_set[1]), float(test_set[2])
+    assert cases >= 50 and median < 29  # 25.7 % (issue 30's fourth round)
+    inside, rows = int(band[1]), int(band[2])
+    assert rows == cases and 0.75 <= inside / rows <= 1.0  # nominal 90 %
+    # every system whose series starts small got its scale terms from those runs only
+    fitted = set(re.findall(r"^# scale terms of (\S+),", out, re.M))
+    assert {"aws-hpc6a-eks", "google-c2d-gce"} <= fitted
+    assert "azure-hbv3-aks" not in fitted  # one job: nothing small to fit
     rows = [line for line in out.splitlines() if line.startswith("  ")]
     assert any(r.split()[0] == "fit" for r in rows) and any(r.split()[0] == "test"
                                                             for r in rows)
