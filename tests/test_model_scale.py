@@ -15,7 +15,7 @@ from fabench.model.collectives import (
     allreduce_ring,
 )
 from fabench.model.cost import Cluster, Model, harmonic
-from fabench.model.decisions import library_choice
+from fabench.model.decisions import library_choice, openmpi_rules
 from fabench.model.fabric import Fabric, Segment
 from fabench.model.published import (
     Row,
@@ -183,6 +183,12 @@ def test_open_mpi_before_4_1_runs_its_old_fixed_rules() -> None:
     assert library_choice("openmpi-4.0", "allgather", 12, 1, 4000) == "bruck"
     assert library_choice("openmpi-4.0", "allgather", 12, 1, 5000) == "neighbor_exchange"
     assert library_choice("openmpi-4.0", "allgather", 13, 1, 5000) == "ring"
+    # a stored run's rules from the Open MPI its campaign recorded (`mpirun --version`)
+    assert openmpi_rules("mpirun (Open MPI) 4.0.3") == "openmpi-4.0"
+    assert openmpi_rules("mpirun (Open MPI) 3.1.6") == "openmpi-4.0"
+    assert openmpi_rules("mpirun (Open MPI) 4.1.4") == "openmpi"
+    assert openmpi_rules("mpirun (Open MPI) 5.0.8") == "openmpi"
+    assert openmpi_rules(None) == openmpi_rules("unknown") == "openmpi"
 
 
 def test_scale_fit_recovers_planted_terms_from_small_runs() -> None:

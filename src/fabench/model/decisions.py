@@ -13,6 +13,8 @@ modelled algorithm; `tests/test_model.py` checks them against the installed `omp
 
 from __future__ import annotations
 
+import re
+
 from .cost import ELEMENT_BYTES
 
 INF = float("inf")
@@ -290,6 +292,17 @@ def mpich_choice(collective: str, p: int, ppn: int, size: float) -> str:
 
 # "openmpi-4.0": Open MPI before 4.1 (3.0-4.0.x), whose fixed rules differ ([OMPI40])
 MPI_LIBRARIES = ("openmpi", "openmpi-4.0", "mpich")
+
+
+def openmpi_rules(version: str | None) -> str:
+    """Which Open MPI rules a run's recorded version ran (host provenance: the first line of
+    `mpirun --version`, "mpirun (Open MPI) 4.0.3"): "openmpi-4.0" for 3.x and 4.0.x,
+    "openmpi" for 4.1 on and when it is not known."""
+    m = re.search(r"(\d+)\.(\d+)", version or "")
+    if m is None:
+        return "openmpi"
+    major, minor = int(m[1]), int(m[2])
+    return "openmpi-4.0" if major >= 3 and (major, minor) < (4, 1) else "openmpi"
 
 
 def library_choice(library: str, collective: str, p: int, ppn: int, size: float) -> str:

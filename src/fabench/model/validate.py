@@ -12,7 +12,13 @@ from ..metrics import LATENCY
 from ..store.database import RunRow, Store
 from .collectives import ALGORITHMS, algorithms
 from .cost import Cluster, Model
-from .decisions import MPI_LIBRARIES, OPENMPI_TUNED, library_choice, openmpi_fallback
+from .decisions import (
+    MPI_LIBRARIES,
+    OPENMPI_TUNED,
+    library_choice,
+    openmpi_fallback,
+    openmpi_rules,
+)
 from .fabric import Fabric
 from .scale import Observation
 from .topology import TopologySpec
@@ -196,6 +202,10 @@ def scale_observations(store: Store, run_ids: list[int], ppn: int,
         cluster = Cluster(nodes, ppn, topology.build(nodes))
         pinned = run_algorithm(run, collective)
         library = run.mpi if run.mpi in MPI_LIBRARIES else "openmpi"
+        if library == "openmpi" and run.campaign_id is not None:
+            # the rules of the Open MPI the campaign recorded (3.x-4.0 run other ones)
+            libs = store.campaign(run.campaign_id).provenance.get("libraries") or {}
+            library = openmpi_rules(libs.get("openmpi") if isinstance(libs, dict) else None)
         skewed = not run.launcher.startswith("import")
         sums = summarize_results(run.kernel, list(store.results(rid)), LATENCY)
         for s in sums:
