@@ -21,6 +21,8 @@ from fabench.model.innetwork import in_network_time
 from fabench.model.intervals import Score, add_intervals, fabric_sigma, interval
 from fabench.model.scale import NIC_GAP_GRID, NOISE_GRID
 from fabench.model.topology import TopologySpec
+from fabench.model.validate import scale_observations
+from fabench.records import ResultRecord
 from fabench.store.database import Store
 
 FIX = ROOT / "tests" / "fixtures" / "import"
@@ -228,3 +230,29 @@ def test_calibrate_scale_runs_from_fabench_runs_then_predict(openmpi: str,
     assert rec["band_kind"] == "prediction interval" and rec["band_level"] == 0.9
     lo, hi = rec["bands_us"]["openmpi"]
     assert lo < rec["times_us"]["openmpi"] < hi
+
+
+def test_scale_runs_are_predicted_with_the_rules_of_their_recorded_open_mpi(
+        tmp_path: Path) -> None:
+    """A stored 2 x 32-rank allreduce at 1 MiB: the Open MPI its campaign recorded decides the
+    algorithm its observation is predicted with (4.0.3's rules run the ring there, 4.1's
+    Rabenseifner; docs/model.md, "What your MPI will do")."""
+    f = Fabric("t", [Segment(0, 2.0, 1e-3)], calibrated_hops=1, hop_latency_us=0.3,
+               intra=[Segment(0, 0.5, 1e-4)], reduce_us_per_byte=2e-4)
+    cluster = Cluster(2, 32, TopologySpec("fat-tree", 24).build(2))
+    want = {v: algorithms("allreduce")[a][0](Model(f, cluster), float(1 << 20))
+            for v, a in (("4.0.3", "ring"), ("4.1.4", "rabenseifner"))}
+    assert want["4.0.3"] != pytest.approx(want["4.1.4"])
+    with Store(tmp_path / "s.sqlite") as st:
+        for version in want:
+            cid = st.begin_campaign(f"ompi {version}", {}, {
+                "libraries": {"openmpi": f"mpirun (Open MPI) {version}"}})
+            rid = st.begin_run(campaign_id=cid, key=version, kernel="mpi.allreduce",
+                               transport="tcp", mpi="openmpi", ranks=64, launcher="import:osu",
+                               repeat=0, settings={})
+            st.add_result(rid, ResultRecord(kernel="mpi.allreduce", size=1 << 20, iterations=3,
+                                            warmup=0, unit="us", times=[900.0] * 3))
+            st.finish_run(rid, status="ok")
+            st.end_campaign(cid, "finished")
+            (obs,) = scale_observations(st, [rid], 32, TopologySpec("fat-tree", 24))
+            assert obs.predict(f) == pytest.approx(want[version]), version
