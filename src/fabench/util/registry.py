@@ -14,6 +14,7 @@ of one kind under one name are an error too.
 """
 
 import importlib
+import importlib.util
 import os
 import pkgutil
 import sys
@@ -84,6 +85,16 @@ def plugin_error() -> PluginError | None:
     except PluginError as exc:
         return exc
     return None
+
+
+def package_module_names(package: str) -> list[str]:
+    """The non-private modules of a package, found without importing it or them: names for a
+    --help text that must not load what the modules import (fabench's importers pull in the
+    store and the records)."""
+    spec = importlib.util.find_spec(package)
+    paths = spec.submodule_search_locations if spec is not None else None
+    return sorted(m.name for m in pkgutil.iter_modules(list(paths or []))
+                  if not m.name.startswith("_"))
 
 
 class Registry(Generic[T]):
