@@ -155,8 +155,9 @@ class Model:
             cache[key] = (np.array([g[0] for g in geo], dtype=bool),
                           np.array([g[1] for g in geo], dtype=float),
                           np.array([g[2] for g in geo], dtype=float),
-                          np.array([(2 * d) % p == 0 for d in ds], dtype=bool))
-        intra, hops, sharing, exch = cache[key]
+                          np.array([(2 * d) % p == 0 for d in ds], dtype=bool),
+                          np.array([self.shift_crossing(d) for d in ds], dtype=float))
+        intra, hops, sharing, exch, nic = cache[key]
         seg = self.f.segment(m)
         a_net = np.maximum(seg.alpha_us + (hops - self.f.calibrated_hops)
                            * self.f.hop_latency_us, 0.0)
@@ -165,7 +166,6 @@ class Model:
         if link > 0:
             pb = np.maximum(pb, sharing / link)
         pb = np.where(exch, pb * self.f.exchange_factor(m), pb)
-        nic = np.array([self.shift_crossing(d) for d in ds], dtype=float)
         a_net = a_net + (nic - 1) * self.f.nic_gap_us
         a = np.where(intra, self.f.alpha(m, intra=True), a_net)
         if self.f.noise_us > 0:

@@ -17,7 +17,6 @@ import importlib
 import importlib.util
 import os
 import pkgutil
-import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator
@@ -140,10 +139,8 @@ class Registry(Generic[T]):
                 return
             self._loaded = True
             if self.package is not None:
-                pkg = sys.modules.get(self.package) or importlib.import_module(self.package)
-                for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-                    if not info.name.startswith("_"):
-                        _import(f"{self.package}.{info.name}", f"{self.what} module")
+                for name in package_module_names(self.package):
+                    _import(f"{self.package}.{name}", f"{self.what} module")
             load_external_plugins()
 
     def get(self, name: str) -> T:
