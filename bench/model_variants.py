@@ -44,6 +44,8 @@ Variants:
                   point-to-point curves has no NIC gap until collectives on a few nodes fit
                   one (now it starts from LogGP's g of its own mpi.bw / osu_bw at <= 64 B,
                   calibrate.py; a fitted system's NIC gap is the fit's either way)
+  one-nic         the model before issue 30's fifth round: every node one NIC, also Alps'
+                  GH200 nodes, which have four (the corpus's nics_per_node, [ALPSHW])
 
     python bench/model_variants.py --corpus OLD.yaml base   # another corpus file (before/after)
 """
@@ -147,6 +149,15 @@ def _hcoll(path: Path) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _one_nic(path: Path) -> Iterator[None]:
+    corpus = pub.load_corpus(path)
+    for s in corpus.systems:
+        s.nics_per_node = 1
+    with patched(pub, "load_corpus", lambda path=pub.CORPUS: corpus):
+        yield
+
+
 def _patch(name: str, path: Path) -> contextlib.AbstractContextManager[None]:
     if name == "exponent-0.75":
         return patched(scale, "EXPONENT_GRID", [0.0, 0.25, 0.5, 0.75])
@@ -164,6 +175,8 @@ def _patch(name: str, path: Path) -> contextlib.AbstractContextManager[None]:
         return patched(cost.Model, "shift_crossing", _shift_no_wrap)
     if name == "ring-max":
         return patched(coll, "ring_steps", _ring_max)
+    if name == "one-nic":
+        return _one_nic(path)
     if name == "no-nic-gap-g":
         return patched(pub, "_curves_fabric", _no_nic_gap_g(pub._curves_fabric))
     return contextlib.nullcontext()
@@ -205,7 +218,8 @@ def _anchor(res: pub.Result) -> None:
 
 VARIANTS = ("base", "exponent-0.75", "xor-boundary", "nonoverlapping", "hcoll", "anchor",
             "xor-boundary+exponent-0.75", "no-nic-gap-g", "rules-4.1", "ring-max",
-            "rules-4.1+ring-max", "shift-no-wrap", "rules-4.1+ring-max+shift-no-wrap")
+            "rules-4.1+ring-max", "shift-no-wrap", "rules-4.1+ring-max+shift-no-wrap",
+            "one-nic")
 
 
 def summary(name: str, res: pub.Result) -> str:

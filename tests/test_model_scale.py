@@ -161,6 +161,35 @@ def test_a_shift_near_a_full_turn_keeps_its_wrapped_partners_on_the_node() -> No
     assert pairwise(Model(f, _cluster(2, 4)), 8000.0) == pytest.approx(16 * 8000 / 1000)
 
 
+def test_a_node_with_several_nics_spreads_its_ranks_over_them() -> None:
+    # 2 nodes x 4 ranks, 4 NICs a node (Alps GH200: one per module): a pairwise exchange's
+    # crossing ranks (1, 2, 3, 4, 3, 2, 1) each leave through a NIC of their own, so the
+    # link that limits every step carries one flow: 7 x 8000 B = 56 us on 1000 MB/s links,
+    # against 16 flows' worth (128 us) through one NIC. Two NICs: 1, 1, 2, 2, 2, 1, 1.
+    f = _fabric()
+    f.link_bandwidth_MBps = 1000.0
+    f.segments = [Segment(0, 0.0, 1e-6)]
+    pairwise = algorithms("alltoall")["pairwise"][0]
+
+    def nics(n: int) -> Model:
+        return Model(f, Cluster(2, 4, TopologySpec("single").build(2), nics=n))
+
+    assert pairwise(nics(4), 8000.0) == pytest.approx(7 * 8000 / 1000)
+    assert pairwise(nics(2), 8000.0) == pytest.approx(10 * 8000 / 1000)
+    assert pairwise(nics(1), 8000.0) == pytest.approx(16 * 8000 / 1000)
+    # the NIC's gap queues only the ranks that share one: 8 ranks a node, xor at distance 8
+    # (every rank leaves), 0.5 us a message: 7 wait on one NIC, 1 on each of four
+    gap = _fabric(nic_gap=0.5)
+    one = Model(gap, Cluster(4, 8, TopologySpec("single").build(4)))
+    four = Model(gap, Cluster(4, 8, TopologySpec("single").build(4), nics=4))
+    assert one.step_parts(8.0, 8, "xor")[0] == pytest.approx(ALPHA + 7 * 0.5)
+    assert four.step_parts(8.0, 8, "xor")[0] == pytest.approx(ALPHA + 1 * 0.5)
+    # a binomial step with one rank of a node sending: one NIC, no queue, either way
+    assert four.step_parts(8.0, 8, "xor", active=4)[0] == pytest.approx(ALPHA)
+    # same-node copies are not spread: every rank of the node copies through its memory
+    assert four.step_parts(8.0, 1, "xor") == one.step_parts(8.0, 1, "xor")
+
+
 def test_open_mpi_before_4_1_runs_its_old_fixed_rules() -> None:
     # [OMPI40]: allreduce recursive doubling below 10,000 B, then the ring (the 4.1 table
     # picks Rabenseifner at 64 ranks and 1 MiB); alltoall Bruck under 200 B a rank on more

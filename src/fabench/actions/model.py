@@ -35,7 +35,7 @@ from ..model.intervals import (
     interval,
     user_cache_dir,
 )
-from ..model.limits import MODEL_MAX_NODES, check_cores, check_model_scale
+from ..model.limits import MODEL_MAX_NODES, check_cores, check_model_scale, check_nics
 from ..model.published import corpus_lines, run_corpus
 from ..model.scale import extrapolation_error, fit_scale
 from ..model.tables import (
@@ -107,9 +107,11 @@ def topology_spec(args: argparse.Namespace) -> TopologySpec:
 def cluster_from_args(args: argparse.Namespace, nodes: int | None = None) -> Cluster:
     n = nodes or args.nodes
     check_model_scale(n, args.ppn)
+    check_nics(args.nics_per_node)
     spec = topology_spec(args)
     return Cluster(n, args.ppn, spec.build(n),
-                   cores=args.cores if args.topology != "loopback" else None)
+                   cores=args.cores if args.topology != "loopback" else None,
+                   nics=args.nics_per_node)
 
 
 MAX_HOPS = 64  # switches on a path: no fabric has more
@@ -179,14 +181,16 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if args.scale_runs:
         if args.scale_ppn < 1:
             raise FabenchError(f"--scale-ppn {args.scale_ppn}: at least 1")
+        check_nics(args.scale_nics_per_node)
         with Store(store_of(args)) as store:
             obs = scale_observations(store, args.scale_runs, args.scale_ppn,
-                                     TopologySpec("fat-tree", 24))
+                                     TopologySpec("fat-tree", 24), args.scale_nics_per_node)
         extrap = extrapolation_error(cal.fabric, obs)
         fit = fit_scale(cal.fabric, obs)
         runs = ", ".join(map(str, args.scale_runs))
         cal.fabric = fit.apply(cal.fabric, f"collective runs {runs}")
         cal.fabric.fit[SCALE_FIT_KEY] = {"runs": args.scale_runs, "ppn": args.scale_ppn,
+                                         "nics_per_node": args.scale_nics_per_node,
                                          "observations": fit.n,
                                          "rms_log_error": fit.rms_log_error,
                                          "extrapolation_rms_log_error": extrap}
@@ -236,7 +240,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise FabenchError(f"--sizes {args.sizes!r}: no size")
     libs = _libraries(args.mpi)
     title = (f"{fabric.name} on {cluster.topology.describe()}, {cluster.nodes} nodes x "
-             f"{cluster.ppn} ppn")
+             f"{cluster.ppn} ppn" + (f", {cluster.nics} NICs a node" if cluster.nics > 1 else ""))
     iv = None
     if args.bands == "interval" and args.band_samples != 0:
         if not 0 < args.level < 1:

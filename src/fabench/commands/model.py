@@ -39,12 +39,20 @@ def add_topology_arguments(p: argparse.ArgumentParser) -> None:
                         "balanced for the node count)")
 
 
+def add_nics_argument(p: argparse.ArgumentParser, flag: str = "--nics-per-node") -> None:
+    p.add_argument(flag, type=int, default=1,
+                   help="network links (NICs) per node, each at the fabric's link rate; a "
+                        "node's ranks spread over them, as MPI libraries give each rank its "
+                        "nearest NIC (default 1)")
+
+
 def add_cluster_arguments(p: argparse.ArgumentParser, nodes_default: int | None = None) -> None:
     p.add_argument("--fabric", "-f", required=True,
                    help="a preset (fabench model list), a saved fabric's name or a fabric file")
     p.add_argument("--nodes", "-N", type=int, default=nodes_default,
                    required=nodes_default is None, help="nodes")
     p.add_argument("--ppn", type=int, default=1, help="ranks per node (default 1)")
+    add_nics_argument(p)
     add_topology_arguments(p)
     p.add_argument("--cores", type=int, default=None,
                    help="cores shared by all ranks: loopback (default: this host's), or nodes "
@@ -122,6 +130,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c.add_argument("--scale-ppn", type=int, default=1,
                    help="ranks per node of the --scale-runs (default 1); their nodes are "
                         "ranks / ppn on a fat tree of 24 hosts per leaf")
+    add_nics_argument(c, "--scale-nics-per-node")
     add_out_argument(c)
     c.set_defaults(func="fabench.actions.model:cmd_calibrate")
 
@@ -199,6 +208,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     v.add_argument("--nodes", "-N", type=int, default=0,
                    help="default: each run's ranks / --ppn (runs of several sizes at once)")
     v.add_argument("--ppn", type=int, default=1)
+    add_nics_argument(v)
     add_topology_arguments(v)
     v.add_argument("--cores", type=int, default=None)
     v.add_argument("--band-samples", type=int, default=BAND_SAMPLES)

@@ -29,6 +29,10 @@ class Cluster:
     # Nodes emulated on one machine (fabench's testbed): every rank of every node shares
     # these cores. None: a core per rank, as on a real cluster.
     cores: int | None = None
+    # NICs (network links) per node. The node's ranks spread over them evenly: Open MPI's
+    # and MPICH's libfabric layers give each rank the NIC nearest to it, so k ranks of a
+    # node crossing the network put ceil(k / nics) flows and messages on one NIC.
+    nics: int = 1
 
     @property
     def ranks(self) -> int:
@@ -88,7 +92,7 @@ class Model:
         step at rank distance d: fabric-independent, cached on the topology."""
         cache: dict[tuple[int, int, str, int], tuple[bool, int, float]] = \
             self.c.topology.__dict__.setdefault("_geometry", {})
-        key = (self.c.ppn, self.c.nodes, pattern, d)
+        key = (self.c.ppn, self.c.nodes, pattern, d, self.c.nics)
         if key not in cache:
             ppn = self.c.ppn
             if d < ppn and (pattern == "xor" or ppn == 1):
@@ -101,8 +105,13 @@ class Model:
                 if nd >= self.c.nodes and pattern == "shift":
                     nd = nd % self.c.nodes or 1
                 path = self.c.topology.step(pattern, nd)
-                cache[key] = (False, path.hops, float(nic * path.congestion))
+                cache[key] = (False, path.hops, float(self.per_nic(nic) * path.congestion))
         return cache[key]
+
+    def per_nic(self, k: int) -> int:
+        """Of k ranks of a node sending across the network at once, those on the busiest of
+        its NICs (Cluster.nics)."""
+        return max(1, math.ceil(k / max(self.c.nics, 1)))
 
     def shift_crossing(self, d: int) -> int:
         """Ranks of one node whose partner at rank + d (mod p) sits on another node, at least
@@ -116,16 +125,21 @@ class Model:
         r = d % p
         return max(1, min(r, ppn, p - r))
 
-    def nic_senders(self, d: int, pattern: str, active: int | None = None) -> int:
-        """Ranks of one node whose messages leave through its NIC in one inter-node step at
-        rank distance d: every rank of the node for "xor" steps beyond the node (the active
-        share of them when only `active` of the ranks send), `shift_crossing` for "shift"."""
+    def node_senders(self, d: int, pattern: str, active: int | None = None) -> int:
+        """Ranks of one node that send in one step at rank distance d: every rank of the node
+        for "xor" steps (the active share of them when only `active` of the ranks send),
+        `shift_crossing` for "shift"."""
         ppn = self.c.ppn
         if pattern == "xor":
             k = ppn if active is None else math.ceil(ppn * min(active, self.p) / max(self.p, 1))
         else:
             k = self.shift_crossing(d)
         return max(1, min(k, ppn))
+
+    def nic_senders(self, d: int, pattern: str, active: int | None = None) -> int:
+        """Ranks whose messages leave through one NIC of a node in one inter-node step at rank
+        distance d (`node_senders` spread over the node's NICs)."""
+        return self.per_nic(self.node_senders(d, pattern, active))
 
     def step_extra(self, active: int | None, nic: int) -> float:
         """What a step adds to its latency part beyond the point-to-point figure: the NIC's
@@ -148,7 +162,7 @@ class Model:
         ds = tuple(ds)
         cache: dict[tuple[int, int, tuple[int, ...]], tuple[np.ndarray, ...]] = \
             self.c.topology.__dict__.setdefault("_shift_arrays", {})
-        key = (self.c.ppn, self.c.nodes, ds)
+        key = (self.c.ppn, self.c.nodes, ds, self.c.nics)
         if key not in cache:
             geo = [self.geometry(d, "shift") for d in ds]
             p = max(self.p, 1)
@@ -156,7 +170,8 @@ class Model:
                           np.array([g[1] for g in geo], dtype=float),
                           np.array([g[2] for g in geo], dtype=float),
                           np.array([(2 * d) % p == 0 for d in ds], dtype=bool),
-                          np.array([self.shift_crossing(d) for d in ds], dtype=float))
+                          np.array([self.per_nic(self.shift_crossing(d)) for d in ds],
+                                   dtype=float))
         intra, hops, sharing, exch, nic = cache[key]
         seg = self.f.segment(m)
         a_net = np.maximum(seg.alpha_us + (hops - self.f.calibrated_hops)
@@ -186,15 +201,16 @@ class Model:
         share = self.cpu_share(self.p if active is None else active, m)
         intra, hops, sharing = self.geometry(d, pattern)
         if intra:
-            k = self.nic_senders(d, "xor", active)  # the node's ranks copying at once
+            k = self.node_senders(d, "xor", active)  # the node's ranks copying at once
             return (self.f.alpha(m, intra=True) + self.step_extra(active, 1),
                     self.intra_per_byte(m, k) * m, share)
         nic = self.nic_senders(d, pattern, active)
-        if pattern == "xor" and nic < self.c.ppn:
-            # geometry counts every rank of the node on its link; in a tree's step only the
+        full = self.per_nic(self.c.ppn)
+        if pattern == "xor" and nic < full:
+            # geometry counts every rank of the node on its links; in a tree's step only the
             # active share of them sends (one rank per node from a binomial tree's distance
             # ppn on), and only those divide the link
-            sharing = sharing * nic / self.c.ppn
+            sharing = sharing * nic / full
         per_byte = self.link_per_byte(m, sharing)
         if exchange:
             per_byte *= self.f.exchange_factor(m)

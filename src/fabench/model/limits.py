@@ -29,6 +29,15 @@ def _positive(what: str, value: int, top: int) -> None:
         raise FabenchError(f"{what} must be 1..{top:,}, got {value!r}")
 
 
+# --nics-per-node: the densest nodes built carry 8-16 network links (8 GPUs, a NIC each, plus
+# storage); 64 leaves room and refuses a typo's thousands.
+MAX_NICS = 64
+
+
+def check_nics(nics: int) -> None:
+    _positive("--nics-per-node", nics, MAX_NICS)
+
+
 # --cores: the cores the emulated nodes of one machine shared; no machine has more.
 MAX_CORES = 1 << 20
 

@@ -28,6 +28,7 @@ from .decisions import library_choice
 from .fabric import Fabric
 from .families import in_network_defaults
 from .hpl import HplParams, hpl_point
+from .limits import MAX_NICS
 from .presets import PRESETS
 from .scale import Observation, ScaleFit, extrapolation_error, fit_scale
 from .sources import SOURCES
@@ -94,6 +95,9 @@ class SystemSpec(_Strict):
     description: str
     fit: FitSpec
     topology: TopoSpec = Field(default_factory=TopoSpec)
+    # network links per node; more than one only with the source that says so
+    nics_per_node: int = Field(default=1, ge=1, le=MAX_NICS)
+    nics_source: str | None = None
     assumptions: list[str] = Field(default_factory=list)
     cases: list[CaseSpec]
 
@@ -162,6 +166,9 @@ def load_corpus(path: Path = CORPUS) -> Corpus:
     for s in c.systems:
         if s.source not in SOURCES:
             raise FabenchError(f"{path}: system {s.id} cites unknown source {s.source!r}")
+        if s.nics_per_node > 1 and s.nics_source not in SOURCES:
+            raise FabenchError(f"{path}: system {s.id} has {s.nics_per_node} NICs a node "
+                               "and no known source for them (nics_source)")
     return c
 
 
@@ -204,7 +211,7 @@ def _fabric(system: SystemSpec, fitted: dict[str, Fabric]) -> Fabric:
 def _cluster(system: SystemSpec, nodes: int, ppn: int) -> Cluster:
     t = system.topology
     spec = TopologySpec(t.kind, t.hosts_per_leaf, levels=t.levels)
-    return Cluster(nodes, ppn, spec.build(nodes))
+    return Cluster(nodes, ppn, spec.build(nodes), nics=system.nics_per_node)
 
 
 def _time(f: Fabric, cl: Cluster, case: CaseSpec, size: float) -> float:
@@ -536,7 +543,9 @@ def corpus_lines(res: Result) -> list[str]:
              "HPL efficiency; difference in points for relative results; for the latency gap "
              "the distance of the predicted gaps from the published range (us)"]
     for s in res.systems:
-        lines.append(f"# [{s.source}] {s.id}: {s.description}")
+        nics = (f"; {s.nics_per_node} NICs per node [{s.nics_source}]"
+                if s.nics_per_node > 1 else "")
+        lines.append(f"# [{s.source}] {s.id}: {s.description}{nics}")
         lines += [f"#   assumed: {a}" for a in s.assumptions]
     cols = [Col("split", 5, text=True), Col("system", 16, text=True), Col("case", 52, text=True),
             Col("predicted", 10), Col("band (90 % or params)", 21), Col("published", 22),

@@ -73,6 +73,10 @@ SOURCES: dict[str, str] = {
                 "image'): OSU 7.5.1 with Open MPI 5.0.8 on Alps GH200 nodes, osu_latency and "
                 "osu_bw on 2 nodes, osu_alltoall 8 ranks on 2 nodes, with and without the "
                 "Container Engine's CXI hook",
+    "ALPSHW": "CSCS user documentation, eth-cscs/cscs-docs (GitHub, commit 80abed13), "
+              "docs/alps/hardware.md (docs.cscs.ch/alps/hardware, 'NVIDIA GH200 GPU Nodes', "
+              "written in May 2025): each GH200 node holds four Grace-Hopper modules and four "
+              "corresponding NICs; docs/clusters/clariden.md: clariden is made of those nodes",
     "SARUS": "eth-cscs/sarus (GitHub, commit 4a4d07f3), doc/cookbook/osu_mb/osu_mb.rst: OSU "
              "5.3.2 in an MPICH 3.1.4 container on Piz Daint with the native MPICH hook, "
              "osu_latency and osu_alltoall on 2 nodes x 1 rank",

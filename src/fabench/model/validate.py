@@ -183,7 +183,7 @@ def simulated_as_prediction(store: Store, comp: Validation, sim_run_id: int,
 
 
 def scale_observations(store: Store, run_ids: list[int], ppn: int,
-                       topology: TopologySpec) -> list[Observation]:
+                       topology: TopologySpec, nics: int = 1) -> list[Observation]:
     """Stored collective runs on a few nodes as observations for `scale.fit_scale`: one per
     run and size (the median over the run's samples), predicted with the algorithm the run
     was pinned to, else the one its MPI library runs by default (Open MPI's rules for an
@@ -199,7 +199,7 @@ def scale_observations(store: Store, run_ids: list[int], ppn: int,
             raise FabenchError(f"run {rid} has {run.ranks} ranks: not a multiple of "
                                f"--scale-ppn {ppn}")
         nodes = run.ranks // ppn
-        cluster = Cluster(nodes, ppn, topology.build(nodes))
+        cluster = Cluster(nodes, ppn, topology.build(nodes), nics=nics)
         pinned = run_algorithm(run, collective)
         library = run.mpi if run.mpi in MPI_LIBRARIES else "openmpi"
         if library == "openmpi" and run.campaign_id is not None:
