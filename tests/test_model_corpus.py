@@ -4,11 +4,14 @@ answers from the numbers the corpus transcribes."""
 
 from __future__ import annotations
 
+import re
 import statistics
+from pathlib import Path
 
 import pytest
 
-from fabench.model.published import SystemSpec, _fabric, load_corpus
+from fabench.errors import FabenchError
+from fabench.model.published import CORPUS, SystemSpec, _fabric, load_corpus
 
 
 @pytest.fixture(scope="module")
@@ -45,3 +48,24 @@ def test_leave_one_system_out_holds_out_a_clusters_fabrics_together(
     for sid in ("alaska-ib-ompi", "csd3-cclake-roce-ompi", "alps-gh200-ompi5-nocxi"):
         s = next(x for x in systems if x.id == sid)
         assert s.cases and all(c.split == "test" for c in s.cases)
+
+
+def test_a_system_names_more_than_one_nic_only_with_its_source(
+        systems: list[SystemSpec], tmp_path: Path) -> None:
+    # Alps' GH200 nodes: four NICs, one per module, from CSCS's hardware page
+    alps = {s.id: s for s in systems if s.group == "cscs-alps"}
+    assert alps and all(s.nics_per_node == 4 and s.nics_source == "ALPSHW"
+                        for s in alps.values())
+    assert all(s.nics_per_node == 1 for s in systems if s.group != "cscs-alps")
+    base = CORPUS.read_text()
+    for hostile, why in (("nics_source: NOPE", "no known source"),
+                         ("nics_source: null", "no known source"),
+                         ("nics_per_node: 0", "greater than or equal to 1"),
+                         ("nics_per_node: 1000", "less than or equal to 64")):
+        key = hostile.split(":")[0]
+        text = re.sub(rf"(?m)^    {key}: .*$", "    " + hostile, base, count=1)
+        assert text != base
+        bad = tmp_path / "corpus.yaml"
+        bad.write_text(text)
+        with pytest.raises(FabenchError, match=why):
+            load_corpus(bad)
