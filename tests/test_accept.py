@@ -80,6 +80,8 @@ def _spec_file(tmp_path: Path, text: str) -> Path:
     ("checks:\n  - doctor\n  - check: no bad link\n    after: nothing\n", 3,
      "'nothing' is not a check before"),
     ("checks:\n  - doctor\n  - check: no bad link\n    transprot: tcp\n", 4, "unknown key"),
+    ("fabric: tcp-1g\nnics_per_node: 0\nchecks:\n  - doctor\n", 2, "nics_per_node"),
+    ("fabric: tcp-1g\nnics_per_node: 4;reboot\nchecks:\n  - doctor\n", 2, "nics_per_node"),
 ])
 def test_a_bad_spec_exits_2_naming_its_line(tmp_path: Path, body: str, line: int,
                                             words: str) -> None:

@@ -225,7 +225,8 @@ def predicted_us(ctx: Context, collective: str, size: int, nodes: int, ppn: int)
     fabric = load_fabric(name, ctx.store_path.parent)
     shared = ctx.scheduler.ranks_here and nodes > 1
     cluster = Cluster(nodes, ppn, TopologySpec("single").build(nodes),
-                      cores=(os.cpu_count() or 1) if shared else None)
+                      cores=(os.cpu_count() or 1) if shared else None,
+                      nics=ctx.spec.model.nics_per_node)
     lib = ctx.mpi if ctx.mpi in ("openmpi", "mpich") else "openmpi"
     pred = predict_all(fabric, cluster, collective, [size], libraries=(lib,))
     return float(pred.times[lib][0])

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import FabenchError, SpecError
 from ..kernels.transport_request import parse_transport
+from ..model.limits import MAX_NICS
 from ..util.textfile import read_text
 from ..util.units import parse_sizes
 from ..util.yamlconf import Label, line_of, parse_yaml_model
@@ -53,6 +54,8 @@ class AcceptSpecModel(BaseModel):
     launcher: str = "local"  # default for --on
     mpi: str = "openmpi"
     fabric: str | None = None  # the model's fabric for `x predicted` (saved, file or preset)
+    # the model's nodes for `x predicted`: network links each, the ranks spread over them
+    nics_per_node: int = Field(default=1, ge=1, le=MAX_NICS)
     repeats: int = Field(default=2, ge=1, le=100)  # runs of a measurement before its verdict
     budget_s: float = Field(default=0.0, ge=0)  # more runs for inconclusive checks (--budget)
     timeout_s: float = Field(default=600.0, gt=0)  # per run
