@@ -146,6 +146,11 @@ def test_calibrate_scale_runs_then_predict_at_many_nodes(tmp_path: Path) -> None
         (noise, gap, 0.5))
     assert mine.node_memory_MBps == 0.0
     assert mine.fit["scale"]["rms_log_error"] < 0.01
+    assert mine.fit["scale"]["nics_per_node"] == 1  # the runs' nodes, as given (default)
+    bad = fabench_run("model", "calibrate", "1", "--name", "bad", "--family", "ib",
+                      "--scale-runs", "2", "--scale-nics-per-node", "0", "--out", store,
+                      check=False)
+    assert bad.returncode == 2 and "--scale-nics-per-node must be 1..64" in bad.stderr
     # fitted to the 8-node runs alone (one node count: no noise exponent), the 16-node runs
     # miss by a little: that extrapolation error is the fabric's difficulty
     extrap = mine.fit["scale"]["extrapolation_rms_log_error"]

@@ -163,6 +163,10 @@ def cmd_define(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    if args.scale_runs:  # refused before the calibration's work, not after it
+        if args.scale_ppn < 1:
+            raise FabenchError(f"--scale-ppn {args.scale_ppn}: at least 1")
+        check_nics(args.scale_nics_per_node, "--scale-nics-per-node")
     with Store(store_of(args)) as store:
         cal = calibrate(store, args.runs, args.name, family=args.family,
                         max_breaks=args.max_breaks, calibrated_hops=args.hops,
@@ -179,9 +183,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     for line in calibration_lines(cal):
         print(line)
     if args.scale_runs:
-        if args.scale_ppn < 1:
-            raise FabenchError(f"--scale-ppn {args.scale_ppn}: at least 1")
-        check_nics(args.scale_nics_per_node)
         with Store(store_of(args)) as store:
             obs = scale_observations(store, args.scale_runs, args.scale_ppn,
                                      TopologySpec("fat-tree", 24), args.scale_nics_per_node)

@@ -34,8 +34,8 @@ def _positive(what: str, value: int, top: int) -> None:
 MAX_NICS = 64
 
 
-def check_nics(nics: int) -> None:
-    _positive("--nics-per-node", nics, MAX_NICS)
+def check_nics(nics: int, flag: str = "--nics-per-node") -> None:
+    _positive(flag, nics, MAX_NICS)
 
 
 # --cores: the cores the emulated nodes of one machine shared; no machine has more.
