@@ -463,14 +463,16 @@ def test_cli_predict(tmp_path: Path) -> None:
                       "openmpi-3", "--out", str(tmp_path), check=False)
     assert bad.returncode == 2 and "openmpi-4.0" in bad.stderr
     # four NICs a node: a 2 x 4 alltoall of 1 MiB leaves through four links, not one (the
-    # endpoints' rate, not the link's quarter, limits each flow); refused outside 1..64
+    # endpoints' rate, not the link's quarter, limits each flow); the shifts whose other
+    # pairs copy on their node (8 GB/s assumed) still wait for those: 0.6 x, not 0.25 x.
+    # Refused outside 1..64
     times = {}
     for nics in ("1", "4"):
         out = fabench_run("model", "predict", "--fabric", "roce-100g", "--nodes", "2", "--ppn",
                           "4", "--nics-per-node", nics, "--collective", "alltoall", "--sizes",
                           "1M", "--json", "--band-samples", "0", "--out", str(tmp_path)).stdout
         times[nics] = json.loads(out)["times_us"]["pairwise"]
-    assert times["4"] < 0.6 * times["1"]
+    assert times["4"] < 0.7 * times["1"]
     for hostile in ("0", "65", "-1", "4;reboot"):
         bad = fabench_run("model", "predict", "--fabric", "roce-100g", "--nodes", "2",
                           f"--nics-per-node={hostile}", "--out", str(tmp_path), check=False)

@@ -161,6 +161,33 @@ def test_a_shift_near_a_full_turn_keeps_its_wrapped_partners_on_the_node() -> No
     assert pairwise(Model(f, _cluster(2, 4)), 8000.0) == pytest.approx(16 * 8000 / 1000)
 
 
+def test_a_shift_waits_for_its_same_node_pairs_too() -> None:
+    # 2 nodes x 4 ranks, the network far faster than the node's copies (1e-6 against 1e-3 us
+    # a byte): a shift by d sends shift_crossing(d) ranks of a node across and keeps the
+    # other 4 - crossing on the node; the step ends with the slower, the copies, except at
+    # d = 4, where every rank crosses. Pairwise, 8000 B: 6 shifts of 0.5 + 8 us, one of 2 us.
+    f = _fabric()
+    f.segments = [Segment(0, ALPHA, 1e-6)]
+    f.intra = [Segment(0, SHM_ALPHA, 1e-3)]
+    md = Model(f, _cluster(2, 4))
+    assert [md.stays(d) for d in range(1, 8)] == [3, 2, 1, 0, 1, 2, 3]
+    pairwise = algorithms("alltoall")["pairwise"][0]
+    net = ALPHA + 1e-6 * 8000
+    assert pairwise(md, 8000.0) == pytest.approx(6 * (SHM_ALPHA + 8.0) + net)
+    # the same through step(): the shift by 1 is the copy's, the network parts alone are not
+    assert md.step(8000.0, 1, "shift") == pytest.approx(SHM_ALPHA + 8.0)
+    a, b, _ = md.step_parts(8000.0, 1, "shift", network_only=True)
+    assert a + b == pytest.approx(net)
+    # linear (every send posted at once): the node's copies run beside the network's flows,
+    # a rank's 3 same-node partners one after another: 3 x 8 us of bytes, not 6 (a copy per
+    # shift that keeps someone on the node)
+    linear = algorithms("alltoall")["linear"][0]
+    gaps = 6 * f.gap_us
+    assert linear(md, 8000.0) == pytest.approx(max(ALPHA, SHM_ALPHA) + gaps + 3 * 8.0)
+    # one node: nothing crosses, nothing is compared (the steps stay as they were priced)
+    assert Model(f, _cluster(1, 4)).stays(1) == 0
+
+
 def test_a_node_with_several_nics_spreads_its_ranks_over_them() -> None:
     # 2 nodes x 4 ranks, 4 NICs a node (Alps GH200: one per module): a pairwise exchange's
     # crossing ranks (1, 2, 3, 4, 3, 2, 1) each leave through a NIC of their own, so the

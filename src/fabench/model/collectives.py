@@ -83,7 +83,7 @@ def ring_steps(md: Model, m: float, steps: int) -> float:
     `steps` moves, max over j of (sqrt(steps - j) + sqrt(j))^2 = 2 x steps mean delays
     (Johansson, "Shape fluctuations and random matrices", Commun. Math. Phys. 209, 2000; noise
     along a collective's dependencies: Hoefler, Schneider, Lumsdaine, SC10)."""
-    a, b, share = md.step_parts(m, 1, "shift")
+    a, b, share = md.step_parts(m, 1, "shift", network_only=True)
     noisy = md.noise(md.p) if md.f.noise_us > 0 else 0.0  # what step_parts charged a step
     t_cross = md.stretch(a - noisy, b, share)
     path_noise = 2.0 * md.f.noise_us
@@ -303,13 +303,18 @@ def alltoall_bruck(md: Model, m: float) -> float:
 
 def alltoall_linear(md: Model, m: float) -> float:
     """All sends posted at once: one latency (the longest path's), then every byte behind
-    the busiest link, plus the injection gap of each further message."""
+    the busiest link, plus the injection gap of each further message. The same-node copies
+    run beside the network's flows: a rank's ppn - 1 of them, while every rank of the node
+    copies (the node's memory shared), bound it from below."""
     p = md.p
     if p == 1:
         return 0.0
-    a, b = md.shift_parts(m, range(1, p))
+    a, b = md.shift_parts(m, range(1, p), network_only=True)
     share = md.cpu_share(p, m)
-    return float(md.stretch(float(a.max()) + (p - 2) * md.f.gap_us, float(b.sum()), share))
+    total = float(b.sum())
+    if md.stays(1) > 0:
+        total = max(total, (md.c.ppn - 1) * md.intra_per_byte(m) * m)
+    return float(md.stretch(float(a.max()) + (p - 2) * md.f.gap_us, total, share))
 
 
 # -- allgather / gather ------------------------------------------------------------------------

@@ -156,9 +156,11 @@ class Model:
         b = self.f.noise_exponent
         return self.f.noise_us * (float(max(n, 1)) ** b if b > 0 else harmonic(n))
 
-    def shift_parts(self, m: float, ds: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
+    def shift_parts(self, m: float, ds: Iterable[int], network_only: bool = False
+                    ) -> tuple[np.ndarray, np.ndarray]:
         """(latency parts, bytes parts) of "shift" steps at every distance in `ds`, one m each
-        (the steps of a pairwise exchange), vectorised."""
+        (the steps of a pairwise exchange), vectorised; each the slower of its network and
+        its same-node pairs (step_parts), or with `network_only` the network pairs' alone."""
         ds = tuple(ds)
         cache: dict[tuple[int, int, tuple[int, ...]], tuple[np.ndarray, ...]] = \
             self.c.topology.__dict__.setdefault("_shift_arrays", {})
@@ -171,8 +173,9 @@ class Model:
                           np.array([g[2] for g in geo], dtype=float),
                           np.array([(2 * d) % p == 0 for d in ds], dtype=bool),
                           np.array([self.per_nic(self.shift_crossing(d)) for d in ds],
-                                   dtype=float))
-        intra, hops, sharing, exch, nic = cache[key]
+                                   dtype=float),
+                          np.array([self.stays(d) for d in ds], dtype=float))
+        intra, hops, sharing, exch, nic, stay = cache[key]
         seg = self.f.segment(m)
         a_net = np.maximum(seg.alpha_us + (hops - self.f.calibrated_hops)
                            * self.f.hop_latency_us, 0.0)
@@ -186,15 +189,43 @@ class Model:
         if self.f.noise_us > 0:
             a = a + self.noise(self.p)
         b = np.where(intra, self.intra_per_byte(m), pb) * max(m, 0.0)
+        if stay.any() and not network_only:
+            # the same-node pairs of each shift, the node's memory shared by those copying
+            a_in = self.f.alpha(m, intra=True) + (self.noise(self.p) if self.f.noise_us > 0
+                                                  else 0.0)
+            mem = self.f.node_memory_MBps
+            pb_in = np.full(len(ds), self.f.beta(m, intra=True))
+            if mem > 0:
+                pb_in = np.maximum(pb_in, stay / mem)
+            b_in = pb_in * max(m, 0.0)
+            slower = (stay > 0) & (a_in + b_in > a + b)
+            a = np.where(slower, a_in, a)
+            b = np.where(slower, b_in, b)
         return a, b
 
+    def stays(self, d: int) -> int:
+        """Ranks of a node whose partner at rank + d is on the same node while others of it
+        cross (a shift on several nodes): their copies run beside the network's flows, and
+        the step ends with the slower of the two. 0 where nothing stays."""
+        if self.c.nodes < 2 or isinstance(self.c.topology, Loopback):
+            return 0
+        return self.c.ppn - self.shift_crossing(d)
+
+    def stay_parts(self, m: float, k: int) -> tuple[float, float]:
+        """(latency part, bytes part) of the same-node pairs of a step while k ranks of the
+        node copy at once (the node's memory shared among them, intra_per_byte)."""
+        return self.f.alpha(m, intra=True), self.intra_per_byte(m, k) * m
+
     def step_parts(self, m: float, d: int, pattern: str = "xor", active: int | None = None,
-                   exchange: bool | None = None) -> tuple[float, float, float]:
+                   exchange: bool | None = None, network_only: bool = False
+                   ) -> tuple[float, float, float]:
         """(latency part, bytes part, cpu share) of a step in which every (active) rank
         sends m bytes to its partner at rank distance d. `exchange`: the partner sends m
         bytes back at the same time (recursive doubling/halving); for "shift" steps it is
         found (rank + d and rank - d are one rank). An exchange's bytes cost at least the
-        fabric's exchange slowdown (measured with mpi.bibw) more than a one-way flow."""
+        fabric's exchange slowdown (measured with mpi.bibw) more than a one-way flow. A shift
+        whose other pairs stay on their node costs the slower of its network pairs and its
+        same-node ones (`stays`); `network_only`: the network pairs' parts alone."""
         m = max(m, 0.0)
         if exchange is None:
             exchange = pattern == "shift" and (2 * d) % max(self.p, 1) == 0
@@ -215,7 +246,14 @@ class Model:
         if exchange:
             per_byte *= self.f.exchange_factor(m)
         extra = self.step_extra(active, nic)
-        return self.f.alpha(m, hops) + extra, per_byte * m, share
+        a, b = self.f.alpha(m, hops) + extra, per_byte * m
+        stay = 0 if pattern != "shift" or network_only else self.stays(d)
+        if stay > 0:
+            a_in, b_in = self.stay_parts(m, stay)
+            a_in += self.step_extra(active, 1)
+            if self.stretch(a_in, b_in, share) > self.stretch(a, b, share):
+                return a_in, b_in, share
+        return a, b, share
 
     def step(self, m: float, d: int, pattern: str = "xor", active: int | None = None,
              exchange: bool | None = None) -> float:
