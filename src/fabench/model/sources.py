@@ -66,7 +66,8 @@ SOURCES: dict[str, str] = {
            "(commits adf1e35e and 1809e5d8, October 2020; removed in a1f66d46, read at its "
            "parent): output/alaska/{ib,roce}-gcc9-openmpi4-ucx/omb and "
            "output/csd3/cclake-{ib,roce}-gcc9-ompi3-ucx/omb: osu_latency and osu_bw on 2 "
-           "nodes x 1 rank, osu_allreduce and osu_alltoall on 2 nodes x 32 ranks, each job "
+           "nodes x 1 rank, osu_allreduce, osu_alltoall and osu_allgather on 2 nodes x 32 "
+           "ranks, each job "
            "script beside its output",
     "CSCSDOCS": "CSCS user documentation, eth-cscs/cscs-docs (GitHub, commit 43d52c2c), "
                 "docs/software/container-engine/guidelines-images/image-ompi.md ('OpenMPI "
