@@ -46,6 +46,12 @@ Variants:
                   calibrate.py; a fitted system's NIC gap is the fit's either way)
   one-nic         the model before issue 30's fifth round: every node one NIC, also Alps'
                   GH200 nodes, which have four (the corpus's nics_per_node, [ALPSHW])
+  network-pairs   a shift on several nodes priced by its network pairs alone, as before
+                  that round (cost.Model.stays: the same-node pairs of the step are now
+                  waited for too)
+  no-memory-prior a system without small runs of its own has an unlimited node memory, as
+                  before that round (now the median of the other groups' fits,
+                  published.memory_prior; the product's default, families.NODE_MEMORY_MBPS)
 
     python bench/model_variants.py --corpus OLD.yaml base   # another corpus file (before/after)
 """
@@ -158,6 +164,25 @@ def _one_nic(path: Path) -> Iterator[None]:
         yield
 
 
+def _no_stays(md: cost.Model, d: int) -> int:
+    return 0
+
+
+def _unlimited_memory(orig: Callable[..., Fabric]) -> Callable[..., Fabric]:
+    def fabric(name: str, fit: pub.CurvesFit) -> Fabric:
+        f = orig(name, fit)
+        f.node_memory_MBps = 0.0
+        return f
+    return fabric
+
+
+@contextlib.contextmanager
+def _no_memory_prior() -> Iterator[None]:
+    with patched(pub, "memory_prior", lambda fits: None), \
+            patched(pub, "_curves_fabric", _unlimited_memory(pub._curves_fabric)):
+        yield
+
+
 def _patch(name: str, path: Path) -> contextlib.AbstractContextManager[None]:
     if name == "exponent-0.75":
         return patched(scale, "EXPONENT_GRID", [0.0, 0.25, 0.5, 0.75])
@@ -177,6 +202,10 @@ def _patch(name: str, path: Path) -> contextlib.AbstractContextManager[None]:
         return patched(coll, "ring_steps", _ring_max)
     if name == "one-nic":
         return _one_nic(path)
+    if name == "network-pairs":
+        return patched(cost.Model, "stays", _no_stays)
+    if name == "no-memory-prior":
+        return _no_memory_prior()
     if name == "no-nic-gap-g":
         return patched(pub, "_curves_fabric", _no_nic_gap_g(pub._curves_fabric))
     return contextlib.nullcontext()
@@ -219,7 +248,8 @@ def _anchor(res: pub.Result) -> None:
 VARIANTS = ("base", "exponent-0.75", "xor-boundary", "nonoverlapping", "hcoll", "anchor",
             "xor-boundary+exponent-0.75", "no-nic-gap-g", "rules-4.1", "ring-max",
             "rules-4.1+ring-max", "shift-no-wrap", "rules-4.1+ring-max+shift-no-wrap",
-            "one-nic")
+            "one-nic", "network-pairs", "no-memory-prior",
+            "one-nic+network-pairs+no-memory-prior")
 
 
 def summary(name: str, res: pub.Result) -> str:

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from fabench.errors import FabenchError
-from fabench.model.published import CORPUS, SystemSpec, _fabric, load_corpus
+from fabench.model.fabric import Fabric, Segment
+from fabench.model.published import CORPUS, SystemSpec, _fabric, load_corpus, memory_prior
+from fabench.model.scale import ScaleFit
 
 
 @pytest.fixture(scope="module")
@@ -69,3 +71,22 @@ def test_a_system_names_more_than_one_nic_only_with_its_source(
         bad.write_text(text)
         with pytest.raises(FabenchError, match=why):
             load_corpus(bad)
+
+
+def test_the_node_memory_prior_is_the_median_of_the_other_fits() -> None:
+    def fit(mem: float) -> ScaleFit:
+        return ScaleFit(0.0, 0.0, 0.0, 1, node_memory_MBps=mem)
+    # three fits, one of them "unlimited" (0): it counts as the largest, not the smallest
+    prior = memory_prior({"a": fit(1e4), "b": fit(0.0), "c": fit(5.6e4)})
+    assert prior is not None
+    assert (prior.node_memory_MBps, prior.systems) == (5.6e4, 3)
+    assert (prior.low, prior.high) == (1e4, 5.6e4)  # the finite ones' range
+    # most of them unlimited: the prior is unlimited too
+    most = memory_prior({"a": fit(0.0), "b": fit(0.0), "c": fit(1e4)})
+    assert most is not None and most.node_memory_MBps == 0.0
+    assert memory_prior({}) is None
+    # applied to a fabric: the value, said as assumed with the range it came from
+    f = prior.apply(Fabric("t", [Segment(0, 1.0, 1e-4)]))
+    assert f.node_memory_MBps == 5.6e4
+    prov = f.provenance["node_memory_MBps"]
+    assert prov.assumed and (prov.low, prov.high) == (1e4, 5.6e4) and "3 other" in prov.source

@@ -154,7 +154,8 @@ def cmd_define(args: argparse.Namespace) -> int:
         link_MBps=args.link_MBps, calibrated_hops=args.hops, in_network=args.in_network,
         shm_latency_us=_fig(args.shm_latency_us, "--shm-latency-us"),
         shm_MBps=_fig(args.shm_MBps, "--shm-MBps"),
-        gamma_MBps=_fig(args.gamma_MBps, "--gamma-MBps")))
+        gamma_MBps=_fig(args.gamma_MBps, "--gamma-MBps"),
+        node_memory_MBps=_fig(args.node_memory_MBps, "--node-memory-MBps")))
     path = save_fabric(fabric, args.out)
     for line in fabric_lines(fabric):
         print(line)

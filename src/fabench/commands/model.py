@@ -95,6 +95,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "streaming), roce-inc (document 000), generic")
     d.add_argument("--shm-latency-us", help="same-node latency (default: assumed range)")
     d.add_argument("--shm-MBps", help="same-node bandwidth (default: assumed range)")
+    d.add_argument("--node-memory-MBps",
+                   help="memory bandwidth a node's ranks share when they copy or reduce at "
+                        "once, e.g. the node's STREAM figure (default: the published corpus's "
+                        "median, assumed)")
     d.add_argument("--gamma-MBps", help="local reduction rate (default: assumed range)")
     # printed by `model show` and stored with the fabric: a label's rules (no newline that
     # forges a line, no escape sequence)

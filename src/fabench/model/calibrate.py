@@ -29,7 +29,14 @@ from ..plan.plan import configuration_of, configuration_text
 from ..store.database import RunRow, Store
 from . import gamma as gamma_kernel
 from .fabric import Fabric, Provenance, Replicate, Segment
-from .families import GAMMA_MBPS, SHM_LAT_US, SHM_MBPS, hop_default, scale_provenance
+from .families import (
+    GAMMA_MBPS,
+    NODE_MEMORY_MBPS,
+    SHM_LAT_US,
+    SHM_MBPS,
+    hop_default,
+    scale_provenance,
+)
 
 MIN_POINTS = 3  # per segment: a line through two points has no residual to judge it by
 REPLICATES = 30
@@ -505,6 +512,7 @@ def calibrate_curves(runs: RunCurves, name: str, where: str, *, family: str = "c
         calibrated_hops=calibrated_hops, hop_latency_us=hop, link_bandwidth_MBps=link,
         exchange_slowdown=slowdown, contention_ranks=contention_ranks, contention=contention,
         reduce_us_per_byte=1.0 / gamma if gamma > 0 else 0.0, intra=intra,
+        node_memory_MBps=NODE_MEMORY_MBPS.value,
         fit={**quality, **extra, "breakpoints": [s.start for s in segs[1:]]},
         provenance=prov,
         replicates=[Replicate(r, intra_reps[i] if i < len(intra_reps) else [])

@@ -17,6 +17,7 @@ from ..errors import FabenchError
 from .fabric import Fabric, Provenance, Segment
 from .families import (
     GAMMA_MBPS,
+    NODE_MEMORY_MBPS,
     SHM_LAT_US,
     SHM_MBPS,
     Default,
@@ -76,6 +77,7 @@ class Published:
     shm_latency_us: Figure | None = None
     shm_MBps: Figure | None = None
     gamma_MBps: Figure | None = None
+    node_memory_MBps: Figure | None = None
     overhead_us: float | None = None
     overhead_note: str = ""  # where a given overhead comes from (default: the source)
     link_note: str = ""  # where a given link rate comes from (default: the source)
@@ -110,7 +112,8 @@ def define_fabric(p: Published) -> Fabric:
                            f"{p.latency_us.value:g}")
     # rates are divided by: a zero one is no rate (and a range must be above zero at both ends)
     for what, fig in (("--bandwidth-MBps", p.bandwidth_MBps), ("--shm-MBps", p.shm_MBps),
-                      ("--gamma-MBps", p.gamma_MBps)):
+                      ("--gamma-MBps", p.gamma_MBps),
+                      ("--node-memory-MBps", p.node_memory_MBps)):
         if fig is not None and not min(fig.value, fig.low or fig.value) > 0:
             raise FabenchError(f"{what} must be above 0 MB/s")
     if p.link_MBps is not None and not 0 < p.link_MBps < math.inf:
@@ -133,6 +136,7 @@ def define_fabric(p: Published) -> Fabric:
     shm_lat, shm_lat_prov = _pick(p.shm_latency_us, SHM_LAT_US, src)
     shm_bw, shm_bw_prov = _pick(p.shm_MBps, SHM_MBPS, src)
     gamma, gamma_prov = _pick(p.gamma_MBps, GAMMA_MBPS, src)
+    mem, mem_prov = _pick(p.node_memory_MBps, NODE_MEMORY_MBPS, src)
     o = p.overhead_us if p.overhead_us is not None else min(lat / 4, 1.0)
     link = p.link_MBps or bw
     prov: dict[str, Provenance] = {
@@ -152,6 +156,7 @@ def define_fabric(p: Published) -> Fabric:
         "shm_bandwidth_MBps": shm_bw_prov,
         "gamma_MBps": gamma_prov,
         **scale_provenance(),
+        "node_memory_MBps": mem_prov,
     }
     assumptions = [
         f"Hockney line t = {lat:g} us + m / {bw:g} MB/s; from {eager} B on a rendezvous "
@@ -172,5 +177,6 @@ def define_fabric(p: Published) -> Fabric:
         assumptions=assumptions, overhead_us=o, gap_us=o,
         calibrated_hops=p.calibrated_hops, hop_latency_us=hop, link_bandwidth_MBps=link,
         reduce_us_per_byte=1.0 / gamma, intra=[Segment(0, shm_lat, 1.0 / shm_bw)],
+        node_memory_MBps=mem,
         fit={"breakpoints": [eager]}, in_network=inn, provenance=prov,
     )

@@ -73,16 +73,27 @@ GAMMA_MBPS = _d(6000.0, "assumed: not measured (a core summing floats from memor
                         "2-15 GB/s)", 2000.0, 15000.0, assumed=True)
 
 
+# The memory bandwidth a node's ranks share when they copy or reduce at once (Fabric.
+# node_memory_MBps): no point-to-point figure shows it, and none of the sources publishes it
+# with its collectives. The published corpus's systems whose small runs at several ranks per
+# node fitted it (scale.py; issue 30's fifth round, docs/model.md) give the prior: their
+# median, 56 GB/s, between 10 GB/s (ABCI V) and 316 GB/s (AWS hpc6a on EKS). A value, not a
+# measurement of this node: `--node-memory-MBps` (a STREAM figure, say) or collectives on a
+# few nodes (`model calibrate --scale-runs`) replace it.
+NODE_MEMORY_MBPS = _d(56234.13, "assumed: the median of the published corpus's fitted node "
+                                "memory (7 systems' small runs at several ranks per node, "
+                                "docs/model.md)", 10000.0, 316227.77, assumed=True)
+
+
 def scale_provenance() -> dict[str, Provenance]:
     """The scale-dependent terms (Fabric.nic_gap_us, Fabric.noise_us) before any fit: 0, said
     as assumed. Neither shows in a two-node ping-pong; collectives measured on a few nodes fit
-    them (scale.py)."""
+    them (scale.py). The node's memory: NODE_MEMORY_MBPS."""
     why = ("assumed 0: not seen in two-node figures; fitted on small node counts' collectives "
            "(docs/model.md, \"Small to large\")")
     return {"nic_gap_us": Provenance(why, True), "noise_us": Provenance(why, True),
             "noise_exponent": Provenance(why, True),
-            "node_memory_MBps": Provenance(why.replace("assumed 0", "assumed 0 (unlimited)"),
-                                           True)}
+            "node_memory_MBps": NODE_MEMORY_MBPS.prov}
 
 
 def hop_default(family: str) -> Default:

@@ -10,6 +10,7 @@ value. Fit rows are shown too: they reproduce their input by construction and sa
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -25,7 +26,7 @@ from .calibrate import Curve, RunCurves, calibrate_curves
 from .collectives import algorithms
 from .cost import Cluster, Model
 from .decisions import library_choice
-from .fabric import Fabric
+from .fabric import Fabric, Provenance
 from .families import in_network_defaults
 from .hpl import HplParams, hpl_point
 from .limits import MAX_NICS
@@ -135,6 +136,8 @@ class Result:
     systems: list[SystemSpec]
     notes: list[str] = field(default_factory=list)
     scale_fits: dict[str, ScaleFit] = field(default_factory=dict)
+    # per system without a scale fit of its own: the node memory it was predicted with
+    memory_priors: dict[str, MemoryPrior] = field(default_factory=dict)
     coverage: Coverage | None = None
     # per system: the scale fit's error when extrapolating within its own fit rows
     # (scale.extrapolation_error), the difficulty of its host-based rows' bands
@@ -351,6 +354,38 @@ def _scale_observations(system: SystemSpec, f: Fabric) -> list[Observation]:
     return obs
 
 
+@dataclass
+class MemoryPrior:
+    """A node's memory bandwidth for a system whose fit rows cannot show it: the median of
+    what the other groups' small runs at several ranks per node fitted (scale.fit_scale;
+    a fit of 0, unlimited, counts as the largest)."""
+
+    node_memory_MBps: float
+    systems: int
+    low: float
+    high: float
+
+    def apply(self, fabric: Fabric) -> Fabric:
+        f = copy.deepcopy(fabric)
+        f.node_memory_MBps = self.node_memory_MBps
+        f.provenance["node_memory_MBps"] = Provenance(
+            f"assumed: the median of {self.systems} other systems' fitted node memory "
+            f"(their small runs at several ranks per node, docs/model.md)", True,
+            self.low, self.high)
+        return f
+
+
+def memory_prior(fits: dict[str, ScaleFit]) -> MemoryPrior | None:
+    """MemoryPrior over these fits (None without any)."""
+    vals = sorted(v.node_memory_MBps or math.inf for v in fits.values())
+    if not vals:
+        return None
+    mid = float(np.median(vals))
+    finite = [v for v in vals if math.isfinite(v)]
+    return MemoryPrior(mid if math.isfinite(mid) else 0.0, len(vals),
+                       min(finite, default=0.0), max(finite, default=0.0))
+
+
 def run_corpus(path: Path = CORPUS, band_samples: int = SAMPLES,
                systems: list[str] | None = None, scale: bool = True,
                nominal: float = NOMINAL) -> Result:
@@ -368,15 +403,28 @@ def run_corpus(path: Path = CORPUS, band_samples: int = SAMPLES,
     for system in corpus.systems:
         f = _fabric(system, fitted)
         fitted[system.id] = f  # the point-to-point fabric, without this system's scale terms
-        if system not in chosen:
-            continue
+        # every system's own fit, chosen or not: the others' node memory is a prior (below)
         obs = _scale_observations(system, f) if scale else []
         if obs:
-            x = extrapolation_error(f, obs)
-            if x is not None:
-                extrap[system.id] = x
+            if system in chosen:
+                x = extrapolation_error(f, obs)
+                if x is not None:
+                    extrap[system.id] = x
             fits[system.id] = fit_scale(f, obs)
+    group = {s.id: s.group or s.id for s in corpus.systems}
+    full = {s.id for s in corpus.systems
+            if any(c.split == "fit" and c.ppn > 1 for c in s.cases)}
+    priors: dict[str, MemoryPrior] = {}
+    for system in chosen:
+        f = fitted[system.id]
+        if system.id in fits:
             f = fits[system.id].apply(f, f"{system.id}'s fit rows")
+        elif scale and any(c.ppn > 1 for c in system.cases):
+            prior = memory_prior({k: v for k, v in fits.items() if k in full
+                                  and group[k] != group[system.id]})
+            if prior is not None:
+                priors[system.id] = prior
+                f = prior.apply(f)
         for case in system.cases:
             n = 0 if case.kind in ("time", "ratio", "max_ratio") else band_samples
             for r in _case_rows(system, f, case, n):
@@ -384,7 +432,9 @@ def run_corpus(path: Path = CORPUS, band_samples: int = SAMPLES,
                     case.kind
                 r.nodes, r.ppn, r.size = case.nodes, case.ppn, case.size
                 rows.append(r)
-    res = Result(rows, chosen, scale_fits=fits, extrapolation=extrap)
+    res = Result(rows, chosen, scale_fits={k: v for k, v in fits.items()
+                                           if k in {s.id for s in chosen}},
+                 extrapolation=extrap, memory_priors=priors)
     res.coverage = conformal_bands(rows, nominal, extrapolation=extrap)
     return res
 
@@ -642,6 +692,10 @@ def loso_lines(res: Result) -> list[str]:
                      + (f"; fitted to its smallest node count alone, its other fit rows miss "
                         f"by rms log {res.extrapolation[sid]:.2f} (its bands' difficulty)"
                         if sid in res.extrapolation else ""))
+    for sid, prior in res.memory_priors.items():
+        lines.append(f"# node memory of {sid} (no small runs of its own at several ranks per "
+                     f"node): {prior.node_memory_MBps:.3g} MB/s, the median of {prior.systems} "
+                     f"other groups' systems' fits ({prior.low:.3g}-{prior.high:.3g})")
     errs = np.abs([r.error for r in tests])
     lines.append(f"# test set, times and ratios: {len(tests)} cases, median |error| "
                  f"{np.median(errs) * 100:.1f} %, within a factor of 2: "
