@@ -109,10 +109,11 @@ def _nonoverlapping(md: cost.Model, m: float) -> float:
     return coll.ALGORITHMS["reduce"][r][0](md, m) + coll.ALGORITHMS["bcast"][b][0](md, m)
 
 
-def _no_nic_gap_g(orig: Callable[..., Fabric]) -> Callable[..., Fabric]:
+def _zeroed(orig: Callable[..., Fabric], attr: str) -> Callable[..., Fabric]:
+    """A corpus fabric builder whose fabrics have `attr` 0 (none, or unlimited)."""
     def fabric(name: str, fit: pub.CurvesFit) -> Fabric:
         f = orig(name, fit)
-        f.nic_gap_us = 0.0
+        setattr(f, attr, 0.0)
         return f
     return fabric
 
@@ -168,18 +169,10 @@ def _no_stays(md: cost.Model, d: int) -> int:
     return 0
 
 
-def _unlimited_memory(orig: Callable[..., Fabric]) -> Callable[..., Fabric]:
-    def fabric(name: str, fit: pub.CurvesFit) -> Fabric:
-        f = orig(name, fit)
-        f.node_memory_MBps = 0.0
-        return f
-    return fabric
-
-
 @contextlib.contextmanager
 def _no_memory_prior() -> Iterator[None]:
     with patched(pub, "memory_prior", lambda fits: None), \
-            patched(pub, "_curves_fabric", _unlimited_memory(pub._curves_fabric)):
+            patched(pub, "_curves_fabric", _zeroed(pub._curves_fabric, "node_memory_MBps")):
         yield
 
 
@@ -207,7 +200,7 @@ def _patch(name: str, path: Path) -> contextlib.AbstractContextManager[None]:
     if name == "no-memory-prior":
         return _no_memory_prior()
     if name == "no-nic-gap-g":
-        return patched(pub, "_curves_fabric", _no_nic_gap_g(pub._curves_fabric))
+        return patched(pub, "_curves_fabric", _zeroed(pub._curves_fabric, "nic_gap_us"))
     return contextlib.nullcontext()
 
 
