@@ -131,6 +131,12 @@ def test_ring_of_eager_steps_waits_on_its_left_neighbour_only() -> None:
     assert rndv.rendezvous_bytes() == 512
     want = 14 * (ALPHA + 2.0 + BETA * chunk) + 7 * GAMMA * chunk
     assert allreduce_ring(Model(rndv, _cluster(2, 4)), m) == pytest.approx(want)  # 71.4 us
+    # ... or at the same-node link where the node's copies are the slower: 1e-2 us a byte,
+    # 10 us for the 1000 B chunk against the network's 5 us
+    slow = Fabric("s", rndv.segments, calibrated_hops=1, hop_latency_us=0.3,
+                  intra=[Segment(0, SHM_ALPHA, 1e-2)], reduce_us_per_byte=GAMMA)
+    want = 14 * (SHM_ALPHA + 1e-2 * chunk) + 7 * GAMMA * chunk
+    assert allreduce_ring(Model(slow, _cluster(2, 4)), m) == pytest.approx(want)  # 147.4 us
     # one rank per node: every link leaves its node
     one = Model(_fabric(), _cluster(8, 1))
     assert allreduce_ring(one, m) == pytest.approx(14 * net + 7 * GAMMA * chunk)

@@ -75,7 +75,9 @@ def ring_steps(md: Model, m: float, steps: int) -> float:
     bounds the pipeline from below. From the rendezvous on (Fabric.rendezvous_bytes; a
     single-segment fabric: its family's eager limit) a send waits for its receiver's
     handshake too, the path can turn back across the slow link every step or two, and every
-    step is priced at it. One rank per node: every link leaves its node, the same figure.
+    step is priced at it: the link that leaves a node, or the same-node one where the node's
+    copies (its memory shared by all its ranks) are slower. One rank per node: every link
+    leaves its node, the same figure.
 
     The noise follows the same path: no step waits for the slowest of all p ranks, the delays
     add along the longest path, which at each step stays on its rank or moves one back. For
@@ -91,11 +93,12 @@ def ring_steps(md: Model, m: float, steps: int) -> float:
     rendezvous = md.f.rendezvous_bytes()
     if not math.isfinite(rendezvous):  # one segment: the family's eager limit
         rendezvous = eager_default(md.f.family).value
-    if (md.c.ppn <= 1 or nodes <= 1 or m >= rendezvous
-            or isinstance(md.c.topology, Loopback)):
+    if md.c.ppn <= 1 or nodes <= 1 or isinstance(md.c.topology, Loopback):
         return steps * (t_cross + path_noise)
     a_in, b_in, share_in = md.step_parts(m, 1, "xor")  # the next rank on the node
     t_in = md.stretch(a_in - noisy, b_in, share_in)
+    if m >= rendezvous:  # every step at the slowest link, a node's copies or its NIC
+        return steps * (max(t_cross, t_in) + path_noise)
     path = (nodes * t_cross + (p - nodes) * t_in) / p
     return steps * (max(path, md.stretch(0.0, b, share), md.f.gap_us) + path_noise)
 

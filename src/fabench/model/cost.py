@@ -198,7 +198,9 @@ class Model:
             if mem > 0:
                 pb_in = np.maximum(pb_in, stay / mem)
             b_in = pb_in * max(m, 0.0)
-            slower = (stay > 0) & (a_in + b_in > a + b)
+            share = self.cpu_share(self.p, m)  # as the callers stretch them (step_parts)
+            slower = (stay > 0) & (self.stretch(a_in, b_in, share)
+                                   > self.stretch(a, b, share))
             a = np.where(slower, a_in, a)
             b = np.where(slower, b_in, b)
         return a, b
