@@ -751,6 +751,10 @@ def test_define_writes_a_fabric_from_published_figures_and_show_lists_every_para
     assert "vendor brief X" in rows["latency_us"] and "[SUNIB]" in rows["hop_latency_us"]
     assert "assumed" in rows["shm_latency_us"] and "assumed" in rows["gamma_MBps"]
     assert "[NVSHARP]" in rows["in_network.streaming_MBps"]
+    # the NIC's gap per message: LogGP's g, here the assumed one (g = o), as calibrate takes
+    # its measured g; collectives on a few nodes fit it
+    assert f.nic_gap_us == f.gap_us == f.overhead_us > 0
+    assert f.provenance["nic_gap_us"].assumed
     # the node's memory: the corpus's prior, said as assumed with its range, unless given
     assert f.node_memory_MBps == NODE_MEMORY_MBPS.value
     assert "assumed" in rows["node_memory_MBps"] and "corpus" in rows["node_memory_MBps"]

@@ -157,6 +157,11 @@ def define_fabric(p: Published) -> Fabric:
         "gamma_MBps": gamma_prov,
         **scale_provenance(),
         "node_memory_MBps": mem_prov,
+        # LogGP's g at the NIC: the ranks of a node sending through it queue by the gap per
+        # message, as `model calibrate` takes it (its mpi.bw's g, else its assumed one)
+        "nic_gap_us": Provenance("assumed: the gap per message (g = o, assumed) queues the "
+                                 "ranks of a node at its NIC; collectives on a few nodes fit "
+                                 "it (docs/model.md, \"Small to large\")", True, 0.0, o),
     }
     assumptions = [
         f"Hockney line t = {lat:g} us + m / {bw:g} MB/s; from {eager} B on a rendezvous "
@@ -174,7 +179,7 @@ def define_fabric(p: Published) -> Fabric:
     return Fabric(
         name=p.name, origin=p.origin, family=p.family, source=src,
         segments=[Segment(0, lat, beta), Segment(eager, lat + rndv, beta)],
-        assumptions=assumptions, overhead_us=o, gap_us=o,
+        assumptions=assumptions, overhead_us=o, gap_us=o, nic_gap_us=o,
         calibrated_hops=p.calibrated_hops, hop_latency_us=hop, link_bandwidth_MBps=link,
         reduce_us_per_byte=1.0 / gamma, intra=[Segment(0, shm_lat, 1.0 / shm_bw)],
         node_memory_MBps=mem,
