@@ -185,19 +185,13 @@ class Model:
             pb = np.maximum(pb, sharing / link)
         pb = np.where(exch, pb * self.f.exchange_factor(m), pb)
         a_net = a_net + (nic - 1) * self.f.nic_gap_us
-        a = np.where(intra, self.f.alpha(m, intra=True), a_net)
-        if self.f.noise_us > 0:
-            a = a + self.noise(self.p)
+        noise = self.noise(self.p) if self.f.noise_us > 0 else 0.0
+        a = np.where(intra, self.f.alpha(m, intra=True), a_net) + noise
         b = np.where(intra, self.intra_per_byte(m), pb) * max(m, 0.0)
         if stay.any() and not network_only:
             # the same-node pairs of each shift, the node's memory shared by those copying
-            a_in = self.f.alpha(m, intra=True) + (self.noise(self.p) if self.f.noise_us > 0
-                                                  else 0.0)
-            mem = self.f.node_memory_MBps
-            pb_in = np.full(len(ds), self.f.beta(m, intra=True))
-            if mem > 0:
-                pb_in = np.maximum(pb_in, stay / mem)
-            b_in = pb_in * max(m, 0.0)
+            a_in = self.f.alpha(m, intra=True) + noise
+            b_in = self.copy_per_byte(m, stay) * max(m, 0.0)
             share = self.cpu_share(self.p, m)  # as the callers stretch them (step_parts)
             slower = (stay > 0) & (self.stretch(a_in, b_in, share)
                                    > self.stretch(a, b, share))
@@ -281,11 +275,14 @@ class Model:
     def intra_per_byte(self, m: float, k: int | None = None) -> float:
         """us per byte of a same-node copy while k ranks of the node copy at once (default:
         all of them): one rank's rate, or its share of the node's memory bandwidth."""
+        return float(self.copy_per_byte(m, self.c.ppn if k is None else k))
+
+    def copy_per_byte(self, m: float, k: float | np.ndarray) -> float | np.ndarray:
+        """intra_per_byte for k copying ranks, k a count or an array of counts (one per step
+        of a pairwise exchange, shift_parts)."""
         per_byte = self.f.beta(m, intra=True)
         mem = self.f.node_memory_MBps
-        if mem > 0:
-            per_byte = max(per_byte, (self.c.ppn if k is None else k) / mem)
-        return per_byte
+        return np.maximum(per_byte, k / mem) if mem > 0 else per_byte
 
     def intra_step(self, m: float) -> float:
         return (self.f.alpha(m, intra=True) + self.intra_per_byte(m) * m
